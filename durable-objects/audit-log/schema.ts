@@ -1,0 +1,34 @@
+import { index, integer, sqliteTable, text } from "drizzle-orm/sqlite-core";
+
+/** One row per audit event of the object's workspace; `seq` is gap-free from 1. */
+export const events = sqliteTable(
+  "events",
+  {
+    seq: integer("seq").primaryKey(),
+    id: text("id").notNull(),
+    occurredAt: text("occurred_at").notNull(),
+    kind: text("kind").notNull(),
+    outcome: text("outcome").notNull(),
+    actorKind: text("actor_kind").notNull(),
+    actorId: text("actor_id"),
+    agentId: text("agent_id"),
+    conversationId: text("conversation_id"),
+    target: text("target").notNull(),
+    intent: text("intent").notNull(),
+    /** Lookup key for erasure only; not part of the hash. */
+    subjectUserId: text("subject_user_id"),
+    /** Canonical JSON of the redacted-at-write details; replaced on erasure. */
+    details: text("details").notNull(),
+    /** Hex salt of the details digest; dropped on erasure so the old details cannot be confirmed by guessing. */
+    salt: text("salt"),
+    detailsDigest: text("details_digest").notNull(),
+    prevHash: text("prev_hash").notNull(),
+    hash: text("hash").notNull(),
+  },
+  (t) => [
+    index("events_occurred_idx").on(t.occurredAt),
+    index("events_kind_idx").on(t.kind),
+    index("events_actor_idx").on(t.actorId),
+    index("events_subject_idx").on(t.subjectUserId),
+  ],
+);

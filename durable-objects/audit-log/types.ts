@@ -1,0 +1,61 @@
+/** The AuditLog object's RPC shapes, shared by the object and its typed client in src/audit. */
+export type AuditOutcome = "success" | "denied" | "error";
+export type ActorKind = "user" | "token" | "oauth_client" | "system";
+
+export type AppendEvent = {
+  kind: string;
+  outcome: AuditOutcome;
+  actorKind: ActorKind;
+  actorId: string | null;
+  agentId: string | null;
+  conversationId: string | null;
+  /** Ids and verbs only: hashed in the clear, never redacted. */
+  target: string;
+  intent: string;
+  /** The user the event is about, so erasure can find it. */
+  subjectUserId: string | null;
+  /** Already reduced to the kind's allow-list by the caller. */
+  details: Record<string, unknown>;
+};
+
+export type AuditEvent = {
+  seq: number;
+  id: string;
+  occurred_at: string;
+  kind: string;
+  outcome: string;
+  actor_kind: string;
+  actor_id: string | null;
+  agent_id: string | null;
+  conversation_id: string | null;
+  target: string;
+  intent: string;
+  details: Record<string, unknown>;
+  details_digest: string;
+  prev_hash: string;
+  hash: string;
+};
+
+export type ListFilters = {
+  /** Lookback in days; 0 or less means all time. */
+  days: number;
+  kind?: string;
+  outcome?: string;
+  actorKind?: string;
+  agentId?: string;
+  conversationId?: string;
+  /** Case-insensitive substring of target or intent. */
+  q?: string;
+};
+
+export type ListPage = { page: number; pageSize: number };
+export type ListResult = { events: AuditEvent[]; total: number };
+
+export type VerifyResult = {
+  ok: boolean;
+  checked: number;
+  first_seq: number | null;
+  last_seq: number | null;
+  failure_seq: number | null;
+  break_type: "content" | "linkage" | null;
+};

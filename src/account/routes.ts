@@ -1,0 +1,72 @@
+import { audit } from "../audit/audit";
+import { apiRoute, createRouter, jsonBody, jsonResponse } from "../platform/openapi";
+import { ApiError, problemResponse } from "../platform/problem";
+import { rateLimit } from "../platform/rate-limit";
+import { MeSchema, SignupRequestSchema, SignupResponseSchema } from "./schemas";
+import { signup } from "./service";
+
+export const accountRouter = createRouter();
+
+accountRouter.openapi(
+  apiRoute(
+    "public",
+    {
+      method: "post",
+      path: "/v1/api/signup",
+      tags: ["Account"],
+      summary: "Create a workspace with its first admin",
+      description: "Creates the workspace, its admin user, its default agent and an admin personal access token (shown once).",
+      request: { body: jsonBody(SignupRequestSchema) },
+      responses: {
+        201: jsonResponse(SignupResponseSchema, "The new workspace, its admin and the admin token"),
+        400: problemResponse("Invalid request"),
+        403: problemResponse("Sign-up is closed"),
+        409: problemResponse("Email already registered"),
+        429: problemResponse("Rate limited"),
+      },
+    },
+    [rateLimit("SIGNUP_LIMITER")],
+  ),
+  async (c) => {
+    if (c.env.SIGNUP_MODE === "closed") throw new ApiError(403, "signup_closed", "Sign-up is closed on this service");
+    const body = c.req.valid("json");
+    const result = await signup(c.env, {
+      workspaceName: body.workspace_name,
+      email: body.email,
+      password: body.password,
+      name: body.name,
+    });
+    await audit(c, {
+      kind: "workspace.signup",
+      workspaceId: result.workspace.id,
+      actor: { kind: "user", id: result.user.id },
+      target: `workspace:${result.workspace.id}`,
+      intent: "create",
+      subjectUserId: result.user.id,
+      details: { workspace_name: result.workspace.name, slug: result.workspace.slug, email: result.user.email, name: result.user.name },
+    });
+    return c.json(result, 201);
+  },
+);
+
+accountRouter.openapi(
+  apiRoute("authenticated", {
+    method: "get",
+    path: "/v1/api/me",
+    tags: ["Account"],
+    summary: "The caller's identity",
+    responses: { 200: jsonResponse(MeSchema, "The caller, its workspace and its effective scopes") },
+  }),
+  (c) => {
+    const caller = c.var.caller;
+    return c.json(
+      {
+        user: { id: caller.userId, email: caller.email, name: caller.name, role: caller.role },
+        workspace: caller.workspace,
+        scopes: [...caller.scopes].sort(),
+        auth: caller.auth,
+      },
+      200,
+    );
+  },
+);

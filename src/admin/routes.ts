@@ -1,0 +1,115 @@
+import { audit } from "../audit/audit";
+import { apiRoute, createRouter, jsonBody, jsonResponse } from "../platform/openapi";
+import { problemResponse } from "../platform/problem";
+import { CreatedTokenSchema, CreateTokenRequestSchema, CreateUserRequestSchema, IdParamSchema, TokenListSchema, UserListSchema } from "./schemas";
+import { UserSchema } from "../account/schemas";
+import { createToken, listTokens, revokeToken } from "./tokens-service";
+import { createUser, listUsers } from "./users-service";
+
+export const adminRouter = createRouter();
+
+adminRouter.openapi(
+  apiRoute("admin", {
+    method: "get",
+    path: "/v1/api/admin/users",
+    tags: ["Administration"],
+    summary: "List the workspace's users",
+    responses: { 200: jsonResponse(UserListSchema, "The users") },
+  }),
+  async (c) => c.json({ users: await listUsers(c.env, c.var.caller.workspace.id) }, 200),
+);
+
+adminRouter.openapi(
+  apiRoute("admin", {
+    method: "post",
+    path: "/v1/api/admin/users",
+    tags: ["Administration"],
+    summary: "Add a user to the workspace",
+    request: { body: jsonBody(CreateUserRequestSchema) },
+    responses: {
+      201: jsonResponse(UserSchema, "The new user"),
+      400: problemResponse("Invalid request"),
+      409: problemResponse("Email already registered"),
+    },
+  }),
+  async (c) => {
+    const body = c.req.valid("json");
+    const user = await createUser(c.env, c.var.caller.workspace.id, body);
+    await audit(c, {
+      kind: "user.create",
+      target: `user:${user.id}`,
+      intent: "create",
+      subjectUserId: user.id,
+      details: { email: user.email, name: user.name, role: user.role },
+    });
+    return c.json(user, 201);
+  },
+);
+
+adminRouter.openapi(
+  apiRoute("admin", {
+    method: "post",
+    path: "/v1/api/admin/tokens",
+    tags: ["Administration"],
+    summary: "Issue a personal access token",
+    description: "`user_id` defaults to the caller. Scopes beyond that user's role are refused. The secret is shown once.",
+    request: { body: jsonBody(CreateTokenRequestSchema) },
+    responses: {
+      201: jsonResponse(CreatedTokenSchema, "The token, with its secret"),
+      400: problemResponse("Invalid request or scopes beyond the user's role"),
+      404: problemResponse("User not in this workspace"),
+    },
+  }),
+  async (c) => {
+    const body = c.req.valid("json");
+    const caller = c.var.caller;
+    const { token, info } = await createToken(c.env, caller.workspace.id, {
+      userId: body.user_id ?? caller.userId,
+      name: body.name,
+      scopes: body.scopes,
+      expiresInDays: body.expires_in_days,
+    });
+    await audit(c, {
+      kind: "token.create",
+      target: `token:${info.id}`,
+      intent: "create",
+      subjectUserId: info.user_id,
+      details: { name: info.name, scopes: info.scopes, user_id: info.user_id, expires_at: info.expires_at },
+    });
+    const { last_used_at: _l, revoked_at: _r, ...created } = info;
+    return c.json({ ...created, token }, 201);
+  },
+);
+
+adminRouter.openapi(
+  apiRoute("admin", {
+    method: "get",
+    path: "/v1/api/admin/tokens",
+    tags: ["Administration"],
+    summary: "List the workspace's personal access tokens (never their secrets)",
+    responses: { 200: jsonResponse(TokenListSchema, "The tokens") },
+  }),
+  async (c) => c.json({ tokens: await listTokens(c.env, c.var.caller.workspace.id) }, 200),
+);
+
+adminRouter.openapi(
+  apiRoute("admin", {
+    method: "delete",
+    path: "/v1/api/admin/tokens/{id}",
+    tags: ["Administration"],
+    summary: "Revoke a personal access token",
+    request: { params: IdParamSchema },
+    responses: { 204: { description: "Revoked" }, 400: problemResponse("Malformed id"), 404: problemResponse("Token not in this workspace") },
+  }),
+  async (c) => {
+    const info = await revokeToken(c.env, c.var.caller.workspace.id, c.req.valid("param").id);
+    await audit(c, {
+      kind: "token.revoke",
+      target: `token:${info.id}`,
+      intent: "revoke",
+      subjectUserId: info.user_id,
+      details: { name: info.name, user_id: info.user_id },
+    });
+    return c.body(null, 204);
+  },
+);

@@ -1,0 +1,45 @@
+import { z } from "@hono/zod-openapi";
+import { ROLES, SCOPES } from "../auth/scopes";
+import { EmailSchema, PasswordSchema, UserSchema } from "../account/schemas";
+
+export const UserListSchema = z.object({ users: z.array(UserSchema) }).openapi("UserList");
+
+export const CreateUserRequestSchema = z
+  .object({
+    email: EmailSchema,
+    name: z.string().trim().min(1).max(100).optional(),
+    password: PasswordSchema.optional(),
+    role: z.enum(ROLES),
+  })
+  .openapi("CreateUserRequest");
+
+export const CreateTokenRequestSchema = z
+  .object({
+    user_id: z.uuid().optional(),
+    name: z.string().trim().min(1).max(100),
+    scopes: z.array(z.enum(SCOPES)).min(1).max(SCOPES.length),
+    expires_in_days: z.number().int().min(1).max(3650).optional(),
+  })
+  .openapi("CreateTokenRequest");
+
+const TokenFields = {
+  id: z.uuid(),
+  name: z.string(),
+  scopes: z.array(z.string()),
+  user_id: z.uuid(),
+  created_at: z.iso.datetime(),
+  expires_at: z.iso.datetime().nullable(),
+};
+
+export const CreatedTokenSchema = z
+  .object({ ...TokenFields, token: z.string().openapi({ description: "The secret (svc_pat_…), shown once" }) })
+  .openapi("CreatedToken");
+
+export const TokenSchema = z
+  .object({ ...TokenFields, last_used_at: z.iso.datetime().nullable(), revoked_at: z.iso.datetime().nullable() })
+  .openapi("Token");
+export const TokenListSchema = z.object({ tokens: z.array(TokenSchema) }).openapi("TokenList");
+
+export const IdParamSchema = z.object({
+  id: z.uuid().openapi({ param: { name: "id", in: "path" } }),
+});

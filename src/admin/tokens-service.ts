@@ -1,0 +1,89 @@
+import { and, desc, eq, isNull } from "drizzle-orm";
+import { apiTokens, users } from "../db/schema";
+import { roleCeiling, type Role, type Scope } from "../auth/scopes";
+import { PAT_PREFIX } from "../auth/resolve";
+import { hashToken } from "../platform/crypto";
+import { db, parseJsonArray, type Db } from "../platform/db";
+import { newId, randomToken } from "../platform/ids";
+import { nowIso } from "../platform/env";
+import { badRequest, notFound } from "../platform/problem";
+
+export type TokenInfo = {
+  id: string;
+  name: string;
+  scopes: string[];
+  user_id: string;
+  created_at: string;
+  expires_at: string | null;
+  last_used_at: string | null;
+  revoked_at: string | null;
+};
+
+const toInfo = (t: typeof apiTokens.$inferSelect): TokenInfo => ({
+  id: t.id,
+  name: t.name,
+  scopes: parseJsonArray(t.scopes),
+  user_id: t.userId,
+  created_at: t.createdAt,
+  expires_at: t.expiresAt,
+  last_used_at: t.lastUsedAt,
+  revoked_at: t.revokedAt,
+});
+
+/** A new PAT's secret and the statement that stores its hash (for batches such as signup). */
+export function patInsert(d: Db, p: { workspaceId: string; userId: string; name: string; scopes: readonly Scope[]; expiresAt: string | null }) {
+  const token = randomToken(PAT_PREFIX);
+  const row = {
+    id: newId(),
+    workspaceId: p.workspaceId,
+    userId: p.userId,
+    name: p.name,
+    tokenHash: hashToken(token),
+    scopes: JSON.stringify([...new Set(p.scopes)].sort()),
+    createdAt: nowIso(),
+    expiresAt: p.expiresAt,
+  };
+  return { token, row, statement: d.insert(apiTokens).values(row) };
+}
+
+export async function createToken(
+  env: Env,
+  workspaceId: string,
+  p: { userId: string; name: string; scopes: Scope[]; expiresInDays?: number },
+): Promise<{ token: string; info: TokenInfo; userRole: Role }> {
+  const d = db(env);
+  const owner = await d
+    .select({ id: users.id, role: users.role })
+    .from(users)
+    .where(and(eq(users.id, p.userId), eq(users.workspaceId, workspaceId), isNull(users.erasedAt)))
+    .get();
+  if (!owner) throw notFound("No such user in this workspace");
+  const ceiling = roleCeiling(owner.role);
+  const beyond = p.scopes.filter((s) => !ceiling.has(s));
+  if (beyond.length) {
+    throw badRequest("scope_exceeds_role", `The user's role (${owner.role}) cannot hold: ${beyond.join(", ")}`, [
+      { path: "scopes", message: `not allowed for role ${owner.role}: ${beyond.join(", ")}` },
+    ]);
+  }
+  const expiresAt = p.expiresInDays ? new Date(Date.now() + p.expiresInDays * 86_400_000).toISOString() : null;
+  const { token, row, statement } = patInsert(d, { workspaceId, userId: owner.id, name: p.name, scopes: p.scopes, expiresAt });
+  await statement.run();
+  return { token, info: toInfo({ ...row, revokedAt: null, lastUsedAt: null }), userRole: owner.role };
+}
+
+export async function listTokens(env: Env, workspaceId: string): Promise<TokenInfo[]> {
+  const rows = await db(env).select().from(apiTokens).where(eq(apiTokens.workspaceId, workspaceId)).orderBy(desc(apiTokens.id)).all();
+  return rows.map(toInfo);
+}
+
+/** Revokes a token of the workspace; unknown or foreign ids are not found. Idempotent. */
+export async function revokeToken(env: Env, workspaceId: string, id: string): Promise<TokenInfo> {
+  const d = db(env);
+  const row = await d.select().from(apiTokens).where(and(eq(apiTokens.id, id), eq(apiTokens.workspaceId, workspaceId))).get();
+  if (!row) throw notFound("No such token in this workspace");
+  if (!row.revokedAt) {
+    row.revokedAt = nowIso();
+    await d.update(apiTokens).set({ revokedAt: row.revokedAt }).where(eq(apiTokens.id, id)).run();
+  }
+  return toInfo(row);
+}

@@ -1,0 +1,53 @@
+import type { Context } from "hono";
+import type { ActorKind, AuditOutcome } from "../../durable-objects/audit-log/types";
+import type { Caller } from "../auth/caller";
+import type { AppEnv } from "../platform/env";
+import { auditLog } from "./client";
+import { allowedDetails } from "./policy";
+
+export type AuditInput = {
+  /** Dotted, e.g. `agent.update`. */
+  kind: string;
+  outcome?: AuditOutcome;
+  /** What was acted on, as `type:id` (ids only, never personal data). */
+  target?: string;
+  /** The verb or action (never personal data). */
+  intent?: string;
+  agentId?: string | null;
+  conversationId?: string | null;
+  /** The user the event is about (for erasure). */
+  subjectUserId?: string | null;
+  /** Reduced to the kind's allow-list before it leaves the Worker. */
+  details?: Record<string, unknown>;
+  /** Defaults to the authenticated caller. */
+  actor?: { kind: ActorKind; id: string | null };
+  /** Defaults to the caller's workspace. */
+  workspaceId?: string;
+};
+
+const ACTOR_KIND: Record<Caller["auth"], ActorKind> = { pat: "token", session: "user", oauth: "oauth_client" };
+
+/**
+ * Records an audit event in the workspace's chain, awaited in the same request. Every
+ * state-changing route calls this.
+ */
+export async function audit(c: Context<AppEnv>, input: AuditInput): Promise<void> {
+  const caller = c.get("caller") as Caller | undefined;
+  const workspaceId = input.workspaceId ?? caller?.workspace.id;
+  if (!workspaceId) throw new Error(`audit event ${input.kind} has no workspace`);
+  const actor = input.actor ?? (caller ? { kind: ACTOR_KIND[caller.auth], id: caller.userId } : { kind: "system" as const, id: null });
+  await auditLog(c.env, workspaceId).append([
+    {
+      kind: input.kind,
+      outcome: input.outcome ?? "success",
+      actorKind: actor.kind,
+      actorId: actor.id,
+      agentId: input.agentId ?? null,
+      conversationId: input.conversationId ?? null,
+      target: input.target ?? "",
+      intent: input.intent ?? input.kind.split(".").pop() ?? "",
+      subjectUserId: input.subjectUserId ?? null,
+      details: allowedDetails(input.kind, input.details),
+    },
+  ]);
+}

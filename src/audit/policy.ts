@@ -1,0 +1,28 @@
+/**
+ * The details each audit event kind may carry: an allow-list, so a field that is not named
+ * here (a token, a secret, a password, a header) can never reach the log, whatever a caller
+ * passes. Kinds not listed keep no details at all. Each area adds its kinds here.
+ *
+ * Personal data (emails, names) is allowed only in `details`, which erasure redacts;
+ * `target` and `intent` carry ids and verbs only.
+ */
+export const AUDIT_DETAIL_FIELDS: Readonly<Record<string, readonly string[]>> = {
+  // access and identity
+  "access.denied": ["method", "path", "required"],
+  "workspace.signup": ["workspace_name", "slug", "email", "name"],
+  "workspace.slug": ["slug", "previous_slug", "email_slug", "previous_email_slug_routes_until"],
+  "user.create": ["email", "name", "role"],
+  "user.erase": ["reason", "counts", "self"],
+  "token.create": ["name", "scopes", "user_id", "expires_at"],
+  "token.revoke": ["name", "user_id"],
+  "session.signin": ["email", "reason"],
+  "session.signout": [],
+};
+
+export function allowedDetails(kind: string, details: Record<string, unknown> | undefined): Record<string, unknown> {
+  const allowed = AUDIT_DETAIL_FIELDS[kind];
+  if (!allowed || !details) return {};
+  const out: Record<string, unknown> = {};
+  for (const key of allowed) if (details[key] !== undefined) out[key] = details[key];
+  return out;
+}

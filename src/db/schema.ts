@@ -1,0 +1,129 @@
+/**
+ * Every D1 table, as Drizzle sees it. Areas read this as shared knowledge but change their
+ * own tables only through their own service. `npm run db:generate` turns changes here into
+ * a new SQL migration under migrations/.
+ */
+import { sql } from "drizzle-orm";
+import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
+
+const createdAt = () => text("created_at").notNull();
+
+export const workspaces = sqliteTable("workspaces", {
+  id: text("id").primaryKey(),
+  name: text("name").notNull(),
+  /** URL handle; globally unique. */
+  slug: text("slug").notNull().unique(),
+  /** Current email slug (mailbox addresses are `<localpart>-<email_slug>@<domain>`). */
+  emailSlug: text("email_slug").notNull(),
+  createdAt: createdAt(),
+});
+
+/**
+ * Registry of email slugs, current and retired. A retired slug keeps routing to its
+ * workspace (and stays unavailable to others) until `routes_until`.
+ */
+export const emailSlugs = sqliteTable("email_slugs", {
+  slug: text("slug").primaryKey(),
+  workspaceId: text("workspace_id").notNull().references(() => workspaces.id),
+  routesUntil: text("routes_until"),
+  createdAt: createdAt(),
+});
+
+export const users = sqliteTable(
+  "users",
+  {
+    id: text("id").primaryKey(),
+    workspaceId: text("workspace_id").notNull().references(() => workspaces.id),
+    /** Sign-in name, unique across the service; null once the user is erased. */
+    email: text("email").unique(),
+    name: text("name"),
+    role: text("role", { enum: ["admin", "member"] }).notNull(),
+    passwordHash: text("password_hash"),
+    createdAt: createdAt(),
+    erasedAt: text("erased_at"),
+  },
+  (t) => [index("users_workspace_idx").on(t.workspaceId)],
+);
+
+/** Personal access tokens, stored by SHA-256 only. */
+export const apiTokens = sqliteTable(
+  "api_tokens",
+  {
+    id: text("id").primaryKey(),
+    workspaceId: text("workspace_id").notNull().references(() => workspaces.id),
+    userId: text("user_id").notNull().references(() => users.id),
+    name: text("name").notNull(),
+    tokenHash: text("token_hash").notNull().unique(),
+    /** JSON array of scope strings. */
+    scopes: text("scopes").notNull(),
+    createdAt: createdAt(),
+    expiresAt: text("expires_at"),
+    revokedAt: text("revoked_at"),
+    lastUsedAt: text("last_used_at"),
+  },
+  (t) => [index("api_tokens_workspace_idx").on(t.workspaceId), index("api_tokens_user_idx").on(t.userId)],
+);
+
+/** Browser sign-in sessions (`svc_session` cookie), stored by SHA-256 only. */
+export const sessions = sqliteTable(
+  "sessions",
+  {
+    id: text("id").primaryKey(),
+    workspaceId: text("workspace_id").notNull().references(() => workspaces.id),
+    userId: text("user_id").notNull().references(() => users.id),
+    tokenHash: text("token_hash").notNull().unique(),
+    createdAt: createdAt(),
+    expiresAt: text("expires_at").notNull(),
+    revokedAt: text("revoked_at"),
+    lastUsedAt: text("last_used_at"),
+  },
+  (t) => [index("sessions_user_idx").on(t.userId)],
+);
+
+export const agents = sqliteTable(
+  "agents",
+  {
+    id: text("id").primaryKey(),
+    workspaceId: text("workspace_id").notNull().references(() => workspaces.id),
+    slug: text("slug").notNull(),
+    displayName: text("display_name").notNull(),
+    description: text("description"),
+    instructions: text("instructions"),
+    instructionsIsDefault: integer("instructions_is_default", { mode: "boolean" }).notNull(),
+    tone: text("tone"),
+    verbosity: text("verbosity"),
+    /** JSON arrays of strings. */
+    aliases: text("aliases").notNull().default("[]"),
+    cautions: text("cautions").notNull().default("[]"),
+    languages: text("languages").notNull().default("[]"),
+    skills: text("skills").notNull().default("[]"),
+    mcpServers: text("mcp_servers").notNull().default("[]"),
+    runtimeProfile: text("runtime_profile").notNull(),
+    deliveryMode: text("delivery_mode").notNull(),
+    model: text("model"),
+    avatarUrl: text("avatar_url"),
+    status: text("status", { enum: ["enabled", "disabled"] }).notNull(),
+    isDefault: integer("is_default", { mode: "boolean" }).notNull(),
+    createdAt: createdAt(),
+    updatedAt: text("updated_at").notNull(),
+  },
+  (t) => [
+    uniqueIndex("agents_workspace_slug_idx").on(t.workspaceId, t.slug),
+    // At most one default agent per workspace, whatever the concurrency.
+    uniqueIndex("agents_one_default_idx").on(t.workspaceId).where(sql`is_default = 1`),
+  ],
+);
+
+/**
+ * Every handle (slug or alias) of every agent, so that the database itself keeps
+ * handles unique within a workspace.
+ */
+export const agentHandles = sqliteTable(
+  "agent_handles",
+  {
+    workspaceId: text("workspace_id").notNull().references(() => workspaces.id),
+    handle: text("handle").notNull(),
+    agentId: text("agent_id").notNull().references(() => agents.id),
+  },
+  (t) => [primaryKey({ columns: [t.workspaceId, t.handle] }), index("agent_handles_agent_idx").on(t.agentId)],
+);

@@ -1,0 +1,33 @@
+import type { Caller } from "../auth/caller";
+
+/**
+ * Optional secrets and vars: set with `wrangler secret put` (locally in `.dev.vars`), absent
+ * by default, so they are not in the generated Env of worker-configuration.d.ts.
+ */
+declare global {
+  interface Env {
+    BASE_URL?: string;
+    ENCRYPTION_KEY?: string;
+    LLM_BASE_URL?: string;
+    LLM_API_KEY?: string;
+    LLM_MODEL?: string;
+    IMAGE_MODEL?: string;
+    AI?: Ai;
+  }
+}
+
+export type AppEnv = {
+  Bindings: Env;
+  Variables: {
+    requestId: string;
+    /** Set by the auth middleware on every authenticated route. */
+    caller: Caller;
+  };
+};
+
+/** The public origin: BASE_URL when configured, else the request's own origin. */
+export function baseUrl(env: Env, requestUrl: string): string {
+  return (env.BASE_URL || new URL(requestUrl).origin).replace(/\/+$/, "");
+}
+
+export const nowIso = (): string => new Date().toISOString();

@@ -1,0 +1,32 @@
+import type { Context } from "hono";
+import { getCookie, setCookie } from "hono/cookie";
+import { randomToken } from "./ids";
+import { timingSafeEqual } from "./crypto";
+
+/** Headers of every server-rendered page: no framing, no referrer, no caching, no scripts. */
+export const PAGE_HEADERS: Record<string, string> = {
+  "X-Frame-Options": "DENY",
+  "Content-Security-Policy":
+    "default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+  "Referrer-Policy": "no-referrer",
+  "Cache-Control": "no-store",
+};
+
+const CSRF_COOKIE = "svc_csrf";
+
+/**
+ * Double-submit CSRF token for signed-out forms: a random cookie (SameSite=Strict, HttpOnly)
+ * whose value the form echoes in `csrf_token`.
+ */
+export function csrfToken(c: Context): string {
+  const existing = getCookie(c, CSRF_COOKIE);
+  if (existing && existing.length >= 43) return existing;
+  const token = randomToken("");
+  setCookie(c, CSRF_COOKIE, token, { httpOnly: true, secure: true, sameSite: "Strict", path: "/v1/" });
+  return token;
+}
+
+export function csrfValid(c: Context, submitted: unknown): boolean {
+  const cookie = getCookie(c, CSRF_COOKIE);
+  return typeof submitted === "string" && !!cookie && cookie.length >= 43 && timingSafeEqual(cookie, submitted);
+}

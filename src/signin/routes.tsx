@@ -1,0 +1,89 @@
+import { Hono } from "hono";
+import { deleteCookie, getCookie, setCookie } from "hono/cookie";
+import { z } from "zod";
+import { audit } from "../audit/audit";
+import { SESSION_COOKIE } from "../auth/resolve";
+import type { AppEnv } from "../platform/env";
+import { csrfToken, csrfValid, PAGE_HEADERS } from "../platform/pages";
+import { rateLimit } from "../platform/rate-limit";
+import { SigninPage } from "./pages";
+import { safeReturnTo, SESSION_TTL_SECONDS, signIn, signOut } from "./service";
+
+/** Browser sign-in pages (HTML, not part of the JSON API document). */
+export const signinRouter = new Hono<AppEnv>();
+
+const WRONG_CREDENTIALS = "Incorrect email or password.";
+
+const SigninFormSchema = z.object({
+  email: z.string().trim().toLowerCase().max(254),
+  password: z.string().max(256),
+  return_to: z.string().max(2048).optional(),
+  csrf_token: z.string().max(256).optional(),
+});
+
+signinRouter.get("/v1/signin", (c) => {
+  const returnTo = safeReturnTo(c.req.query("return_to"));
+  return c.html(<SigninPage csrfToken={csrfToken(c)} returnTo={returnTo} />, 200, PAGE_HEADERS);
+});
+
+signinRouter.post("/v1/signin", rateLimit("SIGNIN_LIMITER"), async (c) => {
+  const form = SigninFormSchema.safeParse(await c.req.parseBody().catch(() => ({})));
+  const returnTo = safeReturnTo(form.success ? form.data.return_to : undefined);
+  const render = (status: 400 | 401 | 403, error: string, email?: string) =>
+    c.html(<SigninPage csrfToken={csrfToken(c)} returnTo={returnTo} email={email} error={error} />, status, PAGE_HEADERS);
+
+  if (!form.success) return render(400, "Enter your email and password.");
+  if (!csrfValid(c, form.data.csrf_token)) return render(403, "Your sign-in form expired. Please try again.", form.data.email);
+
+  const outcome = await signIn(c.env, form.data.email, form.data.password);
+  if (!outcome.ok) {
+    // Known accounts get the failure in their workspace's log; unknown emails have no workspace.
+    if (outcome.workspaceId && outcome.userId) {
+      await audit(c, {
+        kind: "session.signin",
+        outcome: "denied",
+        workspaceId: outcome.workspaceId,
+        actor: { kind: "user", id: null },
+        target: `user:${outcome.userId}`,
+        intent: "signin",
+        subjectUserId: outcome.userId,
+        details: { email: form.data.email, reason: "bad_credentials" },
+      });
+    }
+    return render(401, WRONG_CREDENTIALS, form.data.email);
+  }
+  await audit(c, {
+    kind: "session.signin",
+    workspaceId: outcome.workspaceId,
+    actor: { kind: "user", id: outcome.userId },
+    target: `session:${outcome.sessionId}`,
+    intent: "signin",
+    subjectUserId: outcome.userId,
+    details: { email: form.data.email },
+  });
+  setCookie(c, SESSION_COOKIE, outcome.sessionToken, {
+    httpOnly: true,
+    secure: true,
+    sameSite: "Lax",
+    path: "/",
+    maxAge: SESSION_TTL_SECONDS,
+  });
+  return c.redirect(returnTo, 303);
+});
+
+signinRouter.post("/v1/signout", async (c) => {
+  const cookie = getCookie(c, SESSION_COOKIE);
+  const session = cookie ? await signOut(c.env, cookie) : undefined;
+  if (session) {
+    await audit(c, {
+      kind: "session.signout",
+      workspaceId: session.workspaceId,
+      actor: { kind: "user", id: session.userId },
+      target: `session:${session.id}`,
+      intent: "signout",
+      subjectUserId: session.userId,
+    });
+  }
+  deleteCookie(c, SESSION_COOKIE, { path: "/", secure: true });
+  return c.redirect("/v1/signin", 303);
+});
