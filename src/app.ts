@@ -19,7 +19,7 @@ export function createApp() {
   const app = createRouter();
 
   app.use(requestId());
-  app.use(secureHeaders({ crossOriginResourcePolicy: false }));
+  app.use(secureHeaders({ xFrameOptions: "DENY", crossOriginResourcePolicy: false }));
   const limits = [1, 2].map((n) =>
     bodyLimit({
       maxSize: n * MiB,

@@ -1,0 +1,119 @@
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import { MeSchema } from "../src/account/schemas";
+import { call, parse } from "./support/api";
+import { PASSWORD, signupWorkspace } from "./support/seed";
+
+/** A browser: keeps cookies between calls. */
+class Browser {
+  cookies = new Map<string, string>();
+  async request(method: string, path: string, form?: Record<string, string>) {
+    const headers: Record<string, string> = { Cookie: [...this.cookies].map(([k, v]) => `${k}=${v}`).join("; ") };
+    let rawBody: string | undefined;
+    if (form) {
+      rawBody = new URLSearchParams(form).toString();
+      headers["Content-Type"] = "application/x-www-form-urlencoded";
+    }
+    const res = await call(method, path, { headers, rawBody });
+    for (const c of res.headers.getSetCookie()) {
+      const [pair] = c.split(";");
+      const [name, ...rest] = pair!.split("=");
+      const value = rest.join("=");
+      if (/Max-Age=0|expires=Thu, 01 Jan 1970/i.test(c) || value === "") this.cookies.delete(name!);
+      else this.cookies.set(name!, value);
+    }
+    return res;
+  }
+  async csrf(path = "/v1/signin") {
+    const page = await (await this.request("GET", path)).text();
+    return /name="csrf_token" value="([^"]+)"/.exec(page)![1]!;
+  }
+}
+
+describe("browser sign-in", () => {
+  it("renders a form with the documented fields and frame-busting headers", async () => {
+    const res = await call("GET", "/v1/signin?return_to=/v1/oauth/authorize%3Fx%3D1");
+    expect(res.status).toBe(200);
+    expect(res.headers.get("X-Frame-Options")).toBe("DENY");
+    expect(res.headers.get("Content-Security-Policy")).toContain("frame-ancestors 'none'");
+    const html = await res.text();
+    for (const field of ["email", "password", "return_to", "csrf_token"]) expect(html).toContain(`name="${field}"`);
+    expect(html).toContain('value="/v1/oauth/authorize?x=1"');
+  });
+
+  it("signs in, sets an HttpOnly Secure Lax session cookie, 303s to a same-origin return_to, and signs out", async () => {
+    const ws = await signupWorkspace();
+    const b = new Browser();
+    const csrf_token = await b.csrf();
+    const res = await b.request("POST", "/v1/signin", { email: ws.email, password: PASSWORD, return_to: "/v1/api/me?x=1", csrf_token });
+    expect(res.status).toBe(303);
+    expect(res.headers.get("Location")).toBe("/v1/api/me?x=1");
+    const cookie = res.headers.getSetCookie().find((c) => c.startsWith("svc_session="))!;
+    expect(cookie).toMatch(/HttpOnly/);
+    expect(cookie).toMatch(/Secure/);
+    expect(cookie).toMatch(/SameSite=Lax/);
+    expect(cookie).toMatch(/Path=\//);
+
+    const me = await parse(await b.request("GET", "/v1/api/me"), MeSchema);
+    expect(me).toMatchObject({ auth: "session", user: { id: ws.user.id } });
+
+    const sessionValue = b.cookies.get("svc_session")!;
+    const stored = await env.DB.prepare("SELECT token_hash FROM sessions WHERE user_id = ?").bind(ws.user.id).first<{ token_hash: string }>();
+    expect(stored?.token_hash).toMatch(/^[0-9a-f]{64}$/);
+    expect(stored?.token_hash).not.toBe(sessionValue);
+
+    const out = await b.request("POST", "/v1/signout");
+    expect(out.status).toBe(303);
+    const replay = await call("GET", "/v1/api/me", { headers: { Cookie: `svc_session=${sessionValue}` } });
+    expect(replay.status).toBe(401);
+  });
+
+  it.each(["https://evil.example/", "//evil.example/x", "/\\evil.example", "javascript:alert(1)"])(
+    "never redirects off-site (return_to=%s)",
+    async (returnTo) => {
+      const ws = await signupWorkspace();
+      const b = new Browser();
+      const csrf_token = await b.csrf();
+      const res = await b.request("POST", "/v1/signin", { email: ws.email, password: PASSWORD, return_to: returnTo, csrf_token });
+      expect(res.status).toBe(303);
+      expect(res.headers.get("Location")).toBe("/v1/api/me");
+    },
+  );
+
+  it("gives the same answer for a wrong password and an unknown email, and sets no session", async () => {
+    const ws = await signupWorkspace();
+    const b = new Browser();
+    const csrf_token = await b.csrf();
+    const wrong = await b.request("POST", "/v1/signin", { email: ws.email, password: "wrong password!", csrf_token });
+    const unknown = await b.request("POST", "/v1/signin", { email: `nobody-${crypto.randomUUID()}@example.com`, password: "wrong password!", csrf_token });
+    expect(wrong.status).toBe(401);
+    expect(unknown.status).toBe(401);
+    const msg = (html: string) => /role="alert">([^<]*)</.exec(html)?.[1];
+    expect(msg(await wrong.text())).toBe(msg(await unknown.text()));
+    expect(b.cookies.has("svc_session")).toBe(false);
+  });
+
+  it("requires the CSRF token", async () => {
+    const ws = await signupWorkspace();
+    const b = new Browser();
+    await b.csrf();
+    const missing = await b.request("POST", "/v1/signin", { email: ws.email, password: PASSWORD });
+    expect(missing.status).toBe(403);
+    const forged = await b.request("POST", "/v1/signin", { email: ws.email, password: PASSWORD, csrf_token: "A".repeat(43) });
+    expect(forged.status).toBe(403);
+    expect(b.cookies.has("svc_session")).toBe(false);
+  });
+
+  it("rate limits sign-in attempts per address with 429", async () => {
+    const ip = "203.0.113.99";
+    const statuses: number[] = [];
+    for (let i = 0; i < 22; i++) {
+      const res = await call("POST", "/v1/signin", {
+        headers: { "CF-Connecting-IP": ip, "Content-Type": "application/x-www-form-urlencoded" },
+        rawBody: "email=a%40example.com&password=x",
+      });
+      statuses.push(res.status);
+    }
+    expect(statuses).toContain(429);
+  });
+});
