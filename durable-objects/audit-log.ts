@@ -7,7 +7,7 @@ import { canonicalJson, detailsDigest, entryHash, GENESIS_HASH, newSalt } from "
 import migrations from "./audit-log/migrations/migrations.js";
 import * as schema from "./audit-log/schema";
 import { events } from "./audit-log/schema";
-import type { AppendEvent, AuditEvent, ListFilters, ListPage, ListResult, VerifyResult } from "./audit-log/types";
+import type { ActorKind, AppendEvent, AuditEvent, AuditOutcome, ListFilters, ListPage, ListResult, VerifyResult } from "./audit-log/types";
 
 const REDACTED_DETAILS = canonicalJson({ redacted: true });
 
@@ -177,14 +177,14 @@ function toEvent(r: typeof events.$inferSelect): AuditEvent {
     id: r.id,
     occurred_at: r.occurredAt,
     kind: r.kind,
-    outcome: r.outcome,
-    actor_kind: r.actorKind,
+    outcome: r.outcome as AuditOutcome,
+    actor_kind: r.actorKind as ActorKind,
     actor_id: r.actorId,
     agent_id: r.agentId,
     conversation_id: r.conversationId,
     target: r.target,
     intent: r.intent,
-    details: JSON.parse(r.details) as Record<string, unknown>,
+    details: r.details,
     details_digest: r.detailsDigest,
     prev_hash: r.prevHash,
     hash: r.hash,

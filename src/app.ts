@@ -6,6 +6,8 @@ import { secureHeaders } from "hono/secure-headers";
 import { accountRouter } from "./account/routes";
 import { adminRouter } from "./admin/routes";
 import { agentsRouter } from "./agents/routes";
+import { auditRouter } from "./audit/routes";
+import { workspaceRouter } from "./workspace/routes";
 import { signinRouter } from "./signin/routes";
 import { healthRouter } from "./platform/health";
 import { BEARER, createRouter } from "./platform/openapi";
@@ -34,6 +36,8 @@ export function createApp() {
   app.route("/", accountRouter);
   app.route("/", adminRouter);
   app.route("/", agentsRouter);
+  app.route("/", auditRouter);
+  app.route("/", workspaceRouter);
   app.route("/", signinRouter);
 
   app.openAPIRegistry.registerComponent("securitySchemes", BEARER, {

@@ -1,4 +1,8 @@
 /** The AuditLog object's RPC shapes, shared by the object and its typed client in src/audit. */
+/** JSON data, as stored in event details (and serializable over RPC). */
+export type Json = string | number | boolean | null | Json[] | { [key: string]: Json };
+export type JsonObject = { [key: string]: Json };
+
 export type AuditOutcome = "success" | "denied" | "error";
 export type ActorKind = "user" | "token" | "oauth_client" | "system";
 
@@ -15,7 +19,7 @@ export type AppendEvent = {
   /** The user the event is about, so erasure can find it. */
   subjectUserId: string | null;
   /** Already reduced to the kind's allow-list by the caller. */
-  details: Record<string, unknown>;
+  details: JsonObject;
 };
 
 export type AuditEvent = {
@@ -23,14 +27,15 @@ export type AuditEvent = {
   id: string;
   occurred_at: string;
   kind: string;
-  outcome: string;
-  actor_kind: string;
+  outcome: AuditOutcome;
+  actor_kind: ActorKind;
   actor_id: string | null;
   agent_id: string | null;
   conversation_id: string | null;
   target: string;
   intent: string;
-  details: Record<string, unknown>;
+  /** Canonical JSON text of the details (parsed by the Worker; keeps RPC types flat). */
+  details: string;
   details_digest: string;
   prev_hash: string;
   hash: string;

@@ -4,6 +4,8 @@ import { ApiError, problemResponse } from "../platform/problem";
 import { rateLimit } from "../platform/rate-limit";
 import { MeSchema, SignupRequestSchema, SignupResponseSchema } from "./schemas";
 import { signup } from "./service";
+import { EraseRequestSchema, ErasureSummarySchema } from "../admin/erase-schemas";
+import { eraseUser } from "../admin/erase-service";
 
 export const accountRouter = createRouter();
 
@@ -68,5 +70,27 @@ accountRouter.openapi(
       },
       200,
     );
+  },
+);
+
+accountRouter.openapi(
+  apiRoute("authenticated", {
+    method: "post",
+    path: "/v1/api/me/erase",
+    tags: ["Account"],
+    summary: "Erase your own account",
+    description: "Same erasure as the admin route, for the caller. The last admin of a workspace is refused (400).",
+    request: { body: jsonBody(EraseRequestSchema) },
+    responses: {
+      200: jsonResponse(ErasureSummarySchema, "The erasure summary"),
+      400: problemResponse("Not confirmed, or the caller is the workspace's last admin"),
+    },
+  }),
+  async (c) => {
+    c.req.valid("json");
+    const caller = c.var.caller;
+    const summary = await eraseUser(c.env, caller.workspace.id, caller.userId, { self: true });
+    await audit(c, { kind: "user.erase", target: `user:${caller.userId}`, intent: "erase", details: { counts: summary.counts, self: true } });
+    return c.json(summary, 200);
   },
 );

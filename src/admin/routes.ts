@@ -5,6 +5,8 @@ import { CreatedTokenSchema, CreateTokenRequestSchema, CreateUserRequestSchema, 
 import { UserSchema } from "../account/schemas";
 import { createToken, listTokens, revokeToken } from "./tokens-service";
 import { createUser, listUsers } from "./users-service";
+import { EraseRequestSchema, ErasureSummarySchema } from "./erase-schemas";
+import { eraseUser, refuseSelfErase } from "./erase-service";
 
 export const adminRouter = createRouter();
 
@@ -111,5 +113,30 @@ adminRouter.openapi(
       details: { name: info.name, user_id: info.user_id },
     });
     return c.body(null, 204);
+  },
+);
+
+adminRouter.openapi(
+  apiRoute("admin", {
+    method: "post",
+    path: "/v1/admin/users/{id}/erase",
+    tags: ["Administration"],
+    summary: "Erase a user of the workspace",
+    description:
+      "Revokes the user's credentials, removes their data in every area, redacts their personal data in the audit log (the chain still verifies) and anonymizes the user. Self-erase is refused here; use POST /v1/api/me/erase.",
+    request: { params: IdParamSchema, body: jsonBody(EraseRequestSchema) },
+    responses: {
+      200: jsonResponse(ErasureSummarySchema, "The erasure summary"),
+      400: problemResponse("Self-erase, or the request is not confirmed"),
+      404: problemResponse("User not in this workspace"),
+    },
+  }),
+  async (c) => {
+    const { id } = c.req.valid("param");
+    c.req.valid("json");
+    refuseSelfErase(c.var.caller.userId, id);
+    const summary = await eraseUser(c.env, c.var.caller.workspace.id, id, { self: false });
+    await audit(c, { kind: "user.erase", target: `user:${id}`, intent: "erase", details: { counts: summary.counts, self: false } });
+    return c.json(summary, 200);
   },
 );

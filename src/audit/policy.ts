@@ -1,3 +1,5 @@
+import type { Json, JsonObject } from "../../durable-objects/audit-log/types";
+
 /**
  * The details each audit event kind may carry: an allow-list, so a field that is not named
  * here (a token, a secret, a password, a header) can never reach the log, whatever a caller
@@ -19,10 +21,11 @@ export const AUDIT_DETAIL_FIELDS: Readonly<Record<string, readonly string[]>> = 
   "session.signout": [],
 };
 
-export function allowedDetails(kind: string, details: Record<string, unknown> | undefined): Record<string, unknown> {
+export function allowedDetails(kind: string, details: Record<string, unknown> | undefined): JsonObject {
   const allowed = AUDIT_DETAIL_FIELDS[kind];
   if (!allowed || !details) return {};
-  const out: Record<string, unknown> = {};
-  for (const key of allowed) if (details[key] !== undefined) out[key] = details[key];
+  const out: JsonObject = {};
+  // A JSON round trip keeps only plain data (no functions, dates become strings).
+  for (const key of allowed) if (details[key] !== undefined) out[key] = JSON.parse(JSON.stringify(details[key])) as Json;
   return out;
 }

@@ -1,0 +1,46 @@
+import { apiRoute, createRouter, jsonResponse } from "../platform/openapi";
+import { problemResponse } from "../platform/problem";
+import { auditLog } from "./client";
+import { AuditListSchema, AuditQuerySchema, VerifyQuerySchema, VerifyResultSchema } from "./schemas";
+
+export const auditRouter = createRouter();
+
+auditRouter.openapi(
+  apiRoute("admin", {
+    method: "get",
+    path: "/v1/admin/audit",
+    tags: ["Audit"],
+    summary: "List audit events, newest first",
+    request: { query: AuditQuerySchema },
+    responses: { 200: jsonResponse(AuditListSchema, "One page of events and the unpaginated total"), 400: problemResponse("Malformed query") },
+  }),
+  async (c) => {
+    const q = c.req.valid("query");
+    const { events, total } = await auditLog(c.env, c.var.caller.workspace.id).list(
+      {
+        days: q.days,
+        kind: q.kind,
+        outcome: q.outcome,
+        actorKind: q.actor_kind,
+        agentId: q.agent_id,
+        conversationId: q.conversation_id,
+        q: q.q,
+      },
+      { page: q.page, pageSize: q.page_size },
+    );
+    return c.json({ events: events.map((e) => ({ ...e, details: JSON.parse(e.details) as Record<string, unknown> })), total, page: q.page, page_size: q.page_size }, 200);
+  },
+);
+
+auditRouter.openapi(
+  apiRoute("admin", {
+    method: "get",
+    path: "/v1/admin/audit/verify",
+    tags: ["Audit"],
+    summary: "Verify the hash chain of the most recent entries",
+    description: "Walks the last `limit` entries in ascending order, anchored on the entry just before the first.",
+    request: { query: VerifyQuerySchema },
+    responses: { 200: jsonResponse(VerifyResultSchema, "The verification result"), 400: problemResponse("Malformed query") },
+  }),
+  async (c) => c.json(await auditLog(c.env, c.var.caller.workspace.id).verify(c.req.valid("query").limit), 200),
+);

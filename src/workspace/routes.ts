@@ -1,0 +1,41 @@
+import { audit } from "../audit/audit";
+import { apiRoute, createRouter, jsonBody, jsonResponse } from "../platform/openapi";
+import { problemResponse } from "../platform/problem";
+import { AvailabilitySchema, RenameResultSchema, SetSlugRequestSchema, SlugQuerySchema } from "./schemas";
+import { renameWorkspace, slugAvailability } from "./service";
+
+export const workspaceRouter = createRouter();
+
+workspaceRouter.openapi(
+  apiRoute("authenticated", {
+    method: "get",
+    path: "/v1/api/admin/workspace/slug/available",
+    tags: ["Workspace"],
+    summary: "Check whether a workspace handle is available (advisory)",
+    request: { query: SlugQuerySchema },
+    responses: { 200: jsonResponse(AvailabilitySchema, "The verdict"), 400: problemResponse("Missing slug") },
+  }),
+  async (c) => c.json(await slugAvailability(c.env, c.req.valid("query").slug), 200),
+);
+
+workspaceRouter.openapi(
+  apiRoute("admin", {
+    method: "post",
+    path: "/v1/api/admin/workspace/slug",
+    tags: ["Workspace"],
+    summary: "Rename the workspace handle",
+    description: `Re-aliases the email slug to match; the old email slug keeps routing for 30 days. Errors carry code \`invalid\`, \`reserved\` or \`taken\`.`,
+    request: { body: jsonBody(SetSlugRequestSchema) },
+    responses: { 200: jsonResponse(RenameResultSchema, "The rename result"), 400: problemResponse("Invalid, reserved or taken handle") },
+  }),
+  async (c) => {
+    const result = await renameWorkspace(c.env, c.var.caller.workspace.id, c.req.valid("json").slug);
+    await audit(c, {
+      kind: "workspace.slug",
+      target: `workspace:${c.var.caller.workspace.id}`,
+      intent: "rename",
+      details: { ...result },
+    });
+    return c.json(result, 200);
+  },
+);

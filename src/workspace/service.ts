@@ -1,0 +1,75 @@
+import { and, eq, gt, isNull, or, sql } from "drizzle-orm";
+import { emailSlugs, workspaces } from "../db/schema";
+import { db, isUniqueViolation } from "../platform/db";
+import { nowIso } from "../platform/env";
+import { badRequest, notFound } from "../platform/problem";
+import { checkHandleFormat } from "./handle";
+
+/** How long a retired email slug keeps routing to its workspace (and stays unavailable to others). */
+export const EMAIL_SLUG_CONTINUITY_DAYS = 30;
+
+export type Availability = { slug: string; available: boolean; reason?: "invalid" | "reserved" | "taken" };
+
+/** Advisory check of a handle against the format, the reserved words and both registries. */
+export async function slugAvailability(env: Env, slug: string): Promise<Availability> {
+  const format = checkHandleFormat(slug);
+  if (!format.ok) return { slug, available: false, reason: format.reason };
+  const d = db(env);
+  const now = nowIso();
+  const [handle, email] = await d.batch([
+    d.select({ id: workspaces.id }).from(workspaces).where(eq(workspaces.slug, slug)).limit(1),
+    d
+      .select({ slug: emailSlugs.slug })
+      .from(emailSlugs)
+      .where(and(eq(emailSlugs.slug, slug), or(isNull(emailSlugs.routesUntil), gt(emailSlugs.routesUntil, now))))
+      .limit(1),
+  ]);
+  if (handle.length || email.length) return { slug, available: false, reason: "taken" };
+  return { slug, available: true };
+}
+
+export type RenameResult = {
+  slug: string;
+  previous_slug: string;
+  email_slug: string;
+  previous_email_slug_routes_until: string;
+};
+
+/**
+ * Renames the workspace handle and re-aliases the email slug in one D1 batch. The unique
+ * constraints (workspaces.slug, email_slugs.slug) decide races: the loser gets 400 `taken`.
+ * The old email slug keeps routing for the continuity window.
+ */
+export async function renameWorkspace(env: Env, workspaceId: string, slug: string): Promise<RenameResult> {
+  const format = checkHandleFormat(slug);
+  if (!format.ok) {
+    throw badRequest(format.reason, format.reason === "reserved" ? `"${slug}" is reserved` : "slug must be 3-32 characters of a-z, 0-9 and inner hyphens", [
+      { path: "slug", message: format.reason },
+    ]);
+  }
+  const d = db(env);
+  const ws = await d.select({ slug: workspaces.slug, emailSlug: workspaces.emailSlug }).from(workspaces).where(eq(workspaces.id, workspaceId)).get();
+  if (!ws) throw notFound("No such workspace");
+  if (ws.slug === slug) throw badRequest("taken", "This is already the workspace's handle", [{ path: "slug", message: "taken" }]);
+
+  const now = nowIso();
+  const routesUntil = new Date(Date.now() + EMAIL_SLUG_CONTINUITY_DAYS * 86_400_000).toISOString();
+  try {
+    await d.batch([
+      // Free the slug if it is our own retired one, or anyone's whose window has passed.
+      d.delete(emailSlugs).where(
+        and(eq(emailSlugs.slug, slug), or(eq(emailSlugs.workspaceId, workspaceId), sql`${emailSlugs.routesUntil} <= ${now}`)),
+      ),
+      d.update(workspaces).set({ slug, emailSlug: slug }).where(eq(workspaces.id, workspaceId)),
+      d
+        .update(emailSlugs)
+        .set({ routesUntil })
+        .where(and(eq(emailSlugs.slug, ws.emailSlug), eq(emailSlugs.workspaceId, workspaceId))),
+      d.insert(emailSlugs).values({ slug, workspaceId, createdAt: now }),
+    ]);
+  } catch (e) {
+    if (isUniqueViolation(e)) throw badRequest("taken", `"${slug}" is already taken`, [{ path: "slug", message: "taken" }]);
+    throw e;
+  }
+  return { slug, previous_slug: ws.slug, email_slug: slug, previous_email_slug_routes_until: routesUntil };
+}
