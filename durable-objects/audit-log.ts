@@ -147,12 +147,13 @@ export class AuditLog extends DurableObject<Env> {
    * their salt. The digest, and so the chain, is kept: verify stays ok.
    */
   redactUser(userId: string): number {
-    const result = this.db
-      .update(events)
-      .set({ details: REDACTED_DETAILS, salt: null })
-      .where(and(or(eq(events.actorId, userId), eq(events.subjectUserId, userId)), sql`${events.salt} IS NOT NULL`))
-      .run();
-    return result.rowsWritten;
+    return this.ctx.storage.sql
+      .exec(
+        "UPDATE events SET details = ?1, salt = NULL WHERE (actor_id = ?2 OR subject_user_id = ?2) AND salt IS NOT NULL RETURNING seq",
+        REDACTED_DETAILS,
+        userId,
+      )
+      .toArray().length;
   }
 }
 

@@ -1,0 +1,106 @@
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import { AuditListSchema } from "../src/audit/schemas";
+import { AvailabilitySchema, RenameResultSchema } from "../src/workspace/schemas";
+import { call, expectProblem, parse } from "./support/api";
+import { addUser, signupWorkspace } from "./support/seed";
+
+const unique = () => `h${crypto.randomUUID().slice(0, 8)}`;
+
+describe("GET /v1/api/admin/workspace/slug/available", () => {
+  it.each([
+    ["UPPER", "invalid"],
+    ["a", "invalid"],
+    ["-lead", "invalid"],
+    ["trail-", "invalid"],
+    ["dou--ble", "invalid"],
+    ["x".repeat(33), "invalid"],
+    ["spa ce", "invalid"],
+    ["admin", "reserved"],
+    ["api", "reserved"],
+    ["www", "reserved"],
+    ["support", "reserved"],
+    ["signin", "reserved"],
+  ])("says %s is not available: %s", async (slug, reason) => {
+    const ws = await signupWorkspace();
+    const res = await call("GET", `/v1/api/admin/workspace/slug/available?slug=${encodeURIComponent(slug)}`, { token: ws.adminToken });
+    expect(await parse(res, AvailabilitySchema)).toEqual({ slug, available: false, reason });
+  });
+
+  it("says taken for another workspace's handle and available for a free one, to any member", async () => {
+    const a = await signupWorkspace();
+    const b = await signupWorkspace();
+    const member = await addUser(a.adminToken, "member", ["agents:read"]);
+    const taken = await parse(await call("GET", `/v1/api/admin/workspace/slug/available?slug=${b.workspace.slug}`, { token: member.token }), AvailabilitySchema);
+    expect(taken).toEqual({ slug: b.workspace.slug, available: false, reason: "taken" });
+    const free = unique();
+    expect(await parse(await call("GET", `/v1/api/admin/workspace/slug/available?slug=${free}`, { token: member.token }), AvailabilitySchema)).toEqual({ slug: free, available: true });
+    await expectProblem(await call("GET", "/v1/api/admin/workspace/slug/available", { token: member.token }), 400);
+    await expectProblem(await call("GET", `/v1/api/admin/workspace/slug/available?slug=${free}`), 401);
+  });
+});
+
+describe("POST /v1/api/admin/workspace/slug", () => {
+  it("renames the handle, re-aliases the email slug and keeps the old one routing for 30 days", async () => {
+    const ws = await signupWorkspace();
+    const next = unique();
+    const res = await call("POST", "/v1/api/admin/workspace/slug", { token: ws.adminToken, body: { slug: next } });
+    const result = await parse(res, RenameResultSchema);
+    expect(result).toMatchObject({ slug: next, previous_slug: ws.workspace.slug, email_slug: next });
+    const days = (Date.parse(result.previous_email_slug_routes_until) - Date.now()) / 86_400_000;
+    expect(days).toBeGreaterThan(29.9);
+    expect(days).toBeLessThanOrEqual(30);
+
+    const me = (await (await call("GET", "/v1/api/me", { token: ws.adminToken })).json()) as { workspace: { slug: string } };
+    expect(me.workspace.slug).toBe(next);
+    const routes = await env.DB.prepare("SELECT slug, workspace_id, routes_until FROM email_slugs WHERE workspace_id = ? ORDER BY created_at").bind(ws.workspace.id).all();
+    expect(routes.results.map((r) => r.slug).sort()).toEqual([ws.workspace.slug, next].sort());
+
+    // The old handle stays unavailable to others during the window...
+    const other = await signupWorkspace();
+    const verdict = await parse(await call("GET", `/v1/api/admin/workspace/slug/available?slug=${ws.workspace.slug}`, { token: other.adminToken }), AvailabilitySchema);
+    expect(verdict).toMatchObject({ available: false, reason: "taken" });
+    await expectProblem(await call("POST", "/v1/api/admin/workspace/slug", { token: other.adminToken, body: { slug: ws.workspace.slug } }), 400, "taken");
+    // ...but its owner may take it back.
+    expect((await call("POST", "/v1/api/admin/workspace/slug", { token: ws.adminToken, body: { slug: ws.workspace.slug } })).status).toBe(200);
+
+    const audit = await parse(await call("GET", "/v1/admin/audit?kind=workspace.slug", { token: ws.adminToken }), AuditListSchema);
+    expect(audit.total).toBe(2);
+  });
+
+  it("frees a retired handle once its window has passed", async () => {
+    const ws = await signupWorkspace();
+    const old = ws.workspace.slug;
+    await call("POST", "/v1/api/admin/workspace/slug", { token: ws.adminToken, body: { slug: unique() } });
+    await env.DB.prepare("UPDATE email_slugs SET routes_until = ? WHERE slug = ?").bind(new Date(Date.now() - 1000).toISOString(), old).run();
+    const other = await signupWorkspace();
+    expect((await call("POST", "/v1/api/admin/workspace/slug", { token: other.adminToken, body: { slug: old } })).status).toBe(200);
+  });
+
+  it("refuses invalid, reserved and taken handles with 400 and members with 403", async () => {
+    const a = await signupWorkspace();
+    const b = await signupWorkspace();
+    await expectProblem(await call("POST", "/v1/api/admin/workspace/slug", { token: a.adminToken, body: { slug: "Bad Slug" } }), 400, "invalid");
+    await expectProblem(await call("POST", "/v1/api/admin/workspace/slug", { token: a.adminToken, body: { slug: "billing" } }), 400, "reserved");
+    await expectProblem(await call("POST", "/v1/api/admin/workspace/slug", { token: a.adminToken, body: { slug: b.workspace.slug } }), 400, "taken");
+    await expectProblem(await call("POST", "/v1/api/admin/workspace/slug", { token: a.adminToken, body: { slug: 7 } }), 400, "validation_failed");
+    const member = await addUser(a.adminToken, "member", ["agents:read"]);
+    await expectProblem(await call("POST", "/v1/api/admin/workspace/slug", { token: member.token, body: { slug: unique() } }), 403, "admin_required");
+  });
+
+  it("lets exactly one of two racing workspaces take a handle; the other gets 400 taken", async () => {
+    const a = await signupWorkspace();
+    const b = await signupWorkspace();
+    const wanted = unique();
+    const [ra, rb] = await Promise.all([
+      call("POST", "/v1/api/admin/workspace/slug", { token: a.adminToken, body: { slug: wanted } }),
+      call("POST", "/v1/api/admin/workspace/slug", { token: b.adminToken, body: { slug: wanted } }),
+    ]);
+    const statuses = [ra.status, rb.status].sort();
+    expect(statuses).toEqual([200, 400]);
+    const loser = ra.status === 400 ? ra : rb;
+    await expectProblem(loser, 400, "taken");
+    const owners = await env.DB.prepare("SELECT id FROM workspaces WHERE slug = ?").bind(wanted).all();
+    expect(owners.results).toHaveLength(1);
+  });
+});
