@@ -6,6 +6,7 @@ import { secureHeaders } from "hono/secure-headers";
 import { accountRouter } from "./account/routes";
 import { adminRouter } from "./admin/routes";
 import { agentsRouter } from "./agents/routes";
+import { browserRouter } from "./browser/routes";
 import { signinRouter } from "./signin/routes";
 import { healthRouter } from "./platform/health";
 import { BEARER, createRouter } from "./platform/openapi";
@@ -34,6 +35,7 @@ export function createApp() {
   app.route("/", accountRouter);
   app.route("/", adminRouter);
   app.route("/", agentsRouter);
+  app.route("/", browserRouter);
   app.route("/", signinRouter);
 
   app.openAPIRegistry.registerComponent("securitySchemes", BEARER, {
