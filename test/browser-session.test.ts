@@ -4,8 +4,7 @@ import { describe, expect, it } from "vitest";
 import type { Attachment, BrowserSession } from "../durable-objects/browser-session";
 import { CLOSE, LIMITS, PING_FRAME, PONG_FRAME } from "../durable-objects/protocol";
 import { runEraseSteps } from "../src/admin/erasure";
-import { auditLog } from "../src/audit/client";
-import { connectExtension, eventually, sessionOf, TINY_PNG } from "./support/browser";
+import { auditEvents, connectExtension, eventually, sessionOf, TINY_PNG } from "./support/browser";
 import { signupWorkspace } from "./support/seed";
 
 async function connectedUser() {
@@ -14,8 +13,7 @@ async function connectedUser() {
   return { ws, ext, userId: ws.user.id, stub: sessionOf(ws.user.id) };
 }
 
-const auditKinds = async (workspaceId: string, kind: string) =>
-  (await auditLog(env, workspaceId).list({ days: 0, kind }, { page: 1, pageSize: 200 })).events;
+const auditKinds = auditEvents;
 
 describe("BrowserSession: connection", () => {
   it("accepts the socket, reports it connected with its metadata, and audits the connect", async () => {

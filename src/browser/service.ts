@@ -1,4 +1,4 @@
-import { generateText, isStepCount } from "ai";
+import { generateText, isStepCount, type LanguageModel } from "ai";
 import { and, eq, isNull, sql } from "drizzle-orm";
 import { CONNECTION_META_HEADER, type ConnectionInfo, type ConnectionMeta } from "../../durable-objects/browser-session";
 import { LIMITS, type CommandOutcome, type Method } from "../../durable-objects/protocol";
@@ -85,6 +85,9 @@ export type AskOutcome = {
   durationMs: number;
 };
 
+/** What the ask service takes from outside; tests pass an AI SDK mock model here. */
+export type AskDeps = { model?: (env: Env, modelId: string | null | undefined) => LanguageModel | null };
+
 const DISCONNECTED = new Set(["disconnected", "not connected"]);
 
 function failureReply(e: BrowserCommandError): { reply: string; finish: AskFinish } {
@@ -103,10 +106,10 @@ function failureReply(e: BrowserCommandError): { reply: string; finish: AskFinis
  * of steps and an overall deadline. A dropped browser, a failing command or the deadline
  * ends the turn with a plain reply; only a model failure is an error (502).
  */
-export async function askBrowser(env: Env, caller: Caller, input: AskRequest): Promise<AskOutcome> {
+export async function askBrowser(env: Env, caller: Caller, input: AskRequest, deps: AskDeps = {}): Promise<AskOutcome> {
   const started = Date.now();
   const agent = await pickAgent(env, caller.workspace.id, input.agent_slug);
-  const model = languageModel(env, agent.model);
+  const model = (deps.model ?? languageModel)(env, agent.model);
   if (!model) throw new ApiError(503, "model_not_configured", "No language model is configured for this service");
 
   const timeoutMs = input.timeout_ms ?? ASK_TIMEOUT.default;
