@@ -130,6 +130,7 @@ export class BrowserSession extends DurableObject<Env> {
       this.pending.set(id, { connectionId: attachment.connectionId, method: frame.data.method, settle });
       try {
         ws.send(JSON.stringify({ id, method: frame.data.method, params: checked.data }));
+        this.creditReply(attachment.connectionId);
       } catch (e) {
         settle(fail("disconnected", `The browser connection is closed (${String(e)})`));
       }
@@ -244,6 +245,13 @@ export class BrowserSession extends DurableObject<Env> {
     if (r.count <= LIMITS.maxFramesPerWindow) return true;
     void this.retire(ws, CLOSE.policy, "rate limit exceeded", "rate_limited");
     return false;
+  }
+
+  /** The reply to a command the server sent is not the extension's own traffic: it does not count against the rate bound. */
+  private creditReply(connectionId: string): void {
+    const r = this.rate.get(connectionId);
+    if (r) r.count -= 1;
+    else this.rate.set(connectionId, { windowStart: Date.now(), count: -1 });
   }
 
   private refuse(ws: WebSocket, error: SessionErrorEvent["params"]["error"], message: string, id?: number): void {

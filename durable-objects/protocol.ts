@@ -23,8 +23,8 @@ export const PONG_FRAME = '{"type":"pong"}';
 /**
  * Bounds that keep one extension from exhausting its object. A frame over the size bound,
  * or a binary frame, is refused with a `session.error` event; a socket that sends more than
- * MAX_FRAMES_PER_WINDOW frames in one RATE_WINDOW_MS window (pings excluded: the platform
- * answers those) is closed with CLOSE_POLICY.
+ * maxFramesPerWindow frames of its own in one rateWindowMs window is closed with CLOSE.policy.
+ * Not counted: pings (the platform answers those) and one reply per command the server sent.
  */
 export const LIMITS = {
   /** Largest accepted extension frame, in UTF-16 code units (a base64 PNG screenshot must fit). */

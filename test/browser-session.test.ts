@@ -183,6 +183,18 @@ describe("BrowserSession: untrusted frames", () => {
     expect(await ext.next()).toMatchObject({ params: { error: "frame too large", id: frame.id } });
   });
 
+  it("does not count replies to the server's own commands against the rate bound", async () => {
+    const { ext, stub } = await connectedUser();
+    ext.ws.addEventListener("message", (e) => {
+      const frame = JSON.parse(e.data as string) as { id?: number };
+      if (typeof frame.id === "number") ext.succeed(frame.id, { url: "https://fast.test/", title: "Fast" });
+    });
+    for (let i = 0; i < LIMITS.maxFramesPerWindow * 2; i++) {
+      expect(await stub.command("computer.url", {})).toMatchObject({ ok: true });
+    }
+    expect(await stub.isConnected()).toBe(true);
+  });
+
   it("closes a socket that floods the object with frames", async () => {
     const { ext, stub } = await connectedUser();
     for (let i = 0; i <= LIMITS.maxFramesPerWindow; i++) ext.send({ type: "event", method: "noise" });
