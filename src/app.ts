@@ -8,6 +8,7 @@ import { adminRouter } from "./admin/routes";
 import { agentsRouter } from "./agents/routes";
 import { auditRouter } from "./audit/routes";
 import { workspaceRouter } from "./workspace/routes";
+import { browserRouter } from "./browser/routes";
 import { signinRouter } from "./signin/routes";
 import { healthRouter } from "./platform/health";
 import { BEARER, createRouter } from "./platform/openapi";
@@ -38,6 +39,7 @@ export function createApp() {
   app.route("/", agentsRouter);
   app.route("/", auditRouter);
   app.route("/", workspaceRouter);
+  app.route("/", browserRouter);
   app.route("/", signinRouter);
 
   app.openAPIRegistry.registerComponent("securitySchemes", BEARER, {

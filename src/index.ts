@@ -1,6 +1,7 @@
 import { createApp } from "./app";
 
 export { AuditLog } from "../durable-objects/audit-log";
+export { BrowserSession } from "../durable-objects/browser-session";
 
 const app = createApp();
 

@@ -19,6 +19,10 @@ export const AUDIT_DETAIL_FIELDS: Readonly<Record<string, readonly string[]>> = 
   "token.revoke": ["name", "user_id"],
   "session.signin": ["email", "reason"],
   "session.signout": [],
+  // local browser: ids, counts and method names only, never screenshots, page text or typed text
+  "browser.connect": ["token_id"],
+  "browser.disconnect": ["cause", "code", "token_id", "connected_at", "duration_ms"],
+  "browser.ask": ["agent_slug", "steps", "tool_calls", "methods", "finish", "timeout_ms", "duration_ms"],
 };
 
 export function allowedDetails(kind: string, details: Record<string, unknown> | undefined): JsonObject {

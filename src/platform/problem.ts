@@ -25,8 +25,10 @@ const TITLES: Record<number, string> = {
   404: "Not Found",
   409: "Conflict",
   413: "Content Too Large",
+  426: "Upgrade Required",
   429: "Too Many Requests",
   500: "Internal Server Error",
+  502: "Bad Gateway",
   503: "Service Unavailable",
 };
 

@@ -1,0 +1,145 @@
+/**
+ * The local-browser frame protocol (decisions.md, Note D): WebDriver-BiDi-shaped JSON text
+ * frames over `GET /v1/agent-browser/connect`. Shared by the BrowserSession object, the
+ * Worker routes and the reference bridge in tools/browser-bridge (Node runs this file with
+ * its built-in type stripping, so it uses erasable TypeScript only and imports nothing but zod).
+ *
+ * server → extension command  { id, method, params }
+ * extension → server reply    { type: "success", id, result } | { type: "error", id, error, message? }
+ * extension → server event    { type: "event", method: "computer.ready", params: { user_agent } }
+ * server → extension event    { type: "event", method: "session.error", params: { error, message } }
+ *                              (the answer to a frame the server could not accept)
+ * liveness                    the text frame `{"type":"ping"}` is answered with `{"type":"pong"}`
+ *                              by the platform itself, without waking the object.
+ */
+import { z } from "zod";
+
+/** Subprotocol that carries the personal access token: `Sec-WebSocket-Protocol: svc-pat.<token>`. */
+export const SUBPROTOCOL_PREFIX = "svc-pat.";
+
+export const PING_FRAME = '{"type":"ping"}';
+export const PONG_FRAME = '{"type":"pong"}';
+
+/**
+ * Bounds that keep one extension from exhausting its object. A frame over the size bound,
+ * or a binary frame, is refused with a `session.error` event; a socket that sends more than
+ * maxFramesPerWindow frames of its own in one rateWindowMs window is closed with CLOSE.policy.
+ * Not counted: pings (the platform answers those) and one reply per command the server sent.
+ */
+export const LIMITS = {
+  /** Largest accepted extension frame, in UTF-16 code units (a base64 PNG screenshot must fit). */
+  maxFrameChars: 8 * 1024 * 1024,
+  maxFramesPerWindow: 100,
+  rateWindowMs: 5_000,
+  /** Commands awaiting a reply at once, per user. */
+  maxPending: 8,
+  defaultTimeoutMs: 30_000,
+  minTimeoutMs: 100,
+  maxTimeoutMs: 120_000,
+  /** Longest text the server accepts from `computer.read` and `computer.url`. */
+  maxTextChars: 200_000,
+} as const;
+
+/** Close codes the server uses (4000-4999 are application codes). */
+export const CLOSE = {
+  /** A newer connection of the same user took over. */
+  replaced: 4001,
+  /** The server ended the session (user erased, token no longer valid). */
+  ended: 4003,
+  /** Rate bound exceeded (RFC 6455 policy violation). */
+  policy: 1008,
+} as const;
+
+export const METHODS = [
+  "computer.screenshot",
+  "computer.navigate",
+  "computer.click",
+  "computer.type",
+  "computer.key",
+  "computer.scroll",
+  "computer.url",
+  "computer.read",
+] as const;
+export type Method = (typeof METHODS)[number];
+
+const coordinate = z.number().int().min(0).max(100_000);
+const delta = z.number().int().min(-100_000).max(100_000);
+const empty = z.object({}).strict();
+
+/** Parameters of each command, as the server sends them. */
+export const PARAMS = {
+  "computer.screenshot": empty,
+  "computer.navigate": z.object({ url: z.url({ protocol: /^https?$/ }).max(4096) }).strict(),
+  "computer.click": z.object({ x: coordinate, y: coordinate }).strict(),
+  "computer.type": z.object({ text: z.string().min(1).max(10_000) }).strict(),
+  "computer.key": z.object({ key: z.string().min(1).max(64) }).strict(),
+  "computer.scroll": z.object({ x: coordinate, y: coordinate, dx: delta, dy: delta }).strict(),
+  "computer.url": empty,
+  "computer.read": empty,
+} as const satisfies Record<Method, z.ZodType>;
+export type Params<M extends Method> = z.infer<(typeof PARAMS)[M]>;
+
+const done = z.object({});
+/** The result each command must carry in its success reply; unknown keys are dropped. */
+export const RESULTS = {
+  "computer.screenshot": z.object({ data: z.base64().min(1) }),
+  "computer.navigate": done,
+  "computer.click": done,
+  "computer.type": done,
+  "computer.key": done,
+  "computer.scroll": done,
+  "computer.url": z.object({ url: z.string().max(LIMITS.maxTextChars), title: z.string().max(LIMITS.maxTextChars) }),
+  "computer.read": z.object({ text: z.string().max(LIMITS.maxTextChars) }),
+} as const satisfies Record<Method, z.ZodType>;
+export type Result<M extends Method> = z.infer<(typeof RESULTS)[M]>;
+
+const frameId = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
+
+export const CommandFrameSchema = z.object({
+  id: frameId,
+  method: z.enum(METHODS),
+  params: z.record(z.string(), z.unknown()),
+});
+export type CommandFrame = z.infer<typeof CommandFrameSchema>;
+
+export const SuccessFrameSchema = z.object({
+  type: z.literal("success"),
+  id: frameId,
+  result: z.record(z.string(), z.unknown()),
+});
+
+export const ErrorFrameSchema = z.object({
+  type: z.literal("error"),
+  id: frameId,
+  error: z.string().min(1).max(200),
+  message: z.string().max(2_000).optional(),
+});
+
+export const EventFrameSchema = z.object({
+  type: z.literal("event"),
+  method: z.string().min(1).max(100),
+  params: z.record(z.string(), z.unknown()).optional(),
+});
+
+/** Every frame an extension may send. */
+export const ExtensionFrameSchema = z.discriminatedUnion("type", [SuccessFrameSchema, ErrorFrameSchema, EventFrameSchema]);
+export type ExtensionFrame = z.infer<typeof ExtensionFrameSchema>;
+
+export const ReadyParamsSchema = z.object({ user_agent: z.string().max(512).optional() });
+
+/** The event the server sends when it cannot accept an extension's frame. */
+export type SessionErrorEvent = {
+  type: "event";
+  method: "session.error";
+  params: { error: "invalid frame" | "frame too large" | "binary frame" | "unknown id"; message: string; id?: number };
+};
+
+/** What `command()` resolves with: the extension's result, or why there is none. */
+export type CommandOutcome =
+  | { ok: true; result: Record<string, unknown> }
+  | {
+      ok: false;
+      /** The extension's `error`, or one of the server's own: timeout, disconnected, not connected, busy, invalid argument, invalid result. */
+      error: string;
+      message: string;
+    };

@@ -1,0 +1,177 @@
+import { generateText, isStepCount, type LanguageModel } from "ai";
+import { and, eq, isNull, sql } from "drizzle-orm";
+import { CONNECTION_META_HEADER, type ConnectionInfo, type ConnectionMeta } from "../../durable-objects/browser-session";
+import { LIMITS, type CommandOutcome, type Method } from "../../durable-objects/protocol";
+import { registerEraseStep } from "../admin/erasure";
+import type { AgentRow } from "../agents/schemas";
+import { listAgents } from "../agents/service";
+import type { Caller } from "../auth/caller";
+import { apiTokens, users } from "../db/schema";
+import { languageModel } from "../llm/model";
+import { composeSystemPrompt } from "../llm/system-prompt";
+import { preparedFor } from "../platform/db";
+import { newId } from "../platform/ids";
+import { ApiError, badRequest, notFound } from "../platform/problem";
+import { browserSession } from "./client";
+import { BROWSER_PROMPT } from "./prompt";
+import { ASK_TIMEOUT, type AskRequest } from "./schemas";
+import { BrowserCommandError, computerTools, type BrowserTurn } from "./tools";
+
+/** Model steps one ask may take (each step may run browser commands). */
+export const MAX_ASK_STEPS = 12;
+
+/**
+ * Hands an authenticated upgrade to the user's object. Returns the object's 101 response
+ * and the id of the new connection.
+ */
+export async function connectBrowser(env: Env, caller: Caller): Promise<{ response: Response; connectionId: string }> {
+  const meta: ConnectionMeta = { userId: caller.userId, workspaceId: caller.workspace.id, tokenId: caller.credentialId, connectionId: newId() };
+  const response = await browserSession(env, caller.userId).fetch("https://browser-session/connect", {
+    headers: { Upgrade: "websocket", [CONNECTION_META_HEADER]: JSON.stringify(meta) },
+  });
+  return { response, connectionId: meta.connectionId };
+}
+
+// The socket's own token is re-checked on every ask, so revoking it (or erasing its user)
+// cuts the browser off even though the socket was authenticated long before.
+const statements = preparedFor((d) => ({
+  activeToken: d
+    .select({ expiresAt: apiTokens.expiresAt })
+    .from(apiTokens)
+    .innerJoin(users, eq(users.id, apiTokens.userId))
+    .where(and(eq(apiTokens.id, sql.placeholder("id")), isNull(apiTokens.revokedAt), isNull(users.erasedAt)))
+    .prepare(),
+}));
+
+async function tokenStillValid(env: Env, tokenId: string, now: number): Promise<boolean> {
+  const row = await statements(env).activeToken.get({ id: tokenId });
+  return !!row && (row.expiresAt === null || Date.parse(row.expiresAt) > now);
+}
+
+/** The user's live browser connection, or null (a connection whose token has lapsed is closed). */
+export async function liveConnection(env: Env, caller: Caller): Promise<ConnectionInfo | null> {
+  const stub = browserSession(env, caller.userId);
+  const info = await stub.connection();
+  if (!info) return null;
+  if (!(await tokenStillValid(env, info.tokenId, Date.now()))) {
+    await stub.disconnect("the connection's token is no longer valid");
+    return null;
+  }
+  return info;
+}
+
+async function pickAgent(env: Env, workspaceId: string, slug: string | undefined): Promise<AgentRow> {
+  const agents = await listAgents(env, workspaceId);
+  const agent = slug ? agents.find((a) => a.slug === slug || a.aliases.includes(slug)) : agents.find((a) => a.is_default);
+  if (!agent) throw notFound(slug ? `No agent @${slug} in this workspace` : "The workspace has no default agent");
+  if (agent.status !== "enabled") throw badRequest("agent_disabled", `The agent @${agent.slug} is disabled`);
+  return agent;
+}
+
+/** Sets the browser-session flag for one turn: `svc:computer` is added here and nowhere else. */
+function openBrowserTurn(caller: Caller): BrowserTurn {
+  return { browserSession: true, scopes: new Set([...caller.scopes, "svc:computer"]) };
+}
+
+export type AskFinish = "answered" | "step_limit" | "tool_failed" | "disconnected" | "deadline";
+
+export type AskOutcome = {
+  reply: string;
+  steps: number;
+  agent: AgentRow;
+  finish: AskFinish;
+  /** Browser commands run, by method name only (never their parameters or results). */
+  methods: Method[];
+  durationMs: number;
+};
+
+/** What the ask service takes from outside; tests pass an AI SDK mock model here. */
+export type AskDeps = { model?: (env: Env, modelId: string | null | undefined) => LanguageModel | null };
+
+const DISCONNECTED = new Set(["disconnected", "not connected"]);
+
+function failureReply(e: BrowserCommandError): { reply: string; finish: AskFinish } {
+  const { method, outcome } = e;
+  if (DISCONNECTED.has(outcome.error)) {
+    return { finish: "disconnected", reply: `Your browser disconnected while running ${method}, so I stopped. Reconnect the extension and ask again.` };
+  }
+  if (outcome.error === "timeout") {
+    return { finish: "tool_failed", reply: `Your browser did not answer ${method} in time, so I stopped. ${outcome.message}` };
+  }
+  return { finish: "tool_failed", reply: `The browser could not run ${method} (${outcome.error}: ${outcome.message}), so I stopped.` };
+}
+
+/**
+ * Runs one agent turn limited to the computer tools, synchronously, with a bounded number
+ * of steps and an overall deadline. A dropped browser, a failing command or the deadline
+ * ends the turn with a plain reply; only a model failure is an error (502).
+ */
+export async function askBrowser(env: Env, caller: Caller, input: AskRequest, deps: AskDeps = {}): Promise<AskOutcome> {
+  const started = Date.now();
+  const agent = await pickAgent(env, caller.workspace.id, input.agent_slug);
+  const model = (deps.model ?? languageModel)(env, agent.model);
+  if (!model) throw new ApiError(503, "model_not_configured", "No language model is configured for this service");
+
+  const timeoutMs = input.timeout_ms ?? ASK_TIMEOUT.default;
+  const deadline = started + timeoutMs;
+  const abort = new AbortController();
+  const timer = setTimeout(() => abort.abort(new Error("deadline")), timeoutMs);
+  const aborted = new Promise<CommandOutcome>((resolve) =>
+    abort.signal.addEventListener("abort", () => resolve({ ok: false, error: "timeout", message: `The ask deadline of ${timeoutMs} ms passed` })),
+  );
+
+  const stub = browserSession(env, caller.userId);
+  const methods: Method[] = [];
+  let failure: BrowserCommandError | null = null;
+  let steps = 0;
+  const run = async (method: Method, params: Record<string, unknown>): Promise<CommandOutcome> => {
+    methods.push(method);
+    const remaining = deadline - Date.now();
+    if (remaining <= 0) return { ok: false, error: "timeout", message: `The ask deadline of ${timeoutMs} ms passed` };
+    return Promise.race([stub.command(method, params, Math.min(LIMITS.defaultTimeoutMs, remaining)), aborted]);
+  };
+
+  const finish = (reply: string, why: AskFinish): AskOutcome => ({ reply, steps, agent, finish: why, methods, durationMs: Date.now() - started });
+  try {
+    const result = await generateText({
+      model,
+      instructions: `${composeSystemPrompt(agent, { surface: "local_browser" })}\n\n${BROWSER_PROMPT}`,
+      prompt: input.prompt,
+      tools: computerTools(openBrowserTurn(caller), run),
+      stopWhen: [isStepCount(MAX_ASK_STEPS), () => failure !== null],
+      abortSignal: abort.signal,
+      maxRetries: 1,
+      onStepFinish: (step) => {
+        steps += 1;
+        for (const part of step.content) {
+          if (part.type === "tool-error" && part.error instanceof BrowserCommandError) failure ??= part.error;
+        }
+      },
+    });
+    if (failure) {
+      const f = failureReply(failure);
+      return finish(f.reply, f.finish);
+    }
+    const text = result.text.trim();
+    if (result.finishReason === "tool-calls" || !text) {
+      return finish(text || `I stopped after ${steps} steps without finishing the task; try a narrower request.`, "step_limit");
+    }
+    return finish(text, "answered");
+  } catch (e) {
+    if (abort.signal.aborted) return finish(`I ran out of time after ${Math.round(timeoutMs / 1000)} s and stopped before finishing the task.`, "deadline");
+    if (failure) {
+      const f = failureReply(failure);
+      return finish(f.reply, f.finish);
+    }
+    console.error(JSON.stringify({ level: "error", msg: "browser ask: model call failed", error: String(e) }));
+    throw new ApiError(502, "model_failed", "The language model did not answer");
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+// Erasing a user ends their browser session at once (their tokens are revoked with them).
+registerEraseStep("browser-session", async (env, _workspaceId, userId) => {
+  await browserSession(env, userId).disconnect("user erased");
+  return {};
+});

@@ -1,0 +1,199 @@
+#!/usr/bin/env node
+// Reference bridge for the local-browser channel: dials /v1/agent-browser/connect with a
+// personal access token and runs each computer.* command in a real Chromium page driven by
+// playwright-core. It is the executable description of the frame protocol (decisions.md,
+// Note D) for extension authors, and the client of the end-to-end test.
+//
+//   npm run bridge -- --url http://localhost:8787 --token svc_pat_... [--headed] [--chromium /usr/bin/chromium]
+//
+// The frame schemas are the service's own (durable-objects/protocol.ts, run by Node's
+// built-in TypeScript type stripping), so the bridge and the server cannot drift apart.
+import { parseArgs } from "node:util";
+import { pathToFileURL } from "node:url";
+import { chromium } from "playwright-core";
+import { CLOSE, CommandFrameSchema, LIMITS, PARAMS, PING_FRAME, PONG_FRAME, SUBPROTOCOL_PREFIX } from "../../durable-objects/protocol.ts";
+
+const PING_INTERVAL_MS = 20_000;
+const BACKOFF = { initialMs: 500, maxMs: 30_000 };
+/** Leave the server's per-command timeout (30 s) room to receive a navigation failure. */
+const NAVIGATION_TIMEOUT_MS = 25_000;
+
+/**
+ * @typedef {object} BridgeOptions
+ * @property {string} url            service origin, e.g. http://localhost:8787
+ * @property {string} token          personal access token (svc_pat_…)
+ * @property {boolean} [headless]    default true
+ * @property {string} [executablePath] Chromium binary, default /usr/bin/chromium
+ * @property {{ width: number, height: number }} [viewport]
+ * @property {(line: string) => void} [log]
+ */
+
+/**
+ * Starts the bridge. Resolves once Chromium runs; `connected()` resolves on the next open
+ * socket; `stop()` closes the socket and the browser.
+ * @param {BridgeOptions} options
+ */
+export async function startBridge(options) {
+  const log = options.log ?? ((line) => console.error(`[bridge] ${line}`));
+  const browser = await chromium.launch({
+    executablePath: options.executablePath ?? process.env.CHROMIUM_PATH ?? "/usr/bin/chromium",
+    headless: options.headless ?? true,
+  });
+  const context = await browser.newContext({ viewport: options.viewport ?? { width: 1280, height: 800 } });
+  const page = await context.newPage();
+  const userAgent = await page.evaluate(() => navigator.userAgent);
+
+  const endpoint = new URL("/v1/agent-browser/connect", options.url);
+  endpoint.protocol = endpoint.protocol === "https:" ? "wss:" : "ws:";
+
+  let stopped = false;
+  /** @type {WebSocket | null} */
+  let socket = null;
+  let attempt = 0;
+  /** @type {((value: void) => void)[]} */
+  let onOpen = [];
+  // Commands run one at a time, in arrival order, on the one page.
+  let queue = Promise.resolve();
+
+  const connect = () => {
+    if (stopped) return;
+    const ws = new WebSocket(endpoint, [`${SUBPROTOCOL_PREFIX}${options.token}`]);
+    socket = ws;
+    let pinger;
+    ws.addEventListener("open", () => {
+      attempt = 0;
+      log(`connected to ${endpoint.origin}`);
+      ws.send(JSON.stringify({ type: "event", method: "computer.ready", params: { user_agent: userAgent } }));
+      pinger = setInterval(() => ws.readyState === WebSocket.OPEN && ws.send(PING_FRAME), PING_INTERVAL_MS);
+      for (const resolve of onOpen.splice(0)) resolve();
+    });
+    ws.addEventListener("message", (event) => {
+      if (typeof event.data !== "string" || event.data === PONG_FRAME) return;
+      queue = queue.then(() => handle(ws, event.data));
+    });
+    ws.addEventListener("close", (event) => {
+      clearInterval(pinger);
+      if (socket === ws) socket = null;
+      if (stopped) return;
+      if (event.code === CLOSE.replaced || event.code === CLOSE.ended) {
+        // Another bridge or extension took over, or the server ended the session: reconnecting would only fight it.
+        log(`closed by the server (${event.code} ${event.reason}); not reconnecting`);
+        return;
+      }
+      const delay = Math.min(BACKOFF.maxMs, BACKOFF.initialMs * 2 ** attempt++) * (0.75 + Math.random() / 2);
+      log(`disconnected (${event.code}${event.reason ? ` ${event.reason}` : ""}); reconnecting in ${Math.round(delay)} ms`);
+      setTimeout(connect, delay);
+    });
+    ws.addEventListener("error", () => {
+      // A refused handshake (403, 426) surfaces as an error followed by close 1006; back-off handles it.
+    });
+  };
+
+  /** @param {WebSocket} ws @param {string} text */
+  const handle = async (ws, text) => {
+    /** @type {unknown} */
+    let data;
+    try {
+      data = JSON.parse(text);
+    } catch {
+      return log(`ignored a non-JSON frame`);
+    }
+    if (data && typeof data === "object" && "type" in data && data.type === "event") {
+      return log(`server event ${JSON.stringify(data)}`);
+    }
+    const frame = CommandFrameSchema.safeParse(data);
+    if (!frame.success) {
+      const id = data && typeof data === "object" && "id" in data && Number.isInteger(data.id) ? data.id : null;
+      if (id !== null) reply(ws, { type: "error", id, error: "unknown command", message: frame.error.message.slice(0, 1_000) });
+      return;
+    }
+    const { id, method, params } = frame.data;
+    const checked = PARAMS[method].safeParse(params);
+    if (!checked.success) return reply(ws, { type: "error", id, error: "invalid argument", message: checked.error.message.slice(0, 1_000) });
+    try {
+      const result = await run(page, method, checked.data);
+      reply(ws, { type: "success", id, result });
+    } catch (e) {
+      const error = e instanceof Error && e.name === "TimeoutError" ? "timeout" : "unknown error";
+      reply(ws, { type: "error", id, error, message: String(e instanceof Error ? e.message : e).slice(0, 1_000) });
+    }
+  };
+
+  connect();
+  return {
+    /** Resolves when a socket is open (now, or on the next connection). */
+    connected: () => (socket?.readyState === WebSocket.OPEN ? Promise.resolve() : new Promise((resolve) => onOpen.push(resolve))),
+    page,
+    async stop() {
+      stopped = true;
+      socket?.close(1000, "bridge stopped");
+      await browser.close();
+    },
+  };
+}
+
+/** @param {WebSocket} ws @param {object} frame */
+function reply(ws, frame) {
+  if (ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify(frame));
+}
+
+/**
+ * Runs one command on the page. Results follow Note D.
+ * @param {import("playwright-core").Page} page
+ * @param {string} method
+ * @param {any} p
+ */
+async function run(page, method, p) {
+  switch (method) {
+    case "computer.screenshot":
+      return { data: (await page.screenshot({ type: "png" })).toString("base64") };
+    case "computer.navigate":
+      await page.goto(p.url, { waitUntil: "load", timeout: NAVIGATION_TIMEOUT_MS });
+      return { url: page.url(), title: await page.title() };
+    case "computer.click":
+      await page.mouse.click(p.x, p.y);
+      return {};
+    case "computer.type":
+      await page.keyboard.type(p.text);
+      return {};
+    case "computer.key":
+      await page.keyboard.press(p.key);
+      return {};
+    case "computer.scroll":
+      await page.mouse.move(p.x, p.y);
+      await page.mouse.wheel(p.dx, p.dy);
+      return {};
+    case "computer.url":
+      return { url: page.url(), title: (await page.title()).slice(0, LIMITS.maxTextChars) };
+    case "computer.read": {
+      const text = await page.evaluate(() => document.body?.innerText ?? "");
+      return { text: text.slice(0, LIMITS.maxTextChars) };
+    }
+    default:
+      throw new Error(`unknown method ${method}`);
+  }
+}
+
+async function main() {
+  const { values } = parseArgs({
+    options: {
+      url: { type: "string", default: "http://localhost:8787" },
+      token: { type: "string", default: process.env.SVC_PAT },
+      headed: { type: "boolean", default: false },
+      chromium: { type: "string" },
+    },
+  });
+  if (!values.token?.startsWith("svc_pat_")) {
+    console.error("usage: npm run bridge -- --url http://localhost:8787 --token svc_pat_... [--headed] [--chromium /usr/bin/chromium]");
+    process.exit(2);
+  }
+  const bridge = await startBridge({ url: values.url, token: values.token, headless: !values.headed, executablePath: values.chromium });
+  const shutdown = async () => {
+    await bridge.stop();
+    process.exit(0);
+  };
+  process.on("SIGINT", shutdown);
+  process.on("SIGTERM", shutdown);
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1] ?? "").href) await main();
