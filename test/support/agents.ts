@@ -28,7 +28,21 @@ export async function handlesOf(agentId: string): Promise<string[]> {
   return results.map((r) => r.handle);
 }
 
-export const b64 = (bytes: ArrayLike<number>) => btoa(String.fromCharCode(...Array.from(bytes)));
+export function b64(bytes: ArrayLike<number>): string {
+  let bin = "";
+  for (let i = 0; i < bytes.length; i++) bin += String.fromCharCode(bytes[i]!);
+  return btoa(bin);
+}
+
+export function fromB64(s: string): Uint8Array {
+  const bin = atob(s);
+  return Uint8Array.from(bin, (ch) => ch.charCodeAt(0));
+}
+
+export async function sha256Hex(bytes: Uint8Array): Promise<string> {
+  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", bytes));
+  return Array.from(digest, (b) => b.toString(16).padStart(2, "0")).join("");
+}
 
 /** Small but real images of each accepted type. */
 export const IMAGES = {
