@@ -295,7 +295,7 @@ for (const kind of ["skills", "mcp_servers"] as const) {
         responses: { 200: jsonResponse(schema, `Enabled ${noun}`), ...idErrors },
       },
     ),
-    async (c) => c.json(wrap(await getSubset(c.env, c.var.caller.workspace.id, c.req.valid("param").id, kind)) as never, 200),
+    async (c) => c.json(wrap(await getSubset(c.env, c.var.caller.workspace.id, c.req.valid("param").id, kind)), 200),
   );
 
   agentsRouter.openapi(
@@ -319,7 +319,7 @@ for (const kind of ["skills", "mcp_servers"] as const) {
         agentId: id,
         details: { [kind]: after, [`previous_${kind}`]: before },
       });
-      return c.json(wrap(after) as never, 200);
+      return c.json(wrap(after), 200);
     },
   );
 }

@@ -37,9 +37,12 @@ export const AgentIdParamSchema = z.object({
 
 // Handles are checked by the service (format, reserved words, uniqueness) so that each
 // failure gets its own problem code; the schema documents the rule.
+const HANDLE_DOC = `${HANDLE_RULE}; not a reserved word (${RESERVED_AGENT_HANDLES.join(", ")}); unique among every slug and alias of the workspace`;
 const HandleSchema = z.string().max(200).openapi({
   pattern: "^[a-z0-9](?:[a-z0-9-]{0,30}[a-z0-9])$",
-  description: `${HANDLE_RULE}; not a reserved word (${RESERVED_AGENT_HANDLES.join(", ")}); unique among every slug and alias of the workspace`,
+  minLength: 2,
+  maxLength: 32,
+  description: HANDLE_DOC,
 });
 
 // No control characters: these strings end up inside a system prompt, one per line.
@@ -104,7 +107,7 @@ export type CreateAgentRequest = z.infer<typeof CreateAgentRequestSchema>;
 
 export const UpdateAgentRequestSchema = z
   .object({
-    slug: HandleSchema.optional().openapi({ description: "Renaming keeps the old slug as an alias" }),
+    slug: HandleSchema.optional().openapi({ description: `${HANDLE_DOC}. Renaming keeps the old slug as an alias.` }),
     display_name: DisplayNameSchema.optional(),
     description: DescriptionSchema.nullable().optional(),
     instructions: InstructionsSchema.nullable().optional().openapi({ description: "Writing this (even null) makes instructions_is_default false" }),

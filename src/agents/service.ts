@@ -282,7 +282,7 @@ export async function updateAgent(env: Env, workspaceId: string, id: string, inp
   }
   if (!row) throw notFound("No such agent in this workspace");
   const after = toAgentRow(row);
-  const changed = Object.keys(input).filter((k) => JSON.stringify(before[k as keyof AgentRow] ?? null) !== JSON.stringify(after[k as keyof AgentRow] ?? null));
+  const changed = (Object.keys(after) as (keyof AgentRow)[]).filter((k) => JSON.stringify(before[k] ?? null) !== JSON.stringify(after[k] ?? null));
   return { before, after, changed };
 }
 
