@@ -1,10 +1,11 @@
+import { auditEvents } from "./support/audit";
 import { evictDurableObject, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import type { Attachment, BrowserSession } from "../durable-objects/browser-session";
 import { CLOSE, LIMITS, PING_FRAME, PONG_FRAME } from "../durable-objects/protocol";
 import { runEraseSteps } from "../src/admin/erasure";
-import { auditEvents, connectExtension, eventually, sessionOf, TINY_PNG } from "./support/browser";
+import { connectExtension, eventually, sessionOf, TINY_PNG } from "./support/browser";
 import { signupWorkspace } from "./support/seed";
 
 async function connectedUser() {

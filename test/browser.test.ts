@@ -1,3 +1,4 @@
+import { auditEvents } from "./support/audit";
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it } from "vitest";
 import { CLOSE, METHODS } from "../durable-objects/protocol";
@@ -6,8 +7,8 @@ import { agents } from "../src/db/schema";
 import { db } from "../src/platform/db";
 import { MAX_ASK_STEPS } from "../src/browser/service";
 import { call, expectProblem, parse } from "./support/api";
-import { auditEvents, connectExtension, connectHeaders, type FakeExtension, sessionOf, TINY_PNG } from "./support/browser";
-import { fakeLlm, toolMessages } from "./support/fake-llm";
+import { connectExtension, connectHeaders, type FakeExtension, sessionOf, TINY_PNG } from "./support/browser";
+import { fakeLlm, toolMessages } from "./support/scripted-llm";
 import { addUser, issueToken, signupWorkspace } from "./support/seed";
 
 let llm: ReturnType<typeof fakeLlm> | null = null;

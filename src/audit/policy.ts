@@ -23,6 +23,20 @@ export const AUDIT_DETAIL_FIELDS: Readonly<Record<string, readonly string[]>> = 
   "browser.connect": ["token_id"],
   "browser.disconnect": ["cause", "code", "token_id", "connected_at", "duration_ms"],
   "browser.ask": ["agent_slug", "steps", "tool_calls", "methods", "finish", "timeout_ms", "duration_ms"],
+  // agents
+  "agent.create": ["slug", "display_name", "aliases", "runtime_profile", "model", "avatar"],
+  "agent.update": ["fields", "slug", "previous_slug"],
+  "agent.disable": ["slug", "changed"],
+  "agent.enable": ["slug", "changed"],
+  "agent.default": ["slug", "previous_default_id"],
+  "agent.avatar": ["source", "content_type", "size", "sha256"],
+  "agent.skills": ["skills", "previous_skills"],
+  "agent.mcp": ["mcp_servers", "previous_mcp_servers"],
+  "agent.suggest": ["profile_used", "draft_length"],
+  "skill.install": ["slug", "changed"],
+  "skill.uninstall": ["slug", "changed", "agents_updated"],
+  "mcp.install": ["slug", "changed"],
+  "mcp.uninstall": ["slug", "changed", "agents_updated"],
 };
 
 export function allowedDetails(kind: string, details: Record<string, unknown> | undefined): JsonObject {

@@ -135,7 +135,7 @@ export async function askBrowser(env: Env, caller: Caller, input: AskRequest, de
   try {
     const result = await generateText({
       model,
-      instructions: `${composeSystemPrompt(agent, { surface: "local_browser" })}\n\n${BROWSER_PROMPT}`,
+      instructions: composeSystemPrompt(agent, { workspaceName: caller.workspace.name, sections: [BROWSER_PROMPT] }),
       prompt: input.prompt,
       tools: computerTools(openBrowserTurn(caller), run),
       stopWhen: [isStepCount(MAX_ASK_STEPS), () => failure !== null],

@@ -127,3 +127,47 @@ export const agentHandles = sqliteTable(
   },
   (t) => [primaryKey({ columns: [t.workspaceId, t.handle] }), index("agent_handles_agent_idx").on(t.agentId)],
 );
+
+// ---- Agents area: skill and MCP-server catalogues and their per-workspace installs ----
+
+/** The platform's skill catalogue (seeded by migration; the same for every workspace). */
+export const skills = sqliteTable("skills", {
+  slug: text("slug").primaryKey(),
+  name: text("name").notNull(),
+  description: text("description").notNull(),
+  createdAt: createdAt(),
+});
+
+/** Skills a workspace has installed; an agent's skill subset may only name these. */
+export const workspaceSkills = sqliteTable(
+  "workspace_skills",
+  {
+    workspaceId: text("workspace_id").notNull().references(() => workspaces.id),
+    slug: text("slug").notNull().references(() => skills.slug),
+    installedAt: text("installed_at").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.workspaceId, t.slug] })],
+);
+
+/** The platform's MCP-server catalogue (seeded by migration). */
+export const mcpServers = sqliteTable("mcp_servers", {
+  slug: text("slug").primaryKey(),
+  name: text("name").notNull(),
+  description: text("description").notNull(),
+  url: text("url").notNull(),
+  createdAt: createdAt(),
+});
+
+/**
+ * MCP servers a workspace has installed. No foreign key on `slug`: a workspace's custom
+ * integrations (`t:<slug>`, owned by the MCP area) are installed here too.
+ */
+export const workspaceMcpServers = sqliteTable(
+  "workspace_mcp_servers",
+  {
+    workspaceId: text("workspace_id").notNull().references(() => workspaces.id),
+    slug: text("slug").notNull(),
+    installedAt: text("installed_at").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.workspaceId, t.slug] })],
+);

@@ -96,16 +96,3 @@ export async function eventually(check: () => Promise<boolean> | boolean, ms = 5
 /** A 1×1 transparent PNG, base64. */
 export const TINY_PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNkYAAAAAYAAjCB0C8AAAAASUVORK5CYII=";
 
-type ListedEvent = { kind: string; outcome: string; actor_kind: string; actor_id: string | null; agent_id: string | null; target: string; intent: string; details: unknown };
-
-/**
- * A workspace's audit events of one kind, newest first, with `details` as an object
- * (the log returns it as an object or as canonical JSON text, depending on its version).
- */
-export async function auditEvents(workspaceId: string, kind: string) {
-  const log = auditLog(env, workspaceId) as unknown as {
-    list(f: { days: number; kind: string }, p: { page: number; pageSize: number }): Promise<{ events: ListedEvent[] }>;
-  };
-  const { events } = await log.list({ days: 0, kind }, { page: 1, pageSize: 200 });
-  return events.map((e) => ({ ...e, details: (typeof e.details === "string" ? JSON.parse(e.details) : e.details) as Record<string, unknown> }));
-}

@@ -1,60 +1,74 @@
+import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { vi } from "vitest";
-
-/** What the fake endpoint answers for one model step. */
-export type Turn = { tool: string; args?: Record<string, unknown> } | { text: string } | { status: number };
-
-export type ChatRequest = {
-  model: string;
-  messages: { role: string; content: unknown; tool_calls?: unknown[]; tool_call_id?: string }[];
-  tools?: { type: string; function: { name: string } }[];
-};
-
-const BASE = "https://llm.test/v1";
+import { http, HttpResponse } from "msw";
+import { setupServer } from "msw/node";
+import worker from "../../src/index";
+import { freshIp, ORIGIN } from "./api";
 
 /**
- * A fake OpenAI-compatible chat-completions endpoint (the only service outside our system
- * an ask talks to). Points the Worker's `LLM_BASE_URL` at it and answers each request with
- * the next scripted turn (the last one repeats). The Worker runs in this isolate, so the
- * `fetch` spy sees its outbound calls; every other request passes through untouched.
+ * A fake OpenAI-compatible provider (MSW, in the Worker's isolate) answering
+ * `/chat/completions` and `/images/generations` the way OpenAI does, and recording what it
+ * was sent. Pair it with `callWith(LLM_ENV, ...)`, which runs the Worker with the provider
+ * configured; the shared test env has no provider, so plain `call` sees "not configured".
  */
-export function fakeLlm(...script: (Turn | ((req: ChatRequest) => Turn))[]) {
-  const requests: ChatRequest[] = [];
-  const original = globalThis.fetch;
-  const vars = env as { LLM_BASE_URL?: string; LLM_MODEL?: string };
-  vars.LLM_BASE_URL = BASE;
-  vars.LLM_MODEL = "fake-model";
-  const spy = vi.spyOn(globalThis, "fetch").mockImplementation(async (input: RequestInfo | URL, init?: RequestInit) => {
-    const req = new Request(input, init);
-    if (!req.url.startsWith(BASE)) return original(input, init);
-    if (req.url !== `${BASE}/chat/completions`) return new Response("not found", { status: 404 });
-    const body = (await req.json()) as ChatRequest;
-    requests.push(body);
-    const entry = script[Math.min(requests.length - 1, script.length - 1)]!;
-    const turn = typeof entry === "function" ? entry(body) : entry;
-    if ("status" in turn) return Response.json({ error: { message: "scripted failure" } }, { status: turn.status });
-    const message =
-      "tool" in turn
-        ? { role: "assistant", content: null, tool_calls: [{ id: `call_${requests.length}`, type: "function", function: { name: turn.tool, arguments: JSON.stringify(turn.args ?? {}) } }] }
-        : { role: "assistant", content: turn.text };
-    return Response.json({
-      id: `chatcmpl-${requests.length}`,
-      object: "chat.completion",
-      created: Math.floor(Date.now() / 1000),
-      model: body.model,
-      choices: [{ index: 0, message, finish_reason: "tool" in turn ? "tool_calls" : "stop" }],
-      usage: { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 },
-    });
-  });
-  return {
-    requests,
-    restore() {
-      spy.mockRestore();
-      delete vars.LLM_BASE_URL;
-      delete vars.LLM_MODEL;
-    },
-  };
+export const LLM_BASE_URL = "https://llm.test/v1";
+export const LLM_ENV = { LLM_BASE_URL, LLM_API_KEY: "sk-test-provider-key", LLM_MODEL: "test-chat-model", IMAGE_MODEL: "test-image-model" };
+
+export type Recorded = { path: string; headers: Headers; body: Record<string, unknown> };
+
+export const fakeLlm = {
+  requests: [] as Recorded[],
+  /** What the next chat completion answers with; a number is an HTTP error status. */
+  chatReply: "You are the assistant." as string | number,
+  /** What the next image generation answers with: base64 image bytes, or an HTTP error status. */
+  imageB64: "" as string | number,
+  reset() {
+    this.requests = [];
+    this.chatReply = "You are the assistant.";
+    this.imageB64 = "";
+  },
+};
+
+async function record(path: string, request: { headers: Headers; json(): Promise<unknown> }) {
+  fakeLlm.requests.push({ path, headers: request.headers, body: (await request.json()) as Record<string, unknown> });
 }
 
-/** The tool messages the model was sent in one request. */
-export const toolMessages = (req: ChatRequest) => req.messages.filter((m) => m.role === "tool");
+const providerError = (status: number) =>
+  HttpResponse.json({ error: { message: "The server had an error", type: "server_error", code: null } }, { status });
+
+export const llmServer = setupServer(
+  http.post(`${LLM_BASE_URL}/chat/completions`, async ({ request }) => {
+    await record("/chat/completions", request);
+    if (typeof fakeLlm.chatReply === "number") return providerError(fakeLlm.chatReply);
+    return HttpResponse.json({
+      id: "chatcmpl-test",
+      object: "chat.completion",
+      created: Math.floor(Date.now() / 1000),
+      model: "test-chat-model",
+      choices: [{ index: 0, message: { role: "assistant", content: fakeLlm.chatReply }, finish_reason: "stop" }],
+      usage: { prompt_tokens: 120, completion_tokens: 80, total_tokens: 200 },
+    });
+  }),
+  http.post(`${LLM_BASE_URL}/images/generations`, async ({ request }) => {
+    await record("/images/generations", request);
+    if (typeof fakeLlm.imageB64 === "number") return providerError(fakeLlm.imageB64);
+    return HttpResponse.json({ created: Math.floor(Date.now() / 1000), data: [{ b64_json: fakeLlm.imageB64 }] });
+  }),
+);
+
+type Init = { token?: string; body?: unknown; headers?: Record<string, string> };
+
+/** Calls the Worker like `call` does, but with extra vars in its env (e.g. `LLM_ENV`). */
+export async function callWith(vars: Record<string, string | undefined>, method: string, path: string, init: Init = {}): Promise<Response> {
+  const headers: Record<string, string> = { "CF-Connecting-IP": freshIp(), ...init.headers };
+  if (init.token) headers.Authorization = `Bearer ${init.token}`;
+  let body: string | undefined;
+  if (init.body !== undefined) {
+    body = JSON.stringify(init.body);
+    headers["Content-Type"] ??= "application/json";
+  }
+  const ctx = createExecutionContext();
+  const res = await worker.fetch(new Request(`${ORIGIN}${path}`, { method, headers, body }), { ...env, ...vars } as Env, ctx);
+  await waitOnExecutionContext(ctx);
+  return res;
+}

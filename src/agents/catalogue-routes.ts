@@ -1,0 +1,114 @@
+import { audit } from "../audit/audit";
+import { apiRoute, createRouter, jsonResponse } from "../platform/openapi";
+import { problemResponse } from "../platform/problem";
+import { installMcpServer, installSkill, listMcpServers, listSkills, uninstallMcpServer, uninstallSkill } from "./catalogue";
+import { CatalogueSlugParamSchema, McpServerCatalogueSchema, McpServerEntrySchema, SkillCatalogueSchema, SkillEntrySchema } from "./schemas";
+
+/** The platform's skill and MCP-server catalogues, with install and uninstall per workspace. */
+export const catalogueRouter = createRouter();
+
+const slugParams = { params: CatalogueSlugParamSchema };
+
+catalogueRouter.openapi(
+  apiRoute(
+    { scope: "agents:read" },
+    {
+      method: "get",
+      path: "/v1/api/skills",
+      tags: ["Skills and MCP servers"],
+      summary: "The skill catalogue, with what this workspace installed",
+      description: "Ordered by slug. Nothing is installed in a new workspace.",
+      responses: { 200: jsonResponse(SkillCatalogueSchema, "The catalogue") },
+    },
+  ),
+  async (c) => c.json({ skills: await listSkills(c.env, c.var.caller.workspace.id) }, 200),
+);
+
+catalogueRouter.openapi(
+  apiRoute("admin", {
+    method: "put",
+    path: "/v1/api/skills/{slug}",
+    tags: ["Skills and MCP servers"],
+    summary: "Install a skill for the workspace",
+    description: "Idempotent. No request body.",
+    request: slugParams,
+    responses: { 200: jsonResponse(SkillEntrySchema, "The installed skill"), 404: problemResponse("No such skill in the catalogue") },
+  }),
+  async (c) => {
+    const { slug } = c.req.valid("param");
+    const { entry, changed } = await installSkill(c.env, c.var.caller.workspace.id, slug);
+    await audit(c, { kind: "skill.install", target: `skill:${slug}`, intent: "install", details: { slug, changed } });
+    return c.json(entry, 200);
+  },
+);
+
+catalogueRouter.openapi(
+  apiRoute("admin", {
+    method: "delete",
+    path: "/v1/api/skills/{slug}",
+    tags: ["Skills and MCP servers"],
+    summary: "Uninstall a skill from the workspace",
+    description:
+      "Idempotent. The skill is removed from every agent's enabled subset in the same transaction; an agent left with an empty subset uses every installed skill.",
+    request: slugParams,
+    responses: { 200: jsonResponse(SkillEntrySchema, "The uninstalled skill"), 404: problemResponse("No such skill in the catalogue") },
+  }),
+  async (c) => {
+    const { slug } = c.req.valid("param");
+    const { entry, changed, agentsUpdated } = await uninstallSkill(c.env, c.var.caller.workspace.id, slug);
+    await audit(c, { kind: "skill.uninstall", target: `skill:${slug}`, intent: "uninstall", details: { slug, changed, agents_updated: agentsUpdated } });
+    return c.json(entry, 200);
+  },
+);
+
+catalogueRouter.openapi(
+  apiRoute(
+    { scope: "agents:read" },
+    {
+      method: "get",
+      path: "/v1/api/mcp/servers",
+      tags: ["Skills and MCP servers"],
+      summary: "The MCP-server catalogue, with what this workspace installed",
+      description: "Ordered by slug. Nothing is installed in a new workspace.",
+      responses: { 200: jsonResponse(McpServerCatalogueSchema, "The catalogue") },
+    },
+  ),
+  async (c) => c.json({ mcp_servers: await listMcpServers(c.env, c.var.caller.workspace.id) }, 200),
+);
+
+catalogueRouter.openapi(
+  apiRoute("admin", {
+    method: "put",
+    path: "/v1/api/mcp/servers/{slug}",
+    tags: ["Skills and MCP servers"],
+    summary: "Install an MCP server for the workspace",
+    description: "Idempotent. No request body.",
+    request: slugParams,
+    responses: { 200: jsonResponse(McpServerEntrySchema, "The installed server"), 404: problemResponse("No such MCP server in the catalogue") },
+  }),
+  async (c) => {
+    const { slug } = c.req.valid("param");
+    const { entry, changed } = await installMcpServer(c.env, c.var.caller.workspace.id, slug);
+    await audit(c, { kind: "mcp.install", target: `mcp_server:${slug}`, intent: "install", details: { slug, changed } });
+    return c.json(entry, 200);
+  },
+);
+
+catalogueRouter.openapi(
+  apiRoute("admin", {
+    method: "delete",
+    path: "/v1/api/mcp/servers/{slug}",
+    tags: ["Skills and MCP servers"],
+    summary: "Uninstall an MCP server from the workspace",
+    description:
+      "Idempotent. The server is removed from every agent's enabled subset in the same transaction; an agent left with an empty subset uses every installed server.",
+    request: slugParams,
+    responses: { 200: jsonResponse(McpServerEntrySchema, "The uninstalled server"), 404: problemResponse("No such MCP server in the catalogue") },
+  }),
+  async (c) => {
+    const { slug } = c.req.valid("param");
+    const { entry, changed, agentsUpdated } = await uninstallMcpServer(c.env, c.var.caller.workspace.id, slug);
+    await audit(c, { kind: "mcp.uninstall", target: `mcp_server:${slug}`, intent: "uninstall", details: { slug, changed, agents_updated: agentsUpdated } });
+    return c.json(entry, 200);
+  },
+);

@@ -1,0 +1,119 @@
+import { and, asc, eq, sql } from "drizzle-orm";
+import { mcpServers, skills, workspaceMcpServers, workspaceSkills } from "../db/schema";
+import { db } from "../platform/db";
+import { nowIso } from "../platform/env";
+import { notFound } from "../platform/problem";
+import type { McpServerEntry, SkillEntry } from "./schemas";
+import { removeFromEverySubset } from "./subsets";
+
+/**
+ * The platform's skill and MCP-server catalogues, seen from one workspace (with an
+ * `installed` flag), and installing or uninstalling an entry for that workspace.
+ */
+
+export async function listSkills(env: Env, workspaceId: string): Promise<SkillEntry[]> {
+  const rows = await db(env)
+    .select({
+      slug: skills.slug,
+      name: skills.name,
+      description: skills.description,
+      installed: sql<number>`${workspaceSkills.slug} IS NOT NULL`,
+    })
+    .from(skills)
+    .leftJoin(workspaceSkills, and(eq(workspaceSkills.slug, skills.slug), eq(workspaceSkills.workspaceId, workspaceId)))
+    .orderBy(asc(skills.slug));
+  return rows.map((r) => ({ ...r, installed: Boolean(r.installed) }));
+}
+
+export async function listMcpServers(env: Env, workspaceId: string): Promise<McpServerEntry[]> {
+  const rows = await db(env)
+    .select({
+      slug: mcpServers.slug,
+      name: mcpServers.name,
+      description: mcpServers.description,
+      url: mcpServers.url,
+      installed: sql<number>`${workspaceMcpServers.slug} IS NOT NULL`,
+    })
+    .from(mcpServers)
+    .leftJoin(workspaceMcpServers, and(eq(workspaceMcpServers.slug, mcpServers.slug), eq(workspaceMcpServers.workspaceId, workspaceId)))
+    .orderBy(asc(mcpServers.slug));
+  return rows.map((r) => ({ ...r, installed: Boolean(r.installed) }));
+}
+
+async function skillEntry(env: Env, slug: string) {
+  const [row] = await db(env).select().from(skills).where(eq(skills.slug, slug));
+  if (!row) throw notFound(`No skill "${slug}" in the catalogue`);
+  return row;
+}
+
+async function mcpServerEntry(env: Env, slug: string) {
+  const [row] = await db(env).select().from(mcpServers).where(eq(mcpServers.slug, slug));
+  if (!row) throw notFound(`No MCP server "${slug}" in the catalogue`);
+  return row;
+}
+
+export type InstallResult<T> = { entry: T; changed: boolean; agentsUpdated: number };
+
+/** Installs a catalogue skill for the workspace. Idempotent. */
+export async function installSkill(env: Env, workspaceId: string, slug: string): Promise<InstallResult<SkillEntry>> {
+  const s = await skillEntry(env, slug);
+  const inserted = await db(env)
+    .insert(workspaceSkills)
+    .values({ workspaceId, slug, installedAt: nowIso() })
+    .onConflictDoNothing()
+    .returning({ slug: workspaceSkills.slug });
+  return { entry: { slug: s.slug, name: s.name, description: s.description, installed: true }, changed: inserted.length > 0, agentsUpdated: 0 };
+}
+
+/**
+ * Uninstalls a skill and removes it from every agent's subset, in one batch. Idempotent.
+ * An agent whose subset held only this skill is left with an empty subset, which means
+ * every installed skill.
+ */
+export async function uninstallSkill(env: Env, workspaceId: string, slug: string): Promise<InstallResult<SkillEntry>> {
+  const s = await skillEntry(env, slug);
+  const d = db(env);
+  const [deleted, updated] = await d.batch([
+    d
+      .delete(workspaceSkills)
+      .where(and(eq(workspaceSkills.workspaceId, workspaceId), eq(workspaceSkills.slug, slug)))
+      .returning({ slug: workspaceSkills.slug }),
+    removeFromEverySubset(d, workspaceId, "skills", slug),
+  ]);
+  return {
+    entry: { slug: s.slug, name: s.name, description: s.description, installed: false },
+    changed: deleted.length > 0,
+    agentsUpdated: updated.length,
+  };
+}
+
+export async function installMcpServer(env: Env, workspaceId: string, slug: string): Promise<InstallResult<McpServerEntry>> {
+  const s = await mcpServerEntry(env, slug);
+  const inserted = await db(env)
+    .insert(workspaceMcpServers)
+    .values({ workspaceId, slug, installedAt: nowIso() })
+    .onConflictDoNothing()
+    .returning({ slug: workspaceMcpServers.slug });
+  return {
+    entry: { slug: s.slug, name: s.name, description: s.description, url: s.url, installed: true },
+    changed: inserted.length > 0,
+    agentsUpdated: 0,
+  };
+}
+
+export async function uninstallMcpServer(env: Env, workspaceId: string, slug: string): Promise<InstallResult<McpServerEntry>> {
+  const s = await mcpServerEntry(env, slug);
+  const d = db(env);
+  const [deleted, updated] = await d.batch([
+    d
+      .delete(workspaceMcpServers)
+      .where(and(eq(workspaceMcpServers.workspaceId, workspaceId), eq(workspaceMcpServers.slug, slug)))
+      .returning({ slug: workspaceMcpServers.slug }),
+    removeFromEverySubset(d, workspaceId, "mcp_servers", slug),
+  ]);
+  return {
+    entry: { slug: s.slug, name: s.name, description: s.description, url: s.url, installed: false },
+    changed: deleted.length > 0,
+    agentsUpdated: updated.length,
+  };
+}

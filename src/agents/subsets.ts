@@ -1,0 +1,96 @@
+import { and, eq, inArray, sql } from "drizzle-orm";
+import { agents, workspaceMcpServers, workspaceSkills } from "../db/schema";
+import { db, parseJsonArray, type Db } from "../platform/db";
+import { nowIso } from "../platform/env";
+import { badRequest, notFound } from "../platform/problem";
+
+/**
+ * An agent's enabled skill and MCP-server subsets: lists of installed slugs, where an empty
+ * list means "everything installed for the workspace".
+ */
+export type SubsetKind = "skills" | "mcp_servers";
+
+const TABLES = {
+  skills: { installs: workspaceSkills, column: agents.skills, sqlColumn: sql.raw("skills"), sqlInstalls: sql.raw("workspace_skills") },
+  mcp_servers: { installs: workspaceMcpServers, column: agents.mcpServers, sqlColumn: sql.raw("mcp_servers"), sqlInstalls: sql.raw("workspace_mcp_servers") },
+} as const;
+
+const NOUN: Record<SubsetKind, string> = { skills: "skill", mcp_servers: "MCP server" };
+
+export const uniqueSlugs = (slugs: readonly string[]): string[] => [...new Set(slugs)];
+
+/** 400 naming each slug that is not installed for the workspace. */
+export async function assertInstalled(env: Env, workspaceId: string, kind: SubsetKind, slugs: readonly string[]): Promise<void> {
+  if (slugs.length === 0) return;
+  const { installs } = TABLES[kind];
+  const rows = await db(env)
+    .select({ slug: installs.slug })
+    .from(installs)
+    .where(and(eq(installs.workspaceId, workspaceId), inArray(installs.slug, [...slugs])));
+  const installed = new Set(rows.map((r) => r.slug));
+  const errors = slugs.flatMap((s, i) => (installed.has(s) ? [] : [{ path: `${kind}.${i}`, message: `${NOUN[kind]} "${s}" is not installed for this workspace` }]));
+  if (errors.length) {
+    throw badRequest(kind === "skills" ? "skill_not_installed" : "mcp_server_not_installed", errors[0]!.message, errors);
+  }
+}
+
+/**
+ * Drops from an agent's subset every slug the workspace no longer has installed. Runs in
+ * the same batch as a write of the subset, so an uninstall that raced the write still wins
+ * (as if it had come after).
+ */
+export function keepInstalledOnly(d: Db, agentId: string, kind: SubsetKind) {
+  const { sqlColumn, sqlInstalls } = TABLES[kind];
+  return d
+    .update(agents)
+    .set({
+      [kind === "skills" ? "skills" : "mcpServers"]: sql`(SELECT json_group_array(j.value) FROM json_each(agents.${sqlColumn}) j
+        WHERE j.value IN (SELECT i.slug FROM ${sqlInstalls} i WHERE i.workspace_id = agents.workspace_id))`,
+    })
+    .where(eq(agents.id, agentId));
+}
+
+/** Removes one slug from the subset of every agent of the workspace (on uninstall). */
+export function removeFromEverySubset(d: Db, workspaceId: string, kind: SubsetKind, slug: string) {
+  const { sqlColumn } = TABLES[kind];
+  return d
+    .update(agents)
+    .set({ [kind === "skills" ? "skills" : "mcpServers"]: sql`(SELECT json_group_array(j.value) FROM json_each(agents.${sqlColumn}) j WHERE j.value <> ${slug})` })
+    .where(and(eq(agents.workspaceId, workspaceId), sql`EXISTS (SELECT 1 FROM json_each(agents.${sqlColumn}) j WHERE j.value = ${slug})`))
+    .returning({ id: agents.id });
+}
+
+export async function getSubset(env: Env, workspaceId: string, agentId: string, kind: SubsetKind): Promise<string[]> {
+  const { column } = TABLES[kind];
+  const [row] = await db(env)
+    .select({ list: column })
+    .from(agents)
+    .where(and(eq(agents.id, agentId), eq(agents.workspaceId, workspaceId)));
+  if (!row) throw notFound("No such agent in this workspace");
+  return parseJsonArray(row.list);
+}
+
+/** Replaces an agent's subset; every slug must be installed (400), an empty list means all. */
+export async function putSubset(
+  env: Env,
+  workspaceId: string,
+  agentId: string,
+  kind: SubsetKind,
+  slugs: readonly string[],
+): Promise<{ before: string[]; after: string[] }> {
+  const before = await getSubset(env, workspaceId, agentId, kind);
+  const list = uniqueSlugs(slugs);
+  await assertInstalled(env, workspaceId, kind, list);
+  const d = db(env);
+  const { column } = TABLES[kind];
+  const [, , [row]] = await d.batch([
+    d
+      .update(agents)
+      .set({ [kind === "skills" ? "skills" : "mcpServers"]: JSON.stringify(list), updatedAt: nowIso() })
+      .where(and(eq(agents.id, agentId), eq(agents.workspaceId, workspaceId))),
+    keepInstalledOnly(d, agentId, kind),
+    d.select({ list: column }).from(agents).where(and(eq(agents.id, agentId), eq(agents.workspaceId, workspaceId))),
+  ]);
+  if (!row) throw notFound("No such agent in this workspace");
+  return { before, after: parseJsonArray(row.list) };
+}

@@ -1,0 +1,8 @@
+import { env } from "cloudflare:workers";
+import { auditLog } from "../../src/audit/client";
+
+/** A workspace's audit events (newest first, all time), optionally of one kind, with details parsed. */
+export async function auditEvents(workspaceId: string, kind?: string) {
+  const { events } = await auditLog(env, workspaceId).list({ days: 0, kind }, { page: 1, pageSize: 200 });
+  return events.map((e) => ({ ...e, details: JSON.parse(e.details) as Record<string, unknown> }));
+}

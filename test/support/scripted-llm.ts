@@ -1,0 +1,60 @@
+import { env } from "cloudflare:workers";
+import { vi } from "vitest";
+
+/** What the fake endpoint answers for one model step. */
+export type Turn = { tool: string; args?: Record<string, unknown> } | { text: string } | { status: number };
+
+export type ChatRequest = {
+  model: string;
+  messages: { role: string; content: unknown; tool_calls?: unknown[]; tool_call_id?: string }[];
+  tools?: { type: string; function: { name: string } }[];
+};
+
+const BASE = "https://llm.test/v1";
+
+/**
+ * A fake OpenAI-compatible chat-completions endpoint (the only service outside our system
+ * an ask talks to). Points the Worker's `LLM_BASE_URL` at it and answers each request with
+ * the next scripted turn (the last one repeats). The Worker runs in this isolate, so the
+ * `fetch` spy sees its outbound calls; every other request passes through untouched.
+ */
+export function fakeLlm(...script: (Turn | ((req: ChatRequest) => Turn))[]) {
+  const requests: ChatRequest[] = [];
+  const original = globalThis.fetch;
+  const vars = env as { LLM_BASE_URL?: string; LLM_MODEL?: string };
+  vars.LLM_BASE_URL = BASE;
+  vars.LLM_MODEL = "fake-model";
+  const spy = vi.spyOn(globalThis, "fetch").mockImplementation(async (input: RequestInfo | URL, init?: RequestInit) => {
+    const req = new Request(input, init);
+    if (!req.url.startsWith(BASE)) return original(input, init);
+    if (req.url !== `${BASE}/chat/completions`) return new Response("not found", { status: 404 });
+    const body = (await req.json()) as ChatRequest;
+    requests.push(body);
+    const entry = script[Math.min(requests.length - 1, script.length - 1)]!;
+    const turn = typeof entry === "function" ? entry(body) : entry;
+    if ("status" in turn) return Response.json({ error: { message: "scripted failure" } }, { status: turn.status });
+    const message =
+      "tool" in turn
+        ? { role: "assistant", content: null, tool_calls: [{ id: `call_${requests.length}`, type: "function", function: { name: turn.tool, arguments: JSON.stringify(turn.args ?? {}) } }] }
+        : { role: "assistant", content: turn.text };
+    return Response.json({
+      id: `chatcmpl-${requests.length}`,
+      object: "chat.completion",
+      created: Math.floor(Date.now() / 1000),
+      model: body.model,
+      choices: [{ index: 0, message, finish_reason: "tool" in turn ? "tool_calls" : "stop" }],
+      usage: { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 },
+    });
+  });
+  return {
+    requests,
+    restore() {
+      spy.mockRestore();
+      delete vars.LLM_BASE_URL;
+      delete vars.LLM_MODEL;
+    },
+  };
+}
+
+/** The tool messages the model was sent in one request. */
+export const toolMessages = (req: ChatRequest) => req.messages.filter((m) => m.role === "tool");
