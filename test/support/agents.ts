@@ -1,7 +1,5 @@
 import { env } from "cloudflare:workers";
 import { AgentRowSchema, type AgentRow } from "../../src/agents/schemas";
-import { auditLog } from "../../src/audit/client";
-import type { ListResult } from "../../durable-objects/audit-log/types";
 import { call, parse } from "./api";
 
 /** Creates an agent through the API and returns it; anything but 200 fails the test. */
