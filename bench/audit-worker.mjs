@@ -7,9 +7,10 @@
 //   GET /verify?name=<object>&limit=<l>                     AuditLog.verify(l)
 //   GET /scan?name=<object>&limit=<l>                       BaselineLog.scan(l)
 //
-// BaselineLog stores the same rows in the same table shape and indexes with plain INSERTs:
-// no chain head, no hashing, no Drizzle. It is what an append costs without the chain, and
-// `noop` is a bare RPC round trip to an object (the ceiling of the runtime itself).
+// BaselineLog stores the same rows in the same table shape and indexes with plain INSERTs,
+// grouping appends that arrive together into one transaction exactly as AuditLog does, but
+// with no chain, no hashing and no Drizzle: what an append costs without the chain. `noop` is
+// a bare RPC round trip to an object (the ceiling of the runtime itself).
 import { DurableObject } from "cloudflare:workers";
 
 const COLUMNS = `seq, id, occurred_at, kind, outcome, actor_kind, actor_id, agent_id, conversation_id,
@@ -32,7 +33,31 @@ export class BaselineLog extends DurableObject {
     this.seq = sql.exec("SELECT coalesce(max(seq), 0) AS n FROM events").one().n;
   }
 
+  /** Same grouping as AuditLog.append: one transaction per group of appends that arrive together. */
   append(batch) {
+    return new Promise((resolve, reject) => {
+      (this.pending ??= []).push({ batch, resolve, reject });
+      if (this.pending.length === 1) setTimeout(() => this.flush(), 0);
+    });
+  }
+
+  flush() {
+    const group = this.pending;
+    this.pending = [];
+    const outcomes = [];
+    this.ctx.storage.transactionSync(() => {
+      for (const p of group) {
+        try {
+          outcomes.push({ ok: true, written: this.ctx.storage.transactionSync(() => this.write(p.batch)) });
+        } catch (error) {
+          outcomes.push({ ok: false, error });
+        }
+      }
+    });
+    group.forEach((p, i) => (outcomes[i].ok ? p.resolve(outcomes[i].written) : p.reject(outcomes[i].error)));
+  }
+
+  write(batch) {
     const written = [];
     for (const e of batch) {
       this.seq += 1;

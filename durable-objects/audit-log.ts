@@ -11,61 +11,135 @@ import type { AppendEvent, AuditEvent, ListFilters, ListPage, ListResult, Verify
 
 const REDACTED_DETAILS = canonicalJson({ redacted: true });
 
+const INSERT_EVENT = `INSERT INTO events (seq, id, occurred_at, kind, outcome, actor_kind, actor_id, agent_id,
+  conversation_id, target, intent, subject_user_id, details, salt, details_digest, prev_hash, hash)
+  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`;
+
+type Written = { seq: number; hash: string };
+type PendingAppend = { batch: AppendEvent[]; resolve: (written: Written[]) => void; reject: (error: unknown) => void };
+
 /**
  * One per workspace: the single writer of that workspace's tamper-evident audit chain.
  * Appends are synchronous from reading the head to writing the row (hashing with
- * @noble/hashes, inside one storage transaction), so concurrent appends cannot fork it.
+ * @noble/hashes, inside one storage transaction), so concurrent appends cannot fork it;
+ * appends that arrive together share that transaction.
  */
 export class AuditLog extends DurableObject<Env> {
   private readonly db: DrizzleSqliteDODatabase<typeof schema>;
   private head = { seq: 0, hash: GENESIS_HASH };
+  /** Appends received since the last flush, written together by the next one. */
+  private pending: PendingAppend[] = [];
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     this.db = drizzle(ctx.storage, { schema });
     void ctx.blockConcurrencyWhile(async () => {
       await migrate(this.db, migrations);
-      const last = this.db.select({ seq: events.seq, hash: events.hash }).from(events).orderBy(desc(events.seq)).limit(1).get();
-      if (last) this.head = last;
+      this.head = this.readHead();
     });
   }
 
-  /** Appends events in order, in one transaction; returns their sequence numbers and hashes. */
-  append(batch: AppendEvent[]): { seq: number; hash: string }[] {
-    return this.ctx.storage.transactionSync(() => {
-      let { seq, hash } = this.head;
-      const written: { seq: number; hash: string }[] = [];
-      for (const e of batch) {
-        seq += 1;
-        const salt = newSalt();
-        const details = canonicalJson(e.details);
-        const row = {
-          seq,
-          id: uuidv7(),
-          occurredAt: new Date().toISOString(),
-          kind: e.kind,
-          outcome: e.outcome,
-          actorKind: e.actorKind,
-          actorId: e.actorId,
-          agentId: e.agentId,
-          conversationId: e.conversationId,
-          target: e.target,
-          intent: e.intent,
-          subjectUserId: e.subjectUserId,
-          details,
-          salt,
-          detailsDigest: detailsDigest(salt, details),
-          prevHash: hash,
-          hash: "",
-        };
-        row.hash = entryHash(row);
-        this.db.insert(events).values(row).run();
-        hash = row.hash;
-        written.push({ seq, hash });
-      }
-      this.head = { seq, hash };
-      return written;
+  /**
+   * Appends events in order; resolves with their sequence numbers and hashes. Appends that
+   * arrive together (before the object's next macrotask) are written in one storage
+   * transaction, so concurrent writers share a commit instead of paying one each.
+   */
+  append(batch: AppendEvent[]): Promise<Written[]> {
+    return new Promise((resolve, reject) => {
+      this.pending.push({ batch, resolve, reject });
+      if (this.pending.length === 1) setTimeout(() => this.flush(), 0);
     });
+  }
+
+  /**
+   * Writes every pending append in one transaction, each in its own savepoint so a failing
+   * append rejects alone. Head read to last insert is synchronous: the chain cannot fork.
+   */
+  private flush(): void {
+    const group = this.pending;
+    this.pending = [];
+    const outcomes: ({ ok: true; written: Written[] } | { ok: false; error: unknown })[] = [];
+    try {
+      this.ctx.storage.transactionSync(() => {
+        for (const p of group) {
+          try {
+            outcomes.push({ ok: true, written: this.ctx.storage.transactionSync(() => this.write(p.batch)) });
+          } catch (error) {
+            outcomes.push({ ok: false, error });
+          }
+        }
+      });
+    } catch (error) {
+      this.head = this.readHead();
+      for (const p of group) p.reject(error);
+      return;
+    }
+    group.forEach((p, i) => {
+      const o = outcomes[i]!;
+      if (o.ok) p.resolve(o.written);
+      else p.reject(o.error);
+    });
+  }
+
+  /** Hashes and inserts one append's events after the head; moves the head only once all are in. */
+  private write(batch: AppendEvent[]): Written[] {
+    let { seq, hash } = this.head;
+    const written: Written[] = [];
+    for (const e of batch) {
+      seq += 1;
+      const salt = newSalt();
+      const details = canonicalJson(e.details);
+      const row = {
+        seq,
+        id: uuidv7(),
+        occurredAt: new Date().toISOString(),
+        kind: e.kind,
+        outcome: e.outcome,
+        actorKind: e.actorKind,
+        actorId: e.actorId,
+        agentId: e.agentId,
+        conversationId: e.conversationId,
+        target: e.target,
+        intent: e.intent,
+        subjectUserId: e.subjectUserId,
+        details,
+        salt,
+        detailsDigest: detailsDigest(salt, details),
+        prevHash: hash,
+        hash: "",
+      };
+      row.hash = entryHash(row);
+      // Raw statement: building a Drizzle insert per row costs more than hashing the entry.
+      this.ctx.storage.sql.exec(
+        INSERT_EVENT,
+        row.seq,
+        row.id,
+        row.occurredAt,
+        row.kind,
+        row.outcome,
+        row.actorKind,
+        row.actorId,
+        row.agentId,
+        row.conversationId,
+        row.target,
+        row.intent,
+        row.subjectUserId,
+        row.details,
+        row.salt,
+        row.detailsDigest,
+        row.prevHash,
+        row.hash,
+      );
+      hash = row.hash;
+      written.push({ seq, hash });
+    }
+    this.head = { seq, hash };
+    return written;
+  }
+
+  private readHead(): { seq: number; hash: string } {
+    const last = this.db.select({ seq: events.seq, hash: events.hash }).from(events).orderBy(desc(events.seq)).limit(1).get();
+    return last ?? { seq: 0, hash: GENESIS_HASH };
   }
 
   list(filters: ListFilters, page: ListPage): ListResult {
