@@ -86,20 +86,26 @@ export class BaselineLog extends DurableObject {
     return [];
   }
 
-  /** Reads the last `limit` rows the way verify does, touching every column, without hashing. */
+  /** Reads the last `limit` rows exactly as AuditLog.verify does (chunks of raw rows), without hashing. */
   scan(limit) {
-    const from = Math.max(1, this.seq - limit + 1);
+    const to = this.seq;
     let checked = 0;
-    let bytes = 0;
-    for (const r of this.ctx.storage.sql.exec(`SELECT ${COLUMNS} FROM events WHERE seq >= ? ORDER BY seq`, from)) {
-      checked += 1;
-      for (const v of Object.values(r)) bytes += typeof v === "string" ? v.length : 1;
+    let expectedSeq = Math.max(1, to - limit + 1);
+    for (let lo = expectedSeq; lo <= to; lo += 2000) {
+      const rows = [...this.ctx.storage.sql.exec(SCAN_SQL, lo, Math.min(to, lo + 1999)).raw()];
+      for (const r of rows) {
+        if (r[0] !== expectedSeq) throw new Error(`gap at ${expectedSeq}`);
+        expectedSeq += 1;
+        checked += 1;
+      }
     }
-    return { checked, bytes };
+    return { checked };
   }
 }
 
-// Fixed ids: the global scope may not generate random values.
+const SCAN_SQL = `SELECT seq, occurred_at, kind, outcome, actor_kind, actor_id, agent_id, conversation_id,
+  target, intent, details, salt, details_digest, prev_hash, hash FROM events WHERE seq >= ? AND seq <= ? ORDER BY seq`;
+
 const ACTOR = "0196f3a0-0000-7000-8000-000000000001";
 const AGENT = "0196f3a0-0000-7000-8000-000000000002";
 

@@ -1,4 +1,4 @@
-import { evictDurableObject } from "cloudflare:test";
+import { evictDurableObject, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import type { AppendEvent, ListResult } from "../durable-objects/audit-log/types";
@@ -91,5 +91,65 @@ describe("AuditLog append under concurrency", () => {
     const listed = await listAll(log);
     expect(listed.events.find((e) => e.seq === 3)?.prev_hash).toBe(written[1]!.hash);
     expect((await log.verify(1000)).ok).toBe(true);
+  });
+});
+
+/** Runs SQL inside the object, as an attacker with storage access would. */
+const tamper = (log: ReturnType<typeof freshLog>, sql: string, ...params: (string | number)[]) =>
+  runInDurableObject(log, (_instance, state) => {
+    state.storage.sql.exec(sql, ...params);
+  });
+
+async function chainOf(n: number) {
+  const log = freshLog();
+  await log.append(Array.from({ length: n }, (_, i) => event(i + 1)));
+  return log;
+}
+
+describe("AuditLog verify", () => {
+  it("verifies a chain longer than one read chunk, and only the last `limit` entries when asked", async () => {
+    const log = await chainOf(4500);
+    expect(await log.verify(100_000)).toEqual({ ok: true, checked: 4500, first_seq: 1, last_seq: 4500, failure_seq: null, break_type: null });
+    expect(await log.verify(2500)).toEqual({ ok: true, checked: 2500, first_seq: 2001, last_seq: 4500, failure_seq: null, break_type: null });
+  });
+
+  it("verifies the chain as it was when verification started while appends interleave", async () => {
+    const log = await chainOf(4500);
+    const [during, ...appended] = await Promise.all([log.verify(100_000), ...Array.from({ length: 10 }, (_, i) => log.append([event(5000 + i)]))]);
+    expect(during).toMatchObject({ ok: true, checked: 4500, last_seq: 4500 });
+    expect(appended.map((w) => w[0]!.seq).sort((a, b) => a - b)).toEqual(Array.from({ length: 10 }, (_, i) => 4501 + i));
+    expect(await log.verify(100_000)).toMatchObject({ ok: true, checked: 4510, last_seq: 4510 });
+  });
+
+  it("verifies an empty chain as ok with nothing checked", async () => {
+    expect(await freshLog().verify(10)).toEqual({ ok: true, checked: 0, first_seq: null, last_seq: null, failure_seq: null, break_type: null });
+  });
+
+  it("reports changed details as a content break at that entry", async () => {
+    const log = await chainOf(10);
+    await tamper(log, "UPDATE events SET details = ? WHERE seq = ?", '{"n":999}', 3);
+    expect(await log.verify(100)).toEqual({ ok: false, checked: 3, first_seq: 1, last_seq: 3, failure_seq: 3, break_type: "content" });
+  });
+
+  it("reports a changed hashed field as a content break, even past the first read chunk", async () => {
+    const log = await chainOf(2100);
+    await tamper(log, "UPDATE events SET target = ? WHERE seq = ?", "agent:someone-else", 2050);
+    expect(await log.verify(100_000)).toMatchObject({ ok: false, checked: 2050, failure_seq: 2050, break_type: "content" });
+  });
+
+  it("reports a rewritten prev_hash or a deleted entry as a linkage break", async () => {
+    const rewritten = await chainOf(10);
+    await tamper(rewritten, "UPDATE events SET prev_hash = ? WHERE seq = ?", "f".repeat(64), 5);
+    expect(await rewritten.verify(100)).toMatchObject({ ok: false, failure_seq: 5, break_type: "linkage" });
+
+    const deleted = await chainOf(10);
+    await tamper(deleted, "DELETE FROM events WHERE seq = ?", 6);
+    expect(await deleted.verify(100)).toMatchObject({ ok: false, checked: 6, failure_seq: 7, break_type: "linkage" });
+  });
+
+  it("still verifies once an entry's details are redacted and its salt dropped, as erasure does", async () => {
+    const log = await chainOf(5);
+    await tamper(log, "UPDATE events SET details = ?, salt = NULL WHERE seq = ?", '{"redacted":true}', 2);
+    expect(await log.verify(100)).toMatchObject({ ok: true, checked: 5 });
   });
 });
