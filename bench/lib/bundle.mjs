@@ -36,3 +36,18 @@ export function bundleWorker(root, outDir) {
   const reported = /Total Upload: ([\d.]+ KiB) \/ gzip: ([\d.]+ KiB)/.exec(run.stdout);
   return { outDir, modules, rawBytes, gzipBytes, wranglerReport: reported ? `${reported[1]} / gzip ${reported[2]}` : null };
 }
+
+/** The Worker's global-scope CPU at startup (`wrangler check startup`, local workerd). */
+export const STARTUP_AIM_MS = 50;
+
+export function profileStartup(root, outfile) {
+  const wrangler = path.join(root, "node_modules", "wrangler", "bin", "wrangler.js");
+  const run = spawnSync(process.execPath, [wrangler, "check", "startup", "--outfile", outfile], {
+    cwd: root,
+    env: { ...process.env, WRANGLER_SEND_METRICS: "false", NO_COLOR: "1" },
+    encoding: "utf8",
+  });
+  const active = /Active: ([\d.]+) ms/.exec(run.stdout);
+  if (run.status !== 0 || !active) throw new Error(`wrangler check startup failed (${run.status}):\n${run.stdout}\n${run.stderr}`);
+  return { activeMs: Number(active[1]), profile: outfile };
+}
