@@ -3,7 +3,16 @@ import { and, desc, eq, gte, or, sql, type SQL } from "drizzle-orm";
 import { drizzle, type DrizzleSqliteDODatabase } from "drizzle-orm/durable-sqlite";
 import { migrate } from "drizzle-orm/durable-sqlite/migrator";
 import { uuidv7 } from "uuidv7";
-import { canonicalJson, detailsDigest, entryHash, GENESIS_HASH, newSalt } from "./audit-log/chain";
+import {
+  canonicalJson,
+  detailsDigest,
+  detailsDigestAsync,
+  entryHash,
+  entryHashAsync,
+  GENESIS_HASH,
+  newSalt,
+  type ChainFields,
+} from "./audit-log/chain";
 import migrations from "./audit-log/migrations/migrations.js";
 import * as schema from "./audit-log/schema";
 import { events } from "./audit-log/schema";
@@ -11,61 +20,161 @@ import type { ActorKind, AppendEvent, AuditEvent, AuditOutcome, ListFilters, Lis
 
 const REDACTED_DETAILS = canonicalJson({ redacted: true });
 
+const INSERT_EVENT = `INSERT INTO events (seq, id, occurred_at, kind, outcome, actor_kind, actor_id, agent_id,
+  conversation_id, target, intent, subject_user_id, details, salt, details_digest, prev_hash, hash)
+  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`;
+
+/** The hashed columns of the chain, in `chainRow`'s order. */
+const SELECT_CHAIN_ROWS = `SELECT seq, occurred_at, kind, outcome, actor_kind, actor_id, agent_id, conversation_id,
+  target, intent, details, salt, details_digest, prev_hash, hash FROM events WHERE seq >= ? AND seq <= ? ORDER BY seq`;
+const VERIFY_CHUNK = 2000;
+
+type ChainRow = ChainFields & { details: string; salt: string | null; hash: string };
+
+// Raw rows (arrays) are read: building an object per row costs about as much as reading it.
+const chainRow = (r: SqlStorageValue[]): ChainRow => ({
+  seq: r[0] as number,
+  occurredAt: r[1] as string,
+  kind: r[2] as string,
+  outcome: r[3] as string,
+  actorKind: r[4] as string,
+  actorId: r[5] as string | null,
+  agentId: r[6] as string | null,
+  conversationId: r[7] as string | null,
+  target: r[8] as string,
+  intent: r[9] as string,
+  details: r[10] as string,
+  salt: r[11] as string | null,
+  detailsDigest: r[12] as string,
+  prevHash: r[13] as string,
+  hash: r[14] as string,
+});
+
+type Written = { seq: number; hash: string };
+type PendingAppend = { batch: AppendEvent[]; resolve: (written: Written[]) => void; reject: (error: unknown) => void };
+
 /**
  * One per workspace: the single writer of that workspace's tamper-evident audit chain.
  * Appends are synchronous from reading the head to writing the row (hashing with
- * @noble/hashes, inside one storage transaction), so concurrent appends cannot fork it.
+ * @noble/hashes, inside one storage transaction), so concurrent appends cannot fork it;
+ * appends that arrive together share that transaction.
  */
 export class AuditLog extends DurableObject<Env> {
   private readonly db: DrizzleSqliteDODatabase<typeof schema>;
   private head = { seq: 0, hash: GENESIS_HASH };
+  /** Appends received since the last flush, written together by the next one. */
+  private pending: PendingAppend[] = [];
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     this.db = drizzle(ctx.storage, { schema });
     void ctx.blockConcurrencyWhile(async () => {
       await migrate(this.db, migrations);
-      const last = this.db.select({ seq: events.seq, hash: events.hash }).from(events).orderBy(desc(events.seq)).limit(1).get();
-      if (last) this.head = last;
+      this.head = this.readHead();
     });
   }
 
-  /** Appends events in order, in one transaction; returns their sequence numbers and hashes. */
-  append(batch: AppendEvent[]): { seq: number; hash: string }[] {
-    return this.ctx.storage.transactionSync(() => {
-      let { seq, hash } = this.head;
-      const written: { seq: number; hash: string }[] = [];
-      for (const e of batch) {
-        seq += 1;
-        const salt = newSalt();
-        const details = canonicalJson(e.details);
-        const row = {
-          seq,
-          id: uuidv7(),
-          occurredAt: new Date().toISOString(),
-          kind: e.kind,
-          outcome: e.outcome,
-          actorKind: e.actorKind,
-          actorId: e.actorId,
-          agentId: e.agentId,
-          conversationId: e.conversationId,
-          target: e.target,
-          intent: e.intent,
-          subjectUserId: e.subjectUserId,
-          details,
-          salt,
-          detailsDigest: detailsDigest(salt, details),
-          prevHash: hash,
-          hash: "",
-        };
-        row.hash = entryHash(row);
-        this.db.insert(events).values(row).run();
-        hash = row.hash;
-        written.push({ seq, hash });
-      }
-      this.head = { seq, hash };
-      return written;
+  /**
+   * Appends events in order; resolves with their sequence numbers and hashes. Appends that
+   * arrive together (before the object's next macrotask) are written in one storage
+   * transaction, so concurrent writers share a commit instead of paying one each.
+   */
+  append(batch: AppendEvent[]): Promise<Written[]> {
+    return new Promise((resolve, reject) => {
+      this.pending.push({ batch, resolve, reject });
+      if (this.pending.length === 1) setTimeout(() => this.flush(), 0);
     });
+  }
+
+  /**
+   * Writes every pending append in one transaction, each in its own savepoint so a failing
+   * append rejects alone. Head read to last insert is synchronous: the chain cannot fork.
+   */
+  private flush(): void {
+    const group = this.pending;
+    this.pending = [];
+    const outcomes: ({ ok: true; written: Written[] } | { ok: false; error: unknown })[] = [];
+    try {
+      this.ctx.storage.transactionSync(() => {
+        for (const p of group) {
+          try {
+            outcomes.push({ ok: true, written: this.ctx.storage.transactionSync(() => this.write(p.batch)) });
+          } catch (error) {
+            outcomes.push({ ok: false, error });
+          }
+        }
+      });
+    } catch (error) {
+      this.head = this.readHead();
+      for (const p of group) p.reject(error);
+      return;
+    }
+    group.forEach((p, i) => {
+      const o = outcomes[i]!;
+      if (o.ok) p.resolve(o.written);
+      else p.reject(o.error);
+    });
+  }
+
+  /** Hashes and inserts one append's events after the head; moves the head only once all are in. */
+  private write(batch: AppendEvent[]): Written[] {
+    let { seq, hash } = this.head;
+    const written: Written[] = [];
+    for (const e of batch) {
+      seq += 1;
+      const salt = newSalt();
+      const details = canonicalJson(e.details);
+      const row = {
+        seq,
+        id: uuidv7(),
+        occurredAt: new Date().toISOString(),
+        kind: e.kind,
+        outcome: e.outcome,
+        actorKind: e.actorKind,
+        actorId: e.actorId,
+        agentId: e.agentId,
+        conversationId: e.conversationId,
+        target: e.target,
+        intent: e.intent,
+        subjectUserId: e.subjectUserId,
+        details,
+        salt,
+        detailsDigest: detailsDigest(salt, details),
+        prevHash: hash,
+        hash: "",
+      };
+      row.hash = entryHash(row);
+      // Raw statement: building a Drizzle insert per row costs more than hashing the entry.
+      this.ctx.storage.sql.exec(
+        INSERT_EVENT,
+        row.seq,
+        row.id,
+        row.occurredAt,
+        row.kind,
+        row.outcome,
+        row.actorKind,
+        row.actorId,
+        row.agentId,
+        row.conversationId,
+        row.target,
+        row.intent,
+        row.subjectUserId,
+        row.details,
+        row.salt,
+        row.detailsDigest,
+        row.prevHash,
+        row.hash,
+      );
+      hash = row.hash;
+      written.push({ seq, hash });
+    }
+    this.head = { seq, hash };
+    return written;
+  }
+
+  private readHead(): { seq: number; hash: string } {
+    const last = this.db.select({ seq: events.seq, hash: events.hash }).from(events).orderBy(desc(events.seq)).limit(1).get();
+    return last ?? { seq: 0, hash: GENESIS_HASH };
   }
 
   list(filters: ListFilters, page: ListPage): ListResult {
@@ -87,58 +196,41 @@ export class AuditLog extends DurableObject<Env> {
    * its recomputed content (or details that no longer match their digest) is a `content`
    * break; a prev_hash that is not the previous entry's hash is a `linkage` break. The entry
    * just before the window anchors the first prev_hash.
+   *
+   * The window ends at the head as it is when verification starts. Rows are read in chunks
+   * and each chunk's digests computed with WebCrypto in parallel: this is the part that costs
+   * (two SHA-256 per entry), and appends may interleave between chunks instead of waiting.
    */
-  verify(limit: number): VerifyResult {
-    const fromSeq = Math.max(1, this.head.seq - limit + 1);
+  async verify(limit: number): Promise<VerifyResult> {
+    const toSeq = this.head.seq;
+    const fromSeq = Math.max(1, toSeq - limit + 1);
     const anchor =
       fromSeq > 1
         ? this.db.select({ hash: events.hash }).from(events).where(eq(events.seq, fromSeq - 1)).get()?.hash
         : GENESIS_HASH;
-    const cursor = this.ctx.storage.sql.exec<Record<string, string | number | null>>(
-      `SELECT seq, occurred_at, kind, outcome, actor_kind, actor_id, agent_id, conversation_id, target, intent,
-              details, salt, details_digest, prev_hash, hash
-         FROM events WHERE seq >= ? ORDER BY seq`,
-      fromSeq,
-    );
     let expectedPrev = anchor ?? null;
     let expectedSeq = fromSeq;
     let checked = 0;
     let first: number | null = null;
-    let last: number | null = null;
-    for (const r of cursor) {
-      const seq = r.seq as number;
-      first ??= seq;
-      last = seq;
-      checked += 1;
-      const fail = (breakType: "content" | "linkage"): VerifyResult => ({
-        ok: false,
-        checked,
-        first_seq: first,
-        last_seq: seq,
-        failure_seq: seq,
-        break_type: breakType,
-      });
-      if (seq !== expectedSeq || r.prev_hash !== expectedPrev) return fail("linkage");
-      const salt = r.salt as string | null;
-      if (salt !== null && detailsDigest(salt, r.details as string) !== r.details_digest) return fail("content");
-      const recomputed = entryHash({
-        seq,
-        occurredAt: r.occurred_at as string,
-        kind: r.kind as string,
-        outcome: r.outcome as string,
-        actorKind: r.actor_kind as string,
-        actorId: r.actor_id as string | null,
-        agentId: r.agent_id as string | null,
-        conversationId: r.conversation_id as string | null,
-        target: r.target as string,
-        intent: r.intent as string,
-        detailsDigest: r.details_digest as string,
-        prevHash: r.prev_hash as string,
-      });
-      if (recomputed !== r.hash) return fail("content");
-      expectedPrev = r.hash as string;
-      expectedSeq = seq + 1;
+    for (let lo = fromSeq; lo <= toSeq; lo += VERIFY_CHUNK) {
+      const rows = [...this.ctx.storage.sql.exec(SELECT_CHAIN_ROWS, lo, Math.min(toSeq, lo + VERIFY_CHUNK - 1)).raw()].map(chainRow);
+      const digests = await Promise.all(rows.map((r) => (r.salt === null ? null : detailsDigestAsync(r.salt, r.details))));
+      const hashes = await Promise.all(rows.map(entryHashAsync));
+      for (const [i, r] of rows.entries()) {
+        first ??= r.seq;
+        checked += 1;
+        const breakType =
+          r.seq !== expectedSeq || r.prevHash !== expectedPrev
+            ? "linkage"
+            : (digests[i] !== null && digests[i] !== r.detailsDigest) || hashes[i] !== r.hash
+              ? "content"
+              : null;
+        if (breakType) return { ok: false, checked, first_seq: first, last_seq: r.seq, failure_seq: r.seq, break_type: breakType };
+        expectedPrev = r.hash;
+        expectedSeq = r.seq + 1;
+      }
     }
+    const last = checked > 0 ? expectedSeq - 1 : null;
     return { ok: true, checked, first_seq: first, last_seq: last, failure_seq: null, break_type: null };
   }
 

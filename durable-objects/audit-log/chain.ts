@@ -9,7 +9,8 @@
  * `canonical` is JSON with object keys sorted recursively and no insignificant white space;
  * absent ids are JSON null. The first entry's prev_hash is GENESIS_HASH (64 zeros).
  * Hashing is synchronous (@noble/hashes) so an append never awaits between reading the
- * head and writing the entry.
+ * head and writing the entry. Verification writes nothing and may await: it uses the
+ * WebCrypto variants below (same bytes in, same digests out), about twice as fast in workerd.
  */
 import { sha256 } from "@noble/hashes/sha2.js";
 import { bytesToHex, concatBytes, hexToBytes, utf8ToBytes } from "@noble/hashes/utils.js";
@@ -46,7 +47,11 @@ export function detailsDigest(saltHex: string, canonicalDetails: string): string
 }
 
 export function entryHash(f: ChainFields): string {
-  const encoded = JSON.stringify([
+  return bytesToHex(sha256(utf8ToBytes(encodeEntry(f))));
+}
+
+function encodeEntry(f: ChainFields): string {
+  return JSON.stringify([
     VERSION,
     f.prevHash,
     f.seq,
@@ -61,7 +66,15 @@ export function entryHash(f: ChainFields): string {
     f.intent,
     f.detailsDigest,
   ]);
-  return bytesToHex(sha256(utf8ToBytes(encoded)));
 }
+
+async function sha256HexAsync(bytes: Uint8Array): Promise<string> {
+  return bytesToHex(new Uint8Array(await crypto.subtle.digest("SHA-256", bytes)));
+}
+
+export const detailsDigestAsync = (saltHex: string, canonicalDetails: string): Promise<string> =>
+  sha256HexAsync(concatBytes(hexToBytes(saltHex), utf8ToBytes(canonicalDetails)));
+
+export const entryHashAsync = (f: ChainFields): Promise<string> => sha256HexAsync(utf8ToBytes(encodeEntry(f)));
 
 export const newSalt = (): string => bytesToHex(crypto.getRandomValues(new Uint8Array(16)));

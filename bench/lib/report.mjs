@@ -1,0 +1,31 @@
+// The results table: every figure next to its baseline, the ratio and the target.
+
+const fmt = (v, unit) => {
+  if (v === null || v === undefined) return "-";
+  if (typeof v === "string") return v;
+  if (unit === "KiB") return `${(v / 1024).toFixed(1)} KiB`;
+  if (unit === "ms") return `${v.toFixed(v < 10 ? 2 : 0)} ms`;
+  if (unit === "/s") return `${Math.round(v).toLocaleString("en-US")}/s`;
+  return String(v);
+};
+
+/**
+ * rows: { figure, ours, baseline, baselineName, unit, ratio, target, pass }
+ * pass is true / false / null (context only, no target).
+ */
+export function printTable(rows) {
+  const cells = rows.map((r) => [
+    r.figure,
+    fmt(r.ours, r.unit),
+    r.baselineName ? `${fmt(r.baseline, r.unit)} (${r.baselineName})` : fmt(r.baseline, r.unit),
+    r.ratio === null || r.ratio === undefined ? "-" : r.ratio.toFixed(2),
+    r.target ?? "-",
+    r.pass === null || r.pass === undefined ? "context" : r.pass ? "ok" : "MISSED",
+  ]);
+  const head = ["figure", "ours", "baseline", "ratio", "target", "status"];
+  const widths = head.map((h, i) => Math.max(h.length, ...cells.map((c) => c[i].length)));
+  const line = (c) => c.map((v, i) => v.padEnd(widths[i])).join("  ");
+  console.log(line(head));
+  console.log(widths.map((w) => "-".repeat(w)).join("  "));
+  for (const c of cells) console.log(line(c));
+}

@@ -1,0 +1,276 @@
+// `npm run bench`: bundles the Worker, runs it in workerd through Miniflare, and prints each
+// performance figure next to a baseline measured in the same run. See bench/README.md.
+import os from "node:os";
+import path from "node:path";
+import { performance } from "node:perf_hooks";
+import { isDeepStrictEqual } from "node:util";
+import { BUNDLE_BUDGET_BYTES, bundleWorker, profileStartup, STARTUP_AIM_MS } from "./lib/bundle.mjs";
+import { measureAlternating } from "./lib/load.mjs";
+import { printTable } from "./lib/report.mjs";
+import { startRuntime } from "./lib/runtime.mjs";
+import { addAgents, applyMigrations, signup } from "./lib/seed.mjs";
+
+const major = Number(process.versions.node.split(".")[0]);
+if (major < 22) {
+  console.error(`Node ${process.versions.node} is too old: run through \`npm run bench\` (Node 24 from the node dev dependency).`);
+  process.exit(1);
+}
+
+const ROOT = path.resolve(import.meta.dirname, "..");
+const num = (name, fallback) => {
+  const v = Number(process.env[name]);
+  return Number.isFinite(v) && v > 0 ? v : fallback;
+};
+const SECONDS = num("BENCH_SECONDS", 3);
+const ROUNDS = num("BENCH_ROUNDS", 3);
+const HTTP_CONNECTIONS = num("BENCH_CONNECTIONS", 32);
+const WRITERS = 64;
+const APPENDS_PER_REQUEST = num("BENCH_APPENDS_PER_REQUEST", 10);
+const VERIFY_ENTRIES = num("BENCH_VERIFY_ENTRIES", 100_000);
+const FILL_BATCH = 1000;
+const EXTRA_AGENTS = 11;
+/** Sections to run (all by default): http, append, verify. */
+const ONLY = new Set((process.env.BENCH_ONLY ?? "http,append,verify").split(",").map((s) => s.trim()));
+
+const started = performance.now();
+console.log(`node ${process.versions.node}, ${os.cpus().length} CPUs, load average ${os.loadavg().map((l) => l.toFixed(2)).join(" ")} (other load skews req/s; ratios are measured in alternating rounds)`);
+const step = (msg) => console.log(`[${((performance.now() - started) / 1000).toFixed(1).padStart(5)} s] ${msg}`);
+const failures = [];
+const check = (ok, what) => {
+  if (!ok) failures.push(what);
+  return ok;
+};
+
+async function getJson(url, init) {
+  const res = await fetch(url, init);
+  const text = await res.text();
+  if (!res.ok) throw new Error(`${init?.method ?? "GET"} ${url} → ${res.status}: ${text.slice(0, 500)}`);
+  return JSON.parse(text);
+}
+
+async function timed(fn) {
+  const t0 = performance.now();
+  const value = await fn();
+  return { ms: performance.now() - t0, value };
+}
+
+// Best of n: on a shared machine, interference only ever adds time.
+const best = (xs) => Math.min(...xs);
+
+// 1. Bundle
+step("bundling src/index.ts with wrangler deploy --dry-run");
+const bundle = bundleWorker(ROOT, path.join(ROOT, "bench", ".out", "worker"));
+step(`bundle: ${bundle.modules.length} modules, ${(bundle.rawBytes / 1024).toFixed(1)} KiB raw, ${(bundle.gzipBytes / 1024).toFixed(1)} KiB gzip (wrangler: ${bundle.wranglerReport ?? "n/a"})`);
+
+const startup = profileStartup(ROOT, path.join(ROOT, "bench", ".out", "startup.cpuprofile"));
+step(`startup: ${startup.activeMs} ms of CPU in the global scope (profile: bench/.out/startup.cpuprofile)`);
+
+// 2. Runtime
+step("starting workerd through Miniflare (service, baseline, audit driver)");
+const { mf, urls, db } = await startRuntime(ROOT, bundle);
+const rows = [
+  {
+    figure: "bundle size (gzip)",
+    ours: bundle.gzipBytes,
+    baseline: BUNDLE_BUDGET_BYTES,
+    baselineName: "budget",
+    unit: "KiB",
+    ratio: bundle.gzipBytes / BUNDLE_BUDGET_BYTES,
+    target: "≤ 1.00",
+    pass: bundle.gzipBytes <= BUNDLE_BUDGET_BYTES,
+  },
+  {
+    figure: "startup CPU (global scope)",
+    ours: startup.activeMs,
+    baseline: STARTUP_AIM_MS,
+    baselineName: "aim",
+    unit: "ms",
+    ratio: startup.activeMs / STARTUP_AIM_MS,
+    target: "≤ 1.00",
+    pass: startup.activeMs <= STARTUP_AIM_MS,
+  },
+];
+try {
+  // 3. Seed
+  const applied = await applyMigrations(db, path.join(ROOT, "migrations"));
+  step(`applied ${applied.length} D1 migration(s); signing up workspaces`);
+  const others = [];
+  for (let i = 0; i < 3; i++) others.push(await signup(urls.service, `Other ${i}`));
+  for (const o of others) await addAgents(db, o.workspaceId, 5);
+  const main = await signup(urls.service, "Bench Workspace");
+  await addAgents(db, main.workspaceId, EXTRA_AGENTS);
+
+  const auth = { authorization: `Bearer ${main.token}` };
+  const agentsUrl = (base) => new URL("/v1/agents", base).href;
+  const ours = await getJson(agentsUrl(urls.service), { headers: auth });
+  const base = await getJson(agentsUrl(urls.baseline), { headers: auth });
+  check(ours.agents.length === EXTRA_AGENTS + 1, `GET /v1/agents returned ${ours.agents.length} agents, expected ${EXTRA_AGENTS + 1}`);
+  check(isDeepStrictEqual(ours, base), "the baseline's /v1/agents body differs from ours: it would not be doing the same work");
+  step(`seeded: ${ours.agents.length} agents in the bench workspace; baseline body identical to ours: ${isDeepStrictEqual(ours, base)}`);
+
+  // 4a. HTTP: our route, its baseline Worker and the runtime's ceiling
+  if (ONLY.has("http")) await benchHttp(urls, auth, agentsUrl);
+  const auditUrl = (p, q) => new URL(`/${p}?${new URLSearchParams(q)}`, urls.audit).href;
+  if (ONLY.has("append")) await benchAppends(auditUrl);
+  if (ONLY.has("verify")) await benchVerify(auditUrl);
+} finally {
+  await mf.dispose();
+}
+
+async function benchHttp(urls, auth, agentsUrl) {
+  step(`GET /v1/agents vs baseline vs /v1/health: ${ROUNDS} alternating rounds × ${SECONDS} s, ${HTTP_CONNECTIONS} connections`);
+  const http = await measureAlternating(
+    [
+      { name: "agents", url: agentsUrl(urls.service), headers: auth, connections: HTTP_CONNECTIONS },
+      { name: "baseline", url: agentsUrl(urls.baseline), headers: auth, connections: HTTP_CONNECTIONS },
+      { name: "health", url: new URL("/v1/health", urls.service).href, connections: HTTP_CONNECTIONS },
+    ],
+    { rounds: ROUNDS, seconds: SECONDS },
+  );
+  for (const [name, r] of Object.entries(http)) {
+    check(r.failures === 0, `${name}: ${r.failures} failed requests`);
+    step(`  ${name}: ${Math.round(r.rps)} req/s, p50 ${r.p50} ms, p99 ${r.p99} ms, ${r.failures} failures`);
+  }
+  rows.push(
+    {
+      figure: "GET /v1/agents (PAT)",
+      ours: http.agents.rps,
+      baseline: http.baseline.rps,
+      baselineName: "raw D1 worker",
+      unit: "/s",
+      ratio: http.agents.rps / http.baseline.rps,
+      target: "≥ 0.80",
+      pass: http.agents.rps / http.baseline.rps >= 0.8,
+    },
+    {
+      figure: "GET /v1/agents: our cost per request",
+      ours: `${Math.round(1e6 / http.agents.rps - 1e6 / http.baseline.rps)} µs`,
+      baseline: `${Math.round(1e6 / http.baseline.rps)} µs`,
+      baselineName: "baseline's whole request",
+      unit: "",
+      ratio: null,
+      target: null,
+      pass: null,
+    },
+    {
+      figure: "GET /v1/agents vs runtime ceiling",
+      ours: http.agents.rps,
+      baseline: http.health.rps,
+      baselineName: "GET /v1/health",
+      unit: "/s",
+      ratio: http.agents.rps / http.health.rps,
+      target: null,
+      pass: null,
+    },
+  );
+
+}
+
+// 4b. Audit appends: 64 concurrent writers on one workspace's chain
+async function benchAppends(auditUrl) {
+  step(`audit appends: ${WRITERS} concurrent writers × ${APPENDS_PER_REQUEST} sequential one-event appends per request, ${ROUNDS} rounds × ${SECONDS} s`);
+  const appendTarget = (log) => ({
+    name: log,
+    url: auditUrl("append", { log, name: `append-${log}`, n: APPENDS_PER_REQUEST }),
+    connections: WRITERS,
+  });
+  const appends = await measureAlternating([appendTarget("audit"), appendTarget("plain"), appendTarget("noop")], {
+    rounds: ROUNDS,
+    seconds: SECONDS,
+  });
+  for (const [name, r] of Object.entries(appends)) {
+    check(r.failures === 0, `append ${name}: ${r.failures} failed requests`);
+    step(`  ${name}: ${Math.round(r.rps * APPENDS_PER_REQUEST)} appends/s, request p50 ${r.p50} ms, p99 ${r.p99} ms`);
+  }
+  const chain = await getJson(auditUrl("verify", { name: "append-audit", limit: 1e9 }));
+  check(chain.ok && chain.first_seq === 1 && chain.checked === chain.last_seq, `chain after concurrent appends does not verify: ${JSON.stringify(chain)}`);
+  check(chain.checked >= appends.audit.requests * APPENDS_PER_REQUEST, "fewer chain entries than acknowledged appends");
+  step(`  chain written by ${WRITERS} concurrent writers: ${chain.checked} entries, verify ok=${chain.ok}`);
+  const appendRate = appends.audit.rps * APPENDS_PER_REQUEST;
+  rows.push(
+    {
+      figure: `audit appends/s, ${WRITERS} writers`,
+      ours: appendRate,
+      baseline: appends.plain.rps * APPENDS_PER_REQUEST,
+      baselineName: "plain INSERT object",
+      unit: "/s",
+      ratio: appends.audit.rps / appends.plain.rps,
+      target: "≥ 5,000/s",
+      pass: appendRate >= 5000,
+    },
+    {
+      figure: "audit appends vs bare RPC",
+      ours: appendRate,
+      baseline: appends.noop.rps * APPENDS_PER_REQUEST,
+      baselineName: "no-op RPC",
+      unit: "/s",
+      ratio: appends.audit.rps / appends.noop.rps,
+      target: null,
+      pass: null,
+    },
+    {
+      figure: "chain intact after the above",
+      ours: `${chain.checked.toLocaleString("en-US")} ok=${chain.ok}`,
+      baseline: null,
+      unit: "",
+      ratio: null,
+      target: "ok",
+      pass: chain.ok,
+    },
+  );
+
+}
+
+// 4c. Verify 100 000 entries
+async function benchVerify(auditUrl) {
+  step(`filling one chain with ${VERIFY_ENTRIES.toLocaleString("en-US")} entries (batches of ${FILL_BATCH}) and its plain twin`);
+  const fill = (log) => timed(() => getJson(auditUrl("fill", { log, name: `verify-${log}`, total: VERIFY_ENTRIES, batch: FILL_BATCH })));
+  const fillAudit = await fill("audit");
+  const fillPlain = await fill("plain");
+  step(`  filled: chain ${(fillAudit.ms / 1000).toFixed(1)} s, plain ${(fillPlain.ms / 1000).toFixed(1)} s`);
+  const verifyRuns = [];
+  const scanRuns = [];
+  let verified;
+  for (let i = 0; i < 3; i++) {
+    const v = await timed(() => getJson(auditUrl("verify", { name: "verify-audit", limit: VERIFY_ENTRIES })));
+    verifyRuns.push(v.ms);
+    verified = v.value;
+    const s = await timed(() => getJson(auditUrl("scan", { name: "verify-plain", limit: VERIFY_ENTRIES })));
+    scanRuns.push(s.ms);
+    check(s.value.checked === VERIFY_ENTRIES, `scan read ${s.value.checked} rows`);
+  }
+  check(verified.ok && verified.checked === VERIFY_ENTRIES, `verify of the filled chain: ${JSON.stringify(verified)}`);
+  step(`  verify runs ${verifyRuns.map((m) => m.toFixed(0)).join(", ")} ms; scan runs ${scanRuns.map((m) => m.toFixed(0)).join(", ")} ms`);
+  const verifyMs = best(verifyRuns);
+  rows.push(
+    {
+      figure: `verify ${VERIFY_ENTRIES.toLocaleString("en-US")} entries (best of 3)`,
+      ours: verifyMs,
+      baseline: best(scanRuns),
+      baselineName: "same rows read, no hashing",
+      unit: "ms",
+      ratio: verifyMs / best(scanRuns),
+      target: "< 500 ms",
+      pass: verifyMs < 500,
+    },
+    {
+      figure: `bulk append, batches of ${FILL_BATCH}`,
+      ours: (VERIFY_ENTRIES / fillAudit.ms) * 1000,
+      baseline: (VERIFY_ENTRIES / fillPlain.ms) * 1000,
+      baselineName: "plain INSERT object",
+      unit: "/s",
+      ratio: fillPlain.ms / fillAudit.ms,
+      target: null,
+      pass: null,
+    },
+  );
+}
+
+console.log("");
+printTable(rows);
+console.log("");
+step(`done; load average now ${os.loadavg().map((l) => l.toFixed(2)).join(" ")}`);
+if (failures.length > 0) {
+  console.error(`\nThe bench itself is broken (figures above are not trustworthy):\n- ${failures.join("\n- ")}`);
+  process.exit(1);
+}
