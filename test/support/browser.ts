@@ -1,7 +1,6 @@
 import { env } from "cloudflare:workers";
 import { expect } from "vitest";
 import { SUBPROTOCOL_PREFIX } from "../../durable-objects/protocol";
-import { auditLog } from "../../src/audit/client";
 import { call } from "./api";
 
 export type Frame = Record<string, unknown> & { id?: number; method?: string; params?: Record<string, unknown>; type?: string };
