@@ -6,6 +6,7 @@ import { secureHeaders } from "hono/secure-headers";
 import { accountRouter } from "./account/routes";
 import { adminRouter } from "./admin/routes";
 import { agentsRouter } from "./agents/routes";
+import { oauthRouter } from "./oauth/routes";
 import { signinRouter } from "./signin/routes";
 import { healthRouter } from "./platform/health";
 import { BEARER, createRouter } from "./platform/openapi";
@@ -35,6 +36,7 @@ export function createApp() {
   app.route("/", adminRouter);
   app.route("/", agentsRouter);
   app.route("/", signinRouter);
+  app.route("/", oauthRouter);
 
   app.openAPIRegistry.registerComponent("securitySchemes", BEARER, {
     type: "http",
