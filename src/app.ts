@@ -20,7 +20,8 @@ export function createApp() {
   const app = createRouter();
 
   app.use(requestId());
-  app.use(secureHeaders({ crossOriginResourcePolicy: false }));
+  // DENY rather than the default SAMEORIGIN: the sign-in and consent pages must never be framed, and this runs last.
+  app.use(secureHeaders({ crossOriginResourcePolicy: false, xFrameOptions: "DENY" }));
   const limits = [1, 2].map((n) =>
     bodyLimit({
       maxSize: n * MiB,

@@ -134,3 +134,11 @@ export async function expectOAuthError(res: Response, status: number, error: str
 export const me = (token: string) => call("GET", "/v1/api/me", { token });
 
 export { ORIGIN };
+
+/** The workspace's audit events of one kind, newest first. */
+export async function auditEvents(workspaceId: string, kind: string) {
+  const { auditLog } = await import("../../src/audit/client");
+  const { env } = await import("cloudflare:workers");
+  const result = await auditLog(env, workspaceId).list({ days: 0, kind }, { page: 1, pageSize: 200 });
+  return result.events;
+}
