@@ -363,6 +363,29 @@ describe("authorize: consent", () => {
   });
 });
 
+describe("authorize: after our own sign-in form", () => {
+  it("moves on to the client from a fresh document, because the sign-in form's form-action covers its redirects", async () => {
+    const ws = await signupWorkspace();
+    const session = await signIn(ws.email);
+    const p = params({ client_id: "svc_client_cli" }, { redirect_uri: "http://127.0.0.1:7777/callback" });
+    const sameOrigin = { ...sessionCookie(session), "Sec-Fetch-Site": "same-origin", "Sec-Fetch-Mode": "navigate", "Sec-Fetch-Dest": "document" };
+    const res = await call("GET", authorizePath(p), { headers: sameOrigin });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("Referrer-Policy")).toBe("no-referrer");
+    expect(res.headers.get("Cache-Control")).toBe("no-store");
+    const html = await res.text();
+    const target = /<meta http-equiv="refresh" content="0;url=([^"]+)"/.exec(html)?.[1]?.replaceAll("&amp;", "&");
+    const location = new URL(target!);
+    expect(location.origin + location.pathname).toBe("http://127.0.0.1:7777/callback");
+    expect(location.searchParams.get("code")).toMatch(/^svc_code_/);
+    expect(location.searchParams.get("state")).toBe("xyz-123");
+
+    // A navigation from the client's site still gets the plain 302.
+    const crossSite = await call("GET", authorizePath(p), { headers: { ...sameOrigin, "Sec-Fetch-Site": "cross-site" } });
+    expect(crossSite.status).toBe(302);
+  });
+});
+
 describe("authorize: first-party CLI client", () => {
   it("skips consent and accepts loopback redirects on any port", async () => {
     const ws = await signupWorkspace();

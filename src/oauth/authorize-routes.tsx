@@ -15,7 +15,7 @@ import {
   recordConsent,
   type AuthorizeRequest,
 } from "./authorize";
-import { AuthorizeErrorPage, ConsentPage, SCOPE_TEXT } from "./pages";
+import { AuthorizeErrorPage, ConsentPage, ContinuePage, SCOPE_TEXT } from "./pages";
 import { issueCode } from "./tokens";
 
 /** The browser side of the authorization server: authorize and the consent form (HTML). */
@@ -49,6 +49,18 @@ function consentHeaders(redirectUri: string): Record<string, string> {
   return { ...PAGE_HEADERS, "Content-Security-Policy": PAGE_HEADERS["Content-Security-Policy"]!.replace("form-action 'self'", `form-action 'self'${safeOrigin}`) };
 }
 
+/**
+ * Redirects to the client. A navigation that our own sign-in form started (the redirect
+ * chain sign-in POST → 303 → authorize) gets a document that moves on instead, because the
+ * sign-in page's `form-action 'self'` also governs every redirect of that submission.
+ */
+function toClient(c: Ctx, location: string, status: 302 | 303) {
+  if (c.req.method === "GET" && c.req.header("Sec-Fetch-Site") === "same-origin" && c.req.header("Sec-Fetch-Mode") === "navigate") {
+    return c.html(<ContinuePage location={location} host={new URL(location).host} />, 200, PAGE_HEADERS);
+  }
+  return c.redirect(location, status);
+}
+
 async function redirectWithCode(c: Ctx, req: AuthorizeRequest, session: Session, status: 302 | 303) {
   const code = await issueCode(c.env, {
     clientId: req.client.clientId,
@@ -58,14 +70,14 @@ async function redirectWithCode(c: Ctx, req: AuthorizeRequest, session: Session,
     scopes: req.scopes,
     codeChallenge: req.codeChallenge,
   });
-  return c.redirect(authorizationRedirect(req.redirectUri, baseUrl(c.env, c.req.url), { code, state: req.state }), status);
+  return toClient(c, authorizationRedirect(req.redirectUri, baseUrl(c.env, c.req.url), { code, state: req.state }), status);
 }
 
 authorizeRouter.get("/v1/oauth/authorize", async (c) => {
   const url = new URL(c.req.url);
   const check = await checkAuthorizeRequest(c.env, url.searchParams, baseUrl(c.env, c.req.url));
   if (check.kind === "fatal") return errorPage(c, 400, check.message);
-  if (check.kind === "error") return c.redirect(check.location, 302);
+  if (check.kind === "error") return toClient(c, check.location, 302);
   const req = check.request;
 
   const session = await currentSession(c);

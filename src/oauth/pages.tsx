@@ -75,3 +75,24 @@ export const AuthorizeErrorPage: FC<{ message: string }> = ({ message }) => (
     <p>Go back to the application and try again. If it keeps happening, contact the application's developer.</p>
   </Layout>
 );
+
+/**
+ * Sends the browser on to the client from a fresh document. Used when the authorization
+ * request arrived through our own sign-in form's redirect chain: browsers apply that form's
+ * CSP `form-action 'self'` to every redirect after the submission, so a 302 to the client
+ * would be blocked there.
+ */
+export const ContinuePage: FC<{ location: string; host: string }> = ({ location, host }) => (
+  <html lang="en">
+    <head>
+      <meta charset="utf-8" />
+      <meta http-equiv="refresh" content={`0;url=${location}`} />
+      <title>Returning to the application</title>
+    </head>
+    <body>
+      <p>
+        Returning to <a href={location}>{host}</a>…
+      </p>
+    </body>
+  </html>
+);

@@ -1,5 +1,7 @@
 import { env } from "cloudflare:workers";
 import { expect } from "vitest";
+import type { ListFilters, ListPage, ListResult } from "../../durable-objects/audit-log/types";
+import { auditLog } from "../../src/audit/client";
 import { ClientInfoSchema, TokenResponseSchema, type ClientInfo } from "../../src/oauth/schemas";
 import { pkceChallenge } from "../../src/oauth/tokens";
 import { base64url } from "../../src/platform/ids";
@@ -137,8 +139,7 @@ export { ORIGIN };
 
 /** The workspace's audit events of one kind, newest first. */
 export async function auditEvents(workspaceId: string, kind: string) {
-  const { auditLog } = await import("../../src/audit/client");
-  const { env } = await import("cloudflare:workers");
-  const result = await auditLog(env, workspaceId).list({ days: 0, kind }, { page: 1, pageSize: 200 });
-  return result.events;
+  // The stub types list() as never (details are Record<string, unknown>, which RPC typing rejects).
+  const log = auditLog(env, workspaceId) as unknown as { list: (f: ListFilters, p: ListPage) => Promise<ListResult> };
+  return (await log.list({ days: 0, kind }, { page: 1, pageSize: 200 })).events;
 }
