@@ -252,6 +252,20 @@ describe("token: client authentication", () => {
   });
 });
 
+describe("token: rate limit", () => {
+  it("limits one address to 300 token requests a minute, answering 429 in the OAuth shape", async () => {
+    const headers = { "CF-Connecting-IP": "203.0.113.77", "Content-Type": "application/x-www-form-urlencoded" };
+    const statuses: number[] = [];
+    for (let i = 0; i < 300; i++) statuses.push((await call("POST", "/v1/oauth/token", { rawBody: "grant_type=refresh_token", headers })).status);
+    expect(statuses.every((s) => s === 401)).toBe(true);
+    const limited = await call("POST", "/v1/oauth/token", { rawBody: "grant_type=refresh_token", headers });
+    await expectOAuthError(limited, 429, "rate_limited");
+    expect(limited.headers.get("Retry-After")).toBe("60");
+    // Other addresses are unaffected.
+    await expectOAuthError(await call("POST", "/v1/oauth/token", { rawBody: "grant_type=refresh_token", headers: { "Content-Type": "application/x-www-form-urlencoded" } }), 401, "invalid_client");
+  });
+});
+
 describe("token: refresh_token", () => {
   it("rotates: a new pair with the original scopes, the old refresh token spent", async () => {
     const { client, session } = await setup();

@@ -307,7 +307,8 @@ oauthRouter.openAPIRegistry.registerPath(
       "Form (default) or JSON. Client authentication by the registered method only: `none` (client_id), `client_secret_post` or " +
       "`client_secret_basic`. `authorization_code` needs code, code_verifier (PKCE S256) and the authorize step's redirect_uri and client; " +
       "a replayed code revokes the tokens issued from it. `refresh_token` rotates the token and keeps the original scopes; a rotated token " +
-      "presented again revokes its whole family. Access tokens live 3600 s, refresh tokens 30 days.",
+      "presented again revokes its whole family (a `scope` parameter on refresh is ignored). Access tokens live 3600 s, refresh tokens 30 days. " +
+      "Rate limited per client address (300 requests a minute).",
     request: { body: formAndJson(TokenRequestSchema) },
     responses: {
       200: { description: "Tokens (Cache-Control: no-store)", content: { "application/json": { schema: TokenResponseSchema } } },
