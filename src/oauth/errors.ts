@@ -34,6 +34,14 @@ export const invalidGrant = (d: string) => new OAuthError(400, "invalid_grant", 
 export const invalidClient = (d: string, usedBasic: boolean) =>
   new OAuthError(401, "invalid_client", d, usedBasic ? { "WWW-Authenticate": 'Basic realm="oauth", charset="UTF-8"' } : {});
 
+/** RFC 7591 §3.2.2: redirect URI problems are `invalid_redirect_uri`, the rest `invalid_client_metadata`. */
+export function metadataError(issues: readonly { path: readonly PropertyKey[]; message: string }[]): OAuthError {
+  const issue = issues[0];
+  const path = issue?.path.map(String).join(".") ?? "";
+  const message = issue ? `${path || "body"}: ${issue.message}` : "The client metadata is invalid";
+  return new OAuthError(400, path.startsWith("redirect_uris") ? "invalid_redirect_uri" : "invalid_client_metadata", message);
+}
+
 export function oauthJson(c: Context, status: ContentfulStatusCode, error: string, description: string, headers: Record<string, string> = {}) {
   return c.json({ error, error_description: description }, status, { ...NO_STORE, ...headers });
 }

@@ -1,4 +1,4 @@
-import { invalidClient, invalidRequest } from "./errors";
+import { invalidClient, invalidRequest, OAuthError } from "./errors";
 
 /**
  * The parameters of a token, introspection or revocation request: a form
@@ -56,5 +56,16 @@ export function basicCredentials(header: string | undefined): { id: string; secr
     return { id: formDecode(decoded.slice(0, colon)), secret: formDecode(decoded.slice(colon + 1)) };
   } catch {
     throw invalidClient("Malformed Basic credentials", true);
+  }
+}
+
+/** Registration and its management take JSON only. */
+export async function readJsonBody(req: Request): Promise<unknown> {
+  const type = (req.headers.get("Content-Type") ?? "").split(";")[0]!.trim().toLowerCase();
+  if (type !== "application/json") throw new OAuthError(400, "invalid_client_metadata", "The body must be JSON (Content-Type: application/json)");
+  try {
+    return await req.json();
+  } catch {
+    throw new OAuthError(400, "invalid_client_metadata", "The body is not valid JSON");
   }
 }

@@ -10,8 +10,8 @@ import "./erasure";
 import { authorizeRouter } from "./authorize-routes";
 import { authenticateClient } from "./client-auth";
 import { clientByRegistrationToken, disableClient, registerClient, toClientInfo, updateClient, type ClientRow } from "./clients";
-import { invalidRequest, NO_STORE, OAuthError, oauthErrorHandler, OAuthErrorSchema } from "./errors";
-import { readParams } from "./params";
+import { invalidRequest, metadataError, NO_STORE, OAuthError, oauthErrorHandler, OAuthErrorSchema } from "./errors";
+import { readJsonBody, readParams } from "./params";
 import {
   AuthorizationServerMetadataSchema,
   AuthorizeQuerySchema,
@@ -33,25 +33,6 @@ import { exchangeCode, introspect, refreshTokens, revokeToken, type TokenOutcome
  * management (RFC 7591, RFC 7592), token (authorization_code with PKCE, rotating refresh
  * tokens), introspection (RFC 7662) and revocation (RFC 7009). Errors use the OAuth shape.
  */
-/** RFC 7591 §3.2.2: redirect URI problems are `invalid_redirect_uri`, the rest `invalid_client_metadata`. */
-function metadataError(issues: readonly { path: readonly PropertyKey[]; message: string }[]): OAuthError {
-  const issue = issues[0];
-  const path = issue?.path.map(String).join(".") ?? "";
-  const message = issue ? `${path || "body"}: ${issue.message}` : "The client metadata is invalid";
-  return new OAuthError(400, path.startsWith("redirect_uris") ? "invalid_redirect_uri" : "invalid_client_metadata", message);
-}
-
-/** Registration and its management take JSON only. */
-async function readJsonBody(req: Request): Promise<unknown> {
-  const type = (req.headers.get("Content-Type") ?? "").split(";")[0]!.trim().toLowerCase();
-  if (type !== "application/json") throw new OAuthError(400, "invalid_client_metadata", "The body must be JSON (Content-Type: application/json)");
-  try {
-    return await req.json();
-  } catch {
-    throw new OAuthError(400, "invalid_client_metadata", "The body is not valid JSON");
-  }
-}
-
 export const oauthRouter = new OpenAPIHono<AppEnv>({
   defaultHook: (result, c) => {
     if (result.success) return;
