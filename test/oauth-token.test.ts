@@ -252,6 +252,28 @@ describe("token: client authentication", () => {
   });
 });
 
+describe("token: browser-based clients", () => {
+  it("answers CORS preflights and requests from any origin on token and revoke, never with credentials", async () => {
+    for (const path of ["/v1/oauth/token", "/v1/oauth/revoke"]) {
+      const preflight = await call("OPTIONS", path, {
+        headers: { Origin: "https://spa.example", "Access-Control-Request-Method": "POST", "Access-Control-Request-Headers": "content-type" },
+      });
+      expect(preflight.status).toBe(204);
+      expect(preflight.headers.get("Access-Control-Allow-Origin")).toBe("*");
+      expect(preflight.headers.get("Access-Control-Allow-Methods")).toContain("POST");
+      expect(preflight.headers.get("Access-Control-Allow-Credentials")).toBeNull();
+    }
+    const { client, session } = await setup();
+    const { code, verifier } = await freshCode(session, client);
+    const res = await oauthPost("/v1/oauth/token", { grant_type: "authorization_code", code, code_verifier: verifier, redirect_uri: REDIRECT, client_id: client.client_id }, { headers: { Origin: "https://spa.example" } });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("Access-Control-Allow-Origin")).toBe("*");
+    // Registration is not open to other origins.
+    const reg = await call("OPTIONS", "/v1/oauth/register", { headers: { Origin: "https://spa.example", "Access-Control-Request-Method": "POST" } });
+    expect(reg.headers.get("Access-Control-Allow-Origin")).toBeNull();
+  });
+});
+
 describe("token: rate limit", () => {
   it("limits one address to 300 token requests a minute, answering 429 in the OAuth shape", async () => {
     const headers = { "CF-Connecting-IP": "203.0.113.77", "Content-Type": "application/x-www-form-urlencoded" };

@@ -1,5 +1,6 @@
 import { createRoute, OpenAPIHono } from "@hono/zod-openapi";
 import type { Context } from "hono";
+import { cors } from "hono/cors";
 import { audit } from "../audit/audit";
 import { SCOPES } from "../auth/scopes";
 import { baseUrl, type AppEnv } from "../platform/env";
@@ -40,6 +41,13 @@ export const oauthRouter = new OpenAPIHono<AppEnv>({
   },
 });
 oauthRouter.onError(oauthErrorHandler);
+
+// Browser-based public clients call these from their own origin. No cookies are involved,
+// so any origin may (the client proves itself with PKCE, its secret or the token itself).
+const publicCors = cors({ origin: "*", allowMethods: ["GET", "POST", "OPTIONS"], allowHeaders: ["Authorization", "Content-Type"], maxAge: 86_400 });
+for (const path of ["/.well-known/oauth-authorization-server", "/.well-known/oauth-protected-resource", "/v1/oauth/token", "/v1/oauth/revoke"]) {
+  oauthRouter.use(path, publicCors);
+}
 oauthRouter.route("/", authorizeRouter);
 
 const REGISTRATION_TOKEN = "registration_access_token";
