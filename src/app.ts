@@ -9,6 +9,7 @@ import { agentsRouter } from "./agents/routes";
 import { auditRouter } from "./audit/routes";
 import { workspaceRouter } from "./workspace/routes";
 import { browserRouter } from "./browser/routes";
+import { oauthRouter } from "./oauth/routes";
 import { signinRouter } from "./signin/routes";
 import { healthRouter } from "./platform/health";
 import { BEARER, createRouter } from "./platform/openapi";
@@ -22,7 +23,8 @@ export function createApp() {
   const app = createRouter();
 
   app.use(requestId());
-  app.use(secureHeaders({ xFrameOptions: "DENY", crossOriginResourcePolicy: false }));
+  // DENY rather than the default SAMEORIGIN: the sign-in and consent pages must never be framed, and this runs last.
+  app.use(secureHeaders({ crossOriginResourcePolicy: false, xFrameOptions: "DENY" }));
   const limits = [1, 2].map((n) =>
     bodyLimit({
       maxSize: n * MiB,
@@ -41,6 +43,7 @@ export function createApp() {
   app.route("/", workspaceRouter);
   app.route("/", browserRouter);
   app.route("/", signinRouter);
+  app.route("/", oauthRouter);
 
   app.openAPIRegistry.registerComponent("securitySchemes", BEARER, {
     type: "http",

@@ -37,6 +37,14 @@ export const AUDIT_DETAIL_FIELDS: Readonly<Record<string, readonly string[]>> = 
   "skill.uninstall": ["slug", "changed", "agents_updated"],
   "mcp.install": ["slug", "changed"],
   "mcp.uninstall": ["slug", "changed", "agents_updated"],
+  // OAuth authorization server
+  "oauth.client.register": ["client_id", "client_name", "redirect_uris", "scope", "token_endpoint_auth_method", "grant_types"],
+  "oauth.client.update": ["client_id", "client_name", "redirect_uris", "scope"],
+  "oauth.client.delete": ["client_id", "revoked_grants"],
+  "oauth.consent.grant": ["client_id", "client_name", "scopes"],
+  "oauth.consent.deny": ["client_id", "client_name", "scopes"],
+  "oauth.grant.revoke": ["client_id", "reason", "count"],
+  "oauth.token.reuse": ["client_id", "token_kind", "family_revoked"],
 };
 
 export function allowedDetails(kind: string, details: Record<string, unknown> | undefined): JsonObject {

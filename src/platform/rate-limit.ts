@@ -2,7 +2,7 @@ import type { MiddlewareHandler } from "hono";
 import type { AppEnv } from "./env";
 import { ApiError } from "./problem";
 
-type LimiterName = "SIGNUP_LIMITER" | "SIGNIN_LIMITER";
+type LimiterName = "SIGNUP_LIMITER" | "SIGNIN_LIMITER" | "TOKEN_LIMITER";
 
 /** The client's address as Cloudflare reports it; one bucket for unknown origins. */
 export const clientIp = (req: Request): string => req.headers.get("CF-Connecting-IP") ?? "unknown";

@@ -1,0 +1,65 @@
+import { and, eq, isNull, sql } from "drizzle-orm";
+import type { Caller } from "../auth/caller";
+import { registerBearerKind } from "../auth/resolve";
+import { effectiveScopes } from "../auth/scopes";
+import { oauthClients, oauthGrants, oauthTokens, users, workspaces } from "../db/schema";
+import { hashToken } from "../platform/crypto";
+import { parseJsonArray, preparedFor } from "../platform/db";
+import { ACCESS_TOKEN_PREFIX } from "./tokens";
+
+// One indexed query: token hash → live token, its live grant, live user, workspace and enabled client.
+const statements = preparedFor((d) => ({
+  access: d
+    .select({
+      id: oauthTokens.id,
+      expiresAt: oauthTokens.expiresAt,
+      grantScopes: oauthGrants.scopes,
+      clientId: oauthGrants.clientId,
+      clientScopes: oauthClients.scopes,
+      userId: users.id,
+      email: users.email,
+      name: users.name,
+      role: users.role,
+      workspaceId: workspaces.id,
+      workspaceName: workspaces.name,
+      workspaceSlug: workspaces.slug,
+    })
+    .from(oauthTokens)
+    .innerJoin(oauthGrants, eq(oauthGrants.id, oauthTokens.grantId))
+    .innerJoin(users, eq(users.id, oauthGrants.userId))
+    .innerJoin(workspaces, eq(workspaces.id, oauthGrants.workspaceId))
+    .innerJoin(oauthClients, eq(oauthClients.clientId, oauthGrants.clientId))
+    .where(
+      and(
+        eq(oauthTokens.tokenHash, sql.placeholder("hash")),
+        eq(oauthTokens.kind, "access"),
+        isNull(oauthTokens.revokedAt),
+        isNull(oauthGrants.revokedAt),
+        isNull(users.erasedAt),
+        isNull(oauthClients.disabledAt),
+      ),
+    )
+    .prepare(),
+}));
+
+/**
+ * OAuth access tokens on the API. Effective scopes are the granted scopes ∩ the client's
+ * current scopes ∩ the user's role, computed per request.
+ */
+registerBearerKind(ACCESS_TOKEN_PREFIX, async (env, token, now) => {
+  const row = await statements(env).access.get({ hash: hashToken(token) });
+  if (!row || Date.parse(row.expiresAt) <= now) return null;
+  const clientAllowed = new Set(parseJsonArray(row.clientScopes));
+  const caller: Caller = {
+    auth: "oauth",
+    credentialId: row.id,
+    userId: row.userId,
+    email: row.email,
+    name: row.name,
+    role: row.role,
+    workspace: { id: row.workspaceId, name: row.workspaceName, slug: row.workspaceSlug },
+    scopes: effectiveScopes(parseJsonArray(row.grantScopes).filter((s) => clientAllowed.has(s)), row.role),
+    clientId: row.clientId,
+  };
+  return { caller };
+});

@@ -1,0 +1,135 @@
+import { Hono, type Context } from "hono";
+import { getCookie } from "hono/cookie";
+import { audit } from "../audit/audit";
+import { resolveSession, SESSION_COOKIE } from "../auth/resolve";
+import { isScope, roleCeiling } from "../auth/scopes";
+import { baseUrl, type AppEnv } from "../platform/env";
+import { PAGE_HEADERS } from "../platform/pages";
+import {
+  AUTHORIZE_PARAMS,
+  authorizationRedirect,
+  checkAuthorizeRequest,
+  consentCovers,
+  consentCsrfToken,
+  consentCsrfValid,
+  recordConsent,
+  type AuthorizeRequest,
+} from "./authorize";
+import { AuthorizeErrorPage, ConsentPage, ContinuePage, SCOPE_TEXT } from "./pages";
+import { issueCode } from "./tokens";
+
+/** The browser side of the authorization server: authorize and the consent form (HTML). */
+export const authorizeRouter = new Hono<AppEnv>();
+
+type Ctx = Context<AppEnv>;
+type Session = { secret: string; caller: AppEnv["Variables"]["caller"] };
+
+authorizeRouter.onError((err, c) => {
+  console.error(JSON.stringify({ level: "error", request_id: c.get("requestId"), path: c.req.path, error: String(err), stack: (err as Error)?.stack }));
+  return c.html(<AuthorizeErrorPage message="Something went wrong on our side. Please try again." />, 500, PAGE_HEADERS);
+});
+
+const errorPage = (c: Ctx, status: 400 | 403, message: string) => c.html(<AuthorizeErrorPage message={message} />, status, PAGE_HEADERS);
+
+async function currentSession(c: Ctx): Promise<Session | null> {
+  const secret = getCookie(c, SESSION_COOKIE);
+  if (!secret) return null;
+  const resolved = await resolveSession(c.env, secret);
+  return resolved ? { secret, caller: resolved.caller } : null;
+}
+
+/**
+ * The consent page may send the browser on to the client's redirect URI after the form
+ * post, so its `form-action` names that origin as well as our own (browsers enforce
+ * form-action on the redirect that follows a submission).
+ */
+function consentHeaders(redirectUri: string): Record<string, string> {
+  const origin = new URL(redirectUri).origin;
+  const safeOrigin = /^https?:\/\/[A-Za-z0-9.\-[\]:]+$/.test(origin) ? ` ${origin}` : "";
+  return { ...PAGE_HEADERS, "Content-Security-Policy": PAGE_HEADERS["Content-Security-Policy"]!.replace("form-action 'self'", `form-action 'self'${safeOrigin}`) };
+}
+
+/**
+ * Redirects to the client. A navigation that our own sign-in form started (the redirect
+ * chain sign-in POST → 303 → authorize) gets a document that moves on instead, because the
+ * sign-in page's `form-action 'self'` also governs every redirect of that submission.
+ */
+function toClient(c: Ctx, location: string, status: 302 | 303) {
+  if (c.req.method === "GET" && c.req.header("Sec-Fetch-Site") === "same-origin" && c.req.header("Sec-Fetch-Mode") === "navigate") {
+    return c.html(<ContinuePage location={location} host={new URL(location).host} />, 200, PAGE_HEADERS);
+  }
+  return c.redirect(location, status);
+}
+
+async function redirectWithCode(c: Ctx, req: AuthorizeRequest, session: Session, status: 302 | 303) {
+  const code = await issueCode(c.env, {
+    clientId: req.client.clientId,
+    workspaceId: session.caller.workspace.id,
+    userId: session.caller.userId,
+    redirectUri: req.redirectUri,
+    scopes: req.scopes,
+    codeChallenge: req.codeChallenge,
+  });
+  return toClient(c, authorizationRedirect(req.redirectUri, baseUrl(c.env, c.req.url), { code, state: req.state }), status);
+}
+
+authorizeRouter.get("/v1/oauth/authorize", async (c) => {
+  const url = new URL(c.req.url);
+  const check = await checkAuthorizeRequest(c.env, url.searchParams, baseUrl(c.env, c.req.url));
+  if (check.kind === "fatal") return errorPage(c, 400, check.message);
+  if (check.kind === "error") return toClient(c, check.location, 302);
+  const req = check.request;
+
+  const session = await currentSession(c);
+  if (!session) return c.redirect(`/v1/signin?return_to=${encodeURIComponent(url.pathname + url.search)}`, 302);
+
+  if (req.client.firstParty || (await consentCovers(c.env, session.caller.userId, req.client.clientId, req.scopes))) {
+    return redirectWithCode(c, req, session, 302);
+  }
+  const ceiling = roleCeiling(session.caller.role);
+  return c.html(
+    <ConsentPage
+      clientName={req.client.name}
+      redirectHost={new URL(req.redirectUri).host}
+      userEmail={session.caller.email ?? ""}
+      scopes={req.scopes.filter(isScope).map((s) => ({ scope: s, text: SCOPE_TEXT[s], beyondRole: !ceiling.has(s) }))}
+      params={req.params}
+      csrfToken={consentCsrfToken(session.secret, req)}
+    />,
+    200,
+    consentHeaders(req.redirectUri),
+  );
+});
+
+authorizeRouter.post("/v1/oauth/consent", async (c) => {
+  const form = await c.req.parseBody({ all: true }).catch(() => null);
+  if (!form) return errorPage(c, 400, "The consent form could not be read.");
+  const query = new URLSearchParams();
+  for (const name of AUTHORIZE_PARAMS) {
+    for (const v of [form[name]].flat()) if (typeof v === "string") query.append(name, v);
+  }
+  const issuer = baseUrl(c.env, c.req.url);
+  const check = await checkAuthorizeRequest(c.env, query, issuer);
+  if (check.kind === "fatal") return errorPage(c, 400, check.message);
+  if (check.kind === "error") return c.redirect(check.location, 303);
+  const req = check.request;
+
+  // Signed out meanwhile: start the authorization again, through sign-in.
+  const session = await currentSession(c);
+  if (!session) return c.redirect(`/v1/oauth/authorize?${new URLSearchParams(req.params)}`, 303);
+  const csrf = form.csrf_token;
+  if (!consentCsrfValid(session.secret, req, typeof csrf === "string" ? csrf : undefined)) {
+    return errorPage(c, 403, "This consent form has expired or was not issued to you. Go back to the application and start again.");
+  }
+  c.set("caller", session.caller);
+  const decision = form.decision;
+  const event = { target: `oauth_client:${req.client.clientId}`, subjectUserId: session.caller.userId, details: { client_id: req.client.clientId, client_name: req.client.name, scopes: req.scopes } };
+  if (decision === "deny") {
+    await audit(c, { kind: "oauth.consent.deny", outcome: "denied", intent: "deny", ...event });
+    return c.redirect(authorizationRedirect(req.redirectUri, issuer, { error: "access_denied", error_description: "The user denied the request", state: req.state }), 303);
+  }
+  if (decision !== "approve") return errorPage(c, 400, "Choose Allow or Deny.");
+  await recordConsent(c.env, { workspaceId: session.caller.workspace.id, userId: session.caller.userId, clientId: req.client.clientId, scopes: req.scopes });
+  await audit(c, { kind: "oauth.consent.grant", intent: "approve", ...event });
+  return redirectWithCode(c, req, session, 303);
+});

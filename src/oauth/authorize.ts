@@ -1,0 +1,149 @@
+/**
+ * The authorization request: validation in an order that never redirects to an unverified
+ * place, consent memory, and the consent form's session-bound CSRF token.
+ */
+import { hmac } from "@noble/hashes/hmac.js";
+import { sha256 } from "@noble/hashes/sha2.js";
+import { utf8ToBytes } from "@noble/hashes/utils.js";
+import { and, eq } from "drizzle-orm";
+import { oauthConsents } from "../db/schema";
+import { timingSafeEqual } from "../platform/crypto";
+import { db, parseJsonArray } from "../platform/db";
+import { base64url, newId } from "../platform/ids";
+import { nowIso } from "../platform/env";
+import { activeClient, clientRedirectUris, clientScopes, type ClientRow } from "./clients";
+import { matchRedirectUri } from "./redirect-uris";
+
+/** The parameters the authorization endpoint reads; anything else is ignored. */
+export const AUTHORIZE_PARAMS = ["client_id", "redirect_uri", "response_type", "code_challenge", "code_challenge_method", "scope", "state"] as const;
+
+export type AuthorizeRequest = {
+  client: ClientRow;
+  redirectUri: string;
+  state: string | undefined;
+  codeChallenge: string;
+  /** Requested ∩ allowed (all allowed when none requested), in the client's order. */
+  scopes: string[];
+  /** The parameters as received, to carry through the consent form unchanged. */
+  params: Record<string, string>;
+};
+
+export type AuthorizeCheck =
+  /** Client or redirect URI cannot be trusted: show an error page, never redirect. */
+  | { kind: "fatal"; message: string }
+  /** The redirect URI is verified: the error goes back to the client. */
+  | { kind: "error"; location: string }
+  | { kind: "ok"; request: AuthorizeRequest };
+
+// 43 characters for S256; RFC 7636 allows 43-128 for verifiers, we accept 32-128 as the spec says.
+const CHALLENGE = /^[A-Za-z0-9_-]{32,128}$/;
+
+/** `redirect_uri` with the response parameters and `iss` (RFC 9207) appended. */
+export function authorizationRedirect(redirectUri: string, issuer: string, params: Record<string, string | undefined>): string {
+  const url = new URL(redirectUri);
+  for (const [k, v] of Object.entries(params)) if (v !== undefined) url.searchParams.set(k, v);
+  url.searchParams.set("iss", issuer);
+  return url.href;
+}
+
+export async function checkAuthorizeRequest(env: Env, query: URLSearchParams, issuer: string): Promise<AuthorizeCheck> {
+  const once = (name: string) => {
+    const all = query.getAll(name);
+    return all.length === 1 && all[0] !== "" ? all[0] : all.length > 1 ? null : undefined;
+  };
+  const clientId = once("client_id");
+  if (clientId === undefined) return { kind: "fatal", message: "The request has no client_id." };
+  if (clientId === null) return { kind: "fatal", message: "The request has more than one client_id." };
+  const client = await activeClient(env, clientId);
+  if (!client) return { kind: "fatal", message: "This application is unknown or has been deleted." };
+  const presented = once("redirect_uri");
+  if (!presented) return { kind: "fatal", message: "The request has no single redirect_uri." };
+  const redirectUri = matchRedirectUri(clientRedirectUris(client), presented) ? presented : null;
+  if (!redirectUri) return { kind: "fatal", message: "The redirect_uri is not registered for this application." };
+
+  // From here on the redirect URI is verified: errors go back to the client.
+  const state = query.get("state") ?? undefined;
+  const fail = (error: string, description: string): AuthorizeCheck => ({
+    kind: "error",
+    location: authorizationRedirect(redirectUri, issuer, { error, error_description: description, state }),
+  });
+  for (const name of AUTHORIZE_PARAMS) if (query.getAll(name).length > 1) return fail("invalid_request", `${name} is given more than once`);
+  const responseType = once("response_type");
+  if (responseType !== undefined && responseType !== "code") return fail("unsupported_response_type", "Only response_type=code is supported");
+  const challenge = once("code_challenge");
+  if (!challenge) return fail("invalid_request", "code_challenge is required (PKCE with S256)");
+  if (!CHALLENGE.test(challenge)) return fail("invalid_request", "code_challenge must be 32-128 characters of the base64url alphabet");
+  const method = once("code_challenge_method");
+  if (method !== undefined && method !== "S256") return fail("invalid_request", "code_challenge_method must be S256");
+
+  const allowed = clientScopes(client);
+  const requested = new Set((once("scope") ?? "").split(" ").filter(Boolean));
+  const scopes = requested.size ? allowed.filter((s) => requested.has(s)) : allowed;
+  if (!scopes.length) return fail("invalid_scope", "None of the requested scopes is allowed for this application");
+
+  const params: Record<string, string> = {};
+  for (const name of AUTHORIZE_PARAMS) {
+    const v = query.get(name);
+    if (v !== null) params[name] = v;
+  }
+  return { kind: "ok", request: { client, redirectUri, state, codeChallenge: challenge, scopes, params } };
+}
+
+// --- consent -------------------------------------------------------------------------
+
+/** True when the user already approved at least these scopes for this client. */
+export async function consentCovers(env: Env, userId: string, clientId: string, scopes: readonly string[]): Promise<boolean> {
+  const row = await db(env)
+    .select({ scopes: oauthConsents.scopes })
+    .from(oauthConsents)
+    .where(and(eq(oauthConsents.userId, userId), eq(oauthConsents.clientId, clientId)))
+    .get();
+  if (!row) return false;
+  const approved = new Set(parseJsonArray(row.scopes));
+  return scopes.every((s) => approved.has(s));
+}
+
+/** Remembers an approval; the remembered scopes grow to the union of every approval. */
+export async function recordConsent(env: Env, p: { workspaceId: string; userId: string; clientId: string; scopes: readonly string[] }): Promise<void> {
+  const d = db(env);
+  const existing = await d
+    .select({ scopes: oauthConsents.scopes })
+    .from(oauthConsents)
+    .where(and(eq(oauthConsents.userId, p.userId), eq(oauthConsents.clientId, p.clientId)))
+    .get();
+  const scopes = JSON.stringify([...new Set([...parseJsonArray(existing?.scopes), ...p.scopes])].sort());
+  const now = nowIso();
+  await d
+    .insert(oauthConsents)
+    .values({ id: newId(), workspaceId: p.workspaceId, userId: p.userId, clientId: p.clientId, scopes, createdAt: now, updatedAt: now })
+    .onConflictDoUpdate({ target: [oauthConsents.userId, oauthConsents.clientId], set: { scopes, updatedAt: now } })
+    .run();
+}
+
+// --- the consent form's CSRF token ----------------------------------------------------
+
+/** How long a consent form stays valid. */
+export const CONSENT_FORM_TTL_SECONDS = 1800;
+
+function consentMac(sessionSecret: string, issuedAt: number, req: AuthorizeRequest): string {
+  const message = ["svc-oauth-consent", issuedAt, req.client.clientId, req.redirectUri, req.codeChallenge, req.scopes.join(" "), req.state ?? ""].join("\n");
+  return base64url(hmac(sha256, utf8ToBytes(sessionSecret), utf8ToBytes(message)));
+}
+
+/**
+ * A token only the holder of the session cookie can produce (an HMAC keyed with the
+ * session secret), bound to this authorization request and valid for 30 minutes.
+ */
+export function consentCsrfToken(sessionSecret: string, req: AuthorizeRequest, now = Date.now()): string {
+  const issuedAt = Math.floor(now / 1000);
+  return `${issuedAt}.${consentMac(sessionSecret, issuedAt, req)}`;
+}
+
+export function consentCsrfValid(sessionSecret: string, req: AuthorizeRequest, token: string | undefined, now = Date.now()): boolean {
+  const match = /^(\d{1,12})\.([A-Za-z0-9_-]{43})$/.exec(token ?? "");
+  if (!match) return false;
+  const issuedAt = Number(match[1]);
+  const age = Math.floor(now / 1000) - issuedAt;
+  if (age < 0 || age > CONSENT_FORM_TTL_SECONDS) return false;
+  return timingSafeEqual(match[2]!, consentMac(sessionSecret, issuedAt, req));
+}

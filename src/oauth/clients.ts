@@ -1,0 +1,163 @@
+import { and, eq, isNull, sql } from "drizzle-orm";
+import { oauthClients } from "../db/schema";
+import { hashToken, timingSafeEqual } from "../platform/crypto";
+import { db, parseJsonArray, preparedFor } from "../platform/db";
+import { newId, randomToken } from "../platform/ids";
+import { nowIso } from "../platform/env";
+import { OAuthError } from "./errors";
+import type { AuthMethod, ClientInfo, RegisterRequest, UpdateClientRequest } from "./schemas";
+import { revokeGrantsOfClient } from "./tokens";
+
+export const CLIENT_ID_PREFIX = "svc_client_";
+export const CLIENT_SECRET_PREFIX = "svc_csec_";
+export const REGISTRATION_TOKEN_PREFIX = "svc_ratk_";
+/** Active (not deleted) registered clients per account, i.e. per workspace. */
+export const MAX_ACTIVE_CLIENTS = 50;
+
+export type ClientRow = typeof oauthClients.$inferSelect;
+
+const statements = preparedFor((d) => ({
+  active: d
+    .select()
+    .from(oauthClients)
+    .where(and(eq(oauthClients.clientId, sql.placeholder("clientId")), isNull(oauthClients.disabledAt)))
+    .prepare(),
+  byRegistrationToken: d
+    .select()
+    .from(oauthClients)
+    .where(and(eq(oauthClients.registrationTokenHash, sql.placeholder("hash")), isNull(oauthClients.disabledAt)))
+    .prepare(),
+}));
+
+/** An enabled client by id, or undefined (unknown or deleted). */
+export const activeClient = (env: Env, clientId: string): Promise<ClientRow | undefined> => statements(env).active.get({ clientId });
+
+export const clientScopes = (c: ClientRow): string[] => parseJsonArray(c.scopes);
+export const clientRedirectUris = (c: ClientRow): string[] => parseJsonArray(c.redirectUris);
+
+export const registrationClientUri = (base: string, clientId: string) => `${base}/v1/oauth/register/${encodeURIComponent(clientId)}`;
+
+/** The management view of a client: never the secret or the registration access token. */
+export function toClientInfo(c: ClientRow, base: string): ClientInfo {
+  const confidential = c.authMethod !== "none";
+  return {
+    client_id: c.clientId,
+    client_id_issued_at: c.issuedAt,
+    ...(confidential ? { client_secret_expires_at: 0 } : {}),
+    registration_client_uri: registrationClientUri(base, c.clientId),
+    redirect_uris: clientRedirectUris(c),
+    client_name: c.name,
+    token_endpoint_auth_method: c.authMethod,
+    grant_types: parseJsonArray(c.grantTypes) as ClientInfo["grant_types"],
+    response_types: ["code"],
+    scope: clientScopes(c).join(" "),
+  };
+}
+
+/**
+ * Registers a third-party client for the caller's workspace. The 50-client cap is checked
+ * in the INSERT itself, so concurrent registrations cannot overshoot it.
+ */
+export async function registerClient(
+  env: Env,
+  owner: { workspaceId: string; userId: string },
+  req: RegisterRequest,
+  base: string,
+): Promise<{ info: ClientInfo; row: ClientRow }> {
+  const confidential = req.token_endpoint_auth_method !== "none";
+  const secret = confidential ? randomToken(CLIENT_SECRET_PREFIX) : null;
+  const registrationToken = randomToken(REGISTRATION_TOKEN_PREFIX);
+  const now = nowIso();
+  const row: ClientRow = {
+    clientId: CLIENT_ID_PREFIX + newId().replaceAll("-", ""),
+    workspaceId: owner.workspaceId,
+    createdBy: owner.userId,
+    name: req.client_name,
+    redirectUris: JSON.stringify(req.redirect_uris),
+    scopes: JSON.stringify(req.scope),
+    grantTypes: JSON.stringify(req.grant_types),
+    responseTypes: JSON.stringify(req.response_types),
+    authMethod: req.token_endpoint_auth_method as AuthMethod,
+    secretHash: secret ? hashToken(secret) : null,
+    registrationTokenHash: hashToken(registrationToken),
+    firstParty: false,
+    issuedAt: Math.floor(Date.parse(now) / 1000),
+    createdAt: now,
+    updatedAt: now,
+    disabledAt: null,
+  };
+  const result = await env.DB.prepare(
+    `INSERT INTO oauth_clients (client_id, workspace_id, created_by, name, redirect_uris, scopes, grant_types, response_types,
+       auth_method, secret_hash, registration_token_hash, first_party, issued_at, created_at, updated_at)
+     SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, 0, ?12, ?13, ?13
+     WHERE (SELECT COUNT(*) FROM oauth_clients WHERE workspace_id = ?2 AND disabled_at IS NULL) < ?14`,
+  )
+    .bind(
+      row.clientId,
+      row.workspaceId,
+      row.createdBy,
+      row.name,
+      row.redirectUris,
+      row.scopes,
+      row.grantTypes,
+      row.responseTypes,
+      row.authMethod,
+      row.secretHash,
+      row.registrationTokenHash,
+      row.issuedAt,
+      now,
+      MAX_ACTIVE_CLIENTS,
+    )
+    .run();
+  if (!result.meta.changes) {
+    throw new OAuthError(400, "client_limit_reached", `An account may have at most ${MAX_ACTIVE_CLIENTS} active clients; delete one first`);
+  }
+  const info: ClientInfo = {
+    ...toClientInfo(row, base),
+    ...(secret ? { client_secret: secret } : {}),
+    registration_access_token: registrationToken,
+  };
+  return { info, row };
+}
+
+/** The enabled client a registration access token manages, or undefined. */
+export async function clientByRegistrationToken(env: Env, token: string): Promise<ClientRow | undefined> {
+  if (!token.startsWith(REGISTRATION_TOKEN_PREFIX)) return undefined;
+  return statements(env).byRegistrationToken.get({ hash: hashToken(token) });
+}
+
+const sameList = (a: readonly string[], b: readonly string[]) => a.length === b.length && a.every((x, i) => x === b[i]);
+
+/** RFC 7592 update of the mutable metadata; the client type, id, secret and grant types stay. */
+export async function updateClient(env: Env, client: ClientRow, req: UpdateClientRequest): Promise<ClientRow> {
+  const immutable = (field: string) => new OAuthError(400, "invalid_client_metadata", `${field} cannot be changed`);
+  if (req.client_id !== undefined && req.client_id !== client.clientId) throw immutable("client_id");
+  if (req.token_endpoint_auth_method !== undefined && req.token_endpoint_auth_method !== client.authMethod) throw immutable("token_endpoint_auth_method");
+  if (req.client_secret !== undefined && (!client.secretHash || !timingSafeEqual(hashToken(req.client_secret), client.secretHash))) throw immutable("client_secret");
+  if (req.grant_types !== undefined && !sameList([...new Set(req.grant_types)].sort(), parseJsonArray(client.grantTypes).sort())) throw immutable("grant_types");
+  if (req.response_types !== undefined && !sameList([...new Set(req.response_types)], ["code"])) throw immutable("response_types");
+  const updated: ClientRow = {
+    ...client,
+    name: req.client_name,
+    redirectUris: JSON.stringify(req.redirect_uris),
+    scopes: JSON.stringify(req.scope),
+    updatedAt: nowIso(),
+  };
+  await db(env)
+    .update(oauthClients)
+    .set({ name: updated.name, redirectUris: updated.redirectUris, scopes: updated.scopes, updatedAt: updated.updatedAt })
+    .where(and(eq(oauthClients.clientId, client.clientId), isNull(oauthClients.disabledAt)))
+    .run();
+  return updated;
+}
+
+/**
+ * Soft-deletes a client: it can no longer authorize, exchange, introspect or revoke, its
+ * registration access token stops working, and every token issued to it is revoked.
+ * Returns the revoked grants per workspace (for their audit logs).
+ */
+export async function disableClient(env: Env, client: ClientRow): Promise<Map<string, { count: number; userIds: string[] }>> {
+  const now = nowIso();
+  await db(env).update(oauthClients).set({ disabledAt: now, updatedAt: now }).where(eq(oauthClients.clientId, client.clientId)).run();
+  return revokeGrantsOfClient(env, client.clientId, now);
+}

@@ -1,0 +1,294 @@
+/**
+ * Codes, grants and tokens. A grant is one token family: the access and refresh tokens that
+ * descend from one authorization code. Every single-use rule (code exchange, refresh
+ * rotation) is one conditional UPDATE in a D1 batch (a transaction): the statements that
+ * create the new rows select from the row that UPDATE just claimed, so a request that lost
+ * a race creates nothing.
+ */
+import { sha256 } from "@noble/hashes/sha2.js";
+import { utf8ToBytes } from "@noble/hashes/utils.js";
+import { eq, sql } from "drizzle-orm";
+import { oauthClients, oauthCodes, oauthGrants, oauthTokens, users } from "../db/schema";
+import { effectiveScopes, type Role } from "../auth/scopes";
+import { hashToken, timingSafeEqual } from "../platform/crypto";
+import { db, parseJsonArray, preparedFor } from "../platform/db";
+import { base64url, newId, randomToken } from "../platform/ids";
+import { invalidGrant, type OAuthError } from "./errors";
+import type { Introspection } from "./schemas";
+
+export const CODE_PREFIX = "svc_code_";
+export const ACCESS_TOKEN_PREFIX = "svc_at_";
+export const REFRESH_TOKEN_PREFIX = "svc_rt_";
+export const CODE_TTL_SECONDS = 600;
+export const ACCESS_TOKEN_TTL_SECONDS = 3600;
+export const REFRESH_TOKEN_TTL_SECONDS = 30 * 86_400;
+
+export type TokenResponse = { access_token: string; token_type: "Bearer"; expires_in: number; refresh_token: string; scope: string };
+export type GrantRef = { grantId: string; workspaceId: string; userId: string; clientId: string };
+export type RevokeReason = "revoked" | "refresh_reuse" | "code_reuse" | "client_deleted" | "user_erased";
+
+/** A failed exchange or refresh; `reuse` is set when a replay was detected (and the family revoked). */
+export type TokenOutcome = { ok: true; body: TokenResponse } | { ok: false; error: OAuthError; reuse?: GrantRef & { familyRevoked: boolean } };
+
+/** PKCE S256: base64url(SHA-256(code_verifier)) without padding (RFC 7636 §4.2). */
+export const pkceChallenge = (verifier: string): string => base64url(sha256(utf8ToBytes(verifier)));
+
+const iso = (ms: number) => new Date(ms).toISOString();
+
+const statements = preparedFor((d) => ({
+  code: d.select().from(oauthCodes).where(eq(oauthCodes.codeHash, sql.placeholder("hash"))).prepare(),
+  tokenWithGrant: d
+    .select({
+      kind: oauthTokens.kind,
+      createdAt: oauthTokens.createdAt,
+      expiresAt: oauthTokens.expiresAt,
+      revokedAt: oauthTokens.revokedAt,
+      grantId: oauthGrants.id,
+      clientId: oauthGrants.clientId,
+      workspaceId: oauthGrants.workspaceId,
+      userId: oauthGrants.userId,
+      scopes: oauthGrants.scopes,
+      grantRevokedAt: oauthGrants.revokedAt,
+      email: users.email,
+      role: users.role,
+      erasedAt: users.erasedAt,
+      clientScopes: oauthClients.scopes,
+      clientDisabledAt: oauthClients.disabledAt,
+    })
+    .from(oauthTokens)
+    .innerJoin(oauthGrants, eq(oauthGrants.id, oauthTokens.grantId))
+    .innerJoin(users, eq(users.id, oauthGrants.userId))
+    .innerJoin(oauthClients, eq(oauthClients.clientId, oauthGrants.clientId))
+    .where(eq(oauthTokens.tokenHash, sql.placeholder("hash")))
+    .prepare(),
+}));
+
+// --- authorization codes -------------------------------------------------------------
+
+export async function issueCode(
+  env: Env,
+  p: { clientId: string; workspaceId: string; userId: string; redirectUri: string; scopes: readonly string[]; codeChallenge: string },
+): Promise<string> {
+  const code = randomToken(CODE_PREFIX);
+  const now = Date.now();
+  await db(env)
+    .insert(oauthCodes)
+    .values({
+      id: newId(),
+      codeHash: hashToken(code),
+      clientId: p.clientId,
+      workspaceId: p.workspaceId,
+      userId: p.userId,
+      redirectUri: p.redirectUri,
+      scopes: JSON.stringify(p.scopes),
+      codeChallenge: p.codeChallenge,
+      createdAt: iso(now),
+      expiresAt: iso(now + CODE_TTL_SECONDS * 1000),
+    })
+    .run();
+  return code;
+}
+
+// Claims the code only when every binding verifies; sets the new grant id as the claim mark.
+const CONSUME_CODE = `UPDATE oauth_codes SET consumed_at = ?1, grant_id = ?2
+  WHERE code_hash = ?3 AND consumed_at IS NULL AND expires_at > ?1
+    AND client_id = ?4 AND redirect_uri = ?5 AND code_challenge = ?6
+    AND EXISTS (SELECT 1 FROM users WHERE users.id = oauth_codes.user_id AND users.erased_at IS NULL)
+  RETURNING scopes`;
+const INSERT_GRANT_FROM_CODE = `INSERT INTO oauth_grants (id, workspace_id, user_id, client_id, scopes, created_at)
+  SELECT grant_id, workspace_id, user_id, client_id, scopes, consumed_at FROM oauth_codes WHERE code_hash = ?1 AND grant_id = ?2`;
+const INSERT_TOKEN_OF_GRANT = `INSERT INTO oauth_tokens (id, grant_id, kind, token_hash, created_at, expires_at)
+  SELECT ?1, id, ?2, ?3, ?4, ?5 FROM oauth_grants WHERE id = ?6`;
+
+// Claims the refresh token (one winner) and names its successor as the claim mark.
+const ROTATE_REFRESH = `UPDATE oauth_tokens SET revoked_at = ?1, replaced_by = ?2
+  WHERE token_hash = ?3 AND kind = 'refresh' AND revoked_at IS NULL AND expires_at > ?1
+    AND grant_id IN (SELECT id FROM oauth_grants WHERE client_id = ?4 AND revoked_at IS NULL)
+  RETURNING (SELECT scopes FROM oauth_grants WHERE oauth_grants.id = oauth_tokens.grant_id) AS scopes`;
+const INSERT_TOKEN_AFTER_ROTATION = `INSERT INTO oauth_tokens (id, grant_id, kind, token_hash, created_at, expires_at)
+  SELECT ?1, grant_id, ?2, ?3, ?4, ?5 FROM oauth_tokens WHERE token_hash = ?6 AND replaced_by = ?7`;
+
+/** A fresh access and refresh token, their row ids and expiry times. */
+function newPair(now: number) {
+  const access = randomToken(ACCESS_TOKEN_PREFIX);
+  const refresh = randomToken(REFRESH_TOKEN_PREFIX);
+  return {
+    access,
+    refresh,
+    accessId: newId(),
+    refreshId: newId(),
+    accessHash: hashToken(access),
+    refreshHash: hashToken(refresh),
+    accessExpires: iso(now + ACCESS_TOKEN_TTL_SECONDS * 1000),
+    refreshExpires: iso(now + REFRESH_TOKEN_TTL_SECONDS * 1000),
+  };
+}
+
+const tokenResponse = (pair: ReturnType<typeof newPair>, scopesJson: string): TokenResponse => ({
+  access_token: pair.access,
+  token_type: "Bearer",
+  expires_in: ACCESS_TOKEN_TTL_SECONDS,
+  refresh_token: pair.refresh,
+  scope: parseJsonArray(scopesJson).join(" "),
+});
+
+/**
+ * `authorization_code` grant. The client is already authenticated. A code presented again
+ * with bindings that verify is a replay: the family it created is revoked (RFC 9700 §4.5).
+ */
+export async function exchangeCode(env: Env, clientId: string, p: { code: string; codeVerifier: string; redirectUri: string }): Promise<TokenOutcome> {
+  const now = Date.now();
+  const nowIso = iso(now);
+  const codeHash = hashToken(p.code);
+  const challenge = pkceChallenge(p.codeVerifier);
+  const grantId = newId();
+  const pair = newPair(now);
+  const [claimed] = await env.DB.batch([
+    env.DB.prepare(CONSUME_CODE).bind(nowIso, grantId, codeHash, clientId, p.redirectUri, challenge),
+    env.DB.prepare(INSERT_GRANT_FROM_CODE).bind(codeHash, grantId),
+    env.DB.prepare(INSERT_TOKEN_OF_GRANT).bind(pair.accessId, "access", pair.accessHash, nowIso, pair.accessExpires, grantId),
+    env.DB.prepare(INSERT_TOKEN_OF_GRANT).bind(pair.refreshId, "refresh", pair.refreshHash, nowIso, pair.refreshExpires, grantId),
+  ]);
+  const row = claimed?.results[0] as { scopes: string } | undefined;
+  if (row) return { ok: true, body: tokenResponse(pair, row.scopes) };
+
+  // Slow path: say why, and detect a replay.
+  const code = await statements(env).code.get({ hash: codeHash });
+  if (!code) return { ok: false, error: invalidGrant("The authorization code is unknown") };
+  const clientOk = code.clientId === clientId;
+  const redirectOk = code.redirectUri === p.redirectUri;
+  const pkceOk = timingSafeEqual(code.codeChallenge, challenge);
+  if (code.consumedAt && clientOk && redirectOk && pkceOk) {
+    const ref = { grantId: code.grantId ?? "", workspaceId: code.workspaceId, userId: code.userId, clientId: code.clientId };
+    const familyRevoked = code.grantId ? !!(await revokeGrant(env, code.grantId, "code_reuse")) : false;
+    return { ok: false, error: invalidGrant("The authorization code was already used; the tokens issued from it are revoked"), reuse: { ...ref, familyRevoked } };
+  }
+  if (!clientOk) return { ok: false, error: invalidGrant("The authorization code was issued to another client") };
+  if (!redirectOk) return { ok: false, error: invalidGrant("redirect_uri does not match the authorization request") };
+  if (!pkceOk) return { ok: false, error: invalidGrant("PKCE verification failed: code_verifier does not match code_challenge") };
+  if (code.consumedAt) return { ok: false, error: invalidGrant("The authorization code was already used") };
+  if (code.expiresAt <= nowIso) return { ok: false, error: invalidGrant("The authorization code has expired") };
+  return { ok: false, error: invalidGrant("The authorization code is no longer valid") };
+}
+
+/**
+ * `refresh_token` grant: rotates the token (the new pair keeps the grant's scopes). A rotated
+ * token presented again revokes the whole family (RFC 9700 §4.14.2).
+ */
+export async function refreshTokens(env: Env, clientId: string, refreshToken: string): Promise<TokenOutcome> {
+  const now = Date.now();
+  const nowIso = iso(now);
+  const oldHash = hashToken(refreshToken);
+  const pair = newPair(now);
+  const [rotated] = await env.DB.batch([
+    env.DB.prepare(ROTATE_REFRESH).bind(nowIso, pair.refreshId, oldHash, clientId),
+    env.DB.prepare(INSERT_TOKEN_AFTER_ROTATION).bind(pair.accessId, "access", pair.accessHash, nowIso, pair.accessExpires, oldHash, pair.refreshId),
+    env.DB.prepare(INSERT_TOKEN_AFTER_ROTATION).bind(pair.refreshId, "refresh", pair.refreshHash, nowIso, pair.refreshExpires, oldHash, pair.refreshId),
+  ]);
+  const row = rotated?.results[0] as { scopes: string } | undefined;
+  if (row) return { ok: true, body: tokenResponse(pair, row.scopes) };
+
+  const t = refreshToken.startsWith(REFRESH_TOKEN_PREFIX) ? await statements(env).tokenWithGrant.get({ hash: oldHash }) : undefined;
+  if (!t || t.kind !== "refresh") return { ok: false, error: invalidGrant("The refresh token is unknown") };
+  if (t.clientId !== clientId) return { ok: false, error: invalidGrant("The refresh token was issued to another client") };
+  if (t.grantRevokedAt) return { ok: false, error: invalidGrant("The refresh token has been revoked") };
+  if (t.revokedAt) {
+    const familyRevoked = !!(await revokeGrant(env, t.grantId, "refresh_reuse"));
+    const ref = { grantId: t.grantId, workspaceId: t.workspaceId, userId: t.userId, clientId: t.clientId };
+    return { ok: false, error: invalidGrant("The refresh token was already used; every token of its family is revoked"), reuse: { ...ref, familyRevoked } };
+  }
+  if (t.expiresAt <= nowIso) return { ok: false, error: invalidGrant("The refresh token has expired") };
+  return { ok: false, error: invalidGrant("The refresh token is no longer valid") };
+}
+
+// --- introspection and revocation ----------------------------------------------------
+
+const INACTIVE: Introspection = { active: false };
+
+/** RFC 7662 for the calling client's own tokens; any other token reads as inactive. */
+export async function introspect(env: Env, clientId: string, token: string): Promise<Introspection> {
+  if (!token.startsWith(ACCESS_TOKEN_PREFIX) && !token.startsWith(REFRESH_TOKEN_PREFIX)) return INACTIVE;
+  const t = await statements(env).tokenWithGrant.get({ hash: hashToken(token) });
+  const now = new Date().toISOString();
+  if (!t || t.clientId !== clientId || t.revokedAt || t.grantRevokedAt || t.expiresAt <= now || t.erasedAt || t.clientDisabledAt || !t.email) {
+    return INACTIVE;
+  }
+  const clientAllowed = new Set(parseJsonArray(t.clientScopes));
+  const granted = parseJsonArray(t.scopes).filter((s) => clientAllowed.has(s));
+  return {
+    active: true,
+    scope: [...effectiveScopes(granted, t.role as Role)].join(" "),
+    client_id: t.clientId,
+    username: t.email,
+    token_type: "Bearer",
+    exp: Math.floor(Date.parse(t.expiresAt) / 1000),
+    iat: Math.floor(Date.parse(t.createdAt) / 1000),
+    sub: t.userId,
+  };
+}
+
+/**
+ * RFC 7009 for the calling client's own tokens: revokes the token's whole family. Another
+ * client's or an unknown token is left alone. Returns the family when this call revoked it.
+ */
+export async function revokeToken(env: Env, clientId: string, token: string): Promise<GrantRef | null> {
+  if (!token.startsWith(ACCESS_TOKEN_PREFIX) && !token.startsWith(REFRESH_TOKEN_PREFIX)) return null;
+  const t = await statements(env).tokenWithGrant.get({ hash: hashToken(token) });
+  if (!t || t.clientId !== clientId || t.grantRevokedAt) return null;
+  return revokeGrant(env, t.grantId, "revoked");
+}
+
+/** Revokes a grant and every token of it; returns it when it was still live. */
+export async function revokeGrant(env: Env, grantId: string, reason: RevokeReason): Promise<GrantRef | null> {
+  const now = new Date().toISOString();
+  const [grant] = await env.DB.batch([
+    env.DB.prepare(
+      `UPDATE oauth_grants SET revoked_at = ?1, revoke_reason = ?2 WHERE id = ?3 AND revoked_at IS NULL
+       RETURNING id, workspace_id, user_id, client_id`,
+    ).bind(now, reason, grantId),
+    env.DB.prepare(`UPDATE oauth_tokens SET revoked_at = ?1 WHERE grant_id = ?2 AND revoked_at IS NULL`).bind(now, grantId),
+  ]);
+  const row = grant?.results[0] as { id: string; workspace_id: string; user_id: string; client_id: string } | undefined;
+  return row ? { grantId: row.id, workspaceId: row.workspace_id, userId: row.user_id, clientId: row.client_id } : null;
+}
+
+/** Revokes every grant of a deleted client; returns the revoked grants per workspace. */
+export async function revokeGrantsOfClient(env: Env, clientId: string, now: string): Promise<Map<string, { count: number; userIds: string[] }>> {
+  const [grants] = await env.DB.batch([
+    env.DB.prepare(
+      `UPDATE oauth_grants SET revoked_at = ?1, revoke_reason = 'client_deleted' WHERE client_id = ?2 AND revoked_at IS NULL
+       RETURNING workspace_id, user_id`,
+    ).bind(now, clientId),
+    env.DB.prepare(
+      `UPDATE oauth_tokens SET revoked_at = ?1 WHERE revoked_at IS NULL AND grant_id IN (SELECT id FROM oauth_grants WHERE client_id = ?2)`,
+    ).bind(now, clientId),
+    env.DB.prepare(`DELETE FROM oauth_codes WHERE client_id = ?1 AND consumed_at IS NULL`).bind(clientId),
+  ]);
+  const byWorkspace = new Map<string, { count: number; userIds: string[] }>();
+  for (const r of (grants?.results ?? []) as { workspace_id: string; user_id: string }[]) {
+    const entry = byWorkspace.get(r.workspace_id) ?? { count: 0, userIds: [] };
+    entry.count++;
+    if (!entry.userIds.includes(r.user_id)) entry.userIds.push(r.user_id);
+    byWorkspace.set(r.workspace_id, entry);
+  }
+  return byWorkspace;
+}
+
+/**
+ * Erasure: revokes the user's grants (and so their tokens), forgets their consents and
+ * drops their unused codes. Counts revoked grants plus removed consents.
+ */
+export async function eraseOAuthUser(env: Env, workspaceId: string, userId: string): Promise<{ oauth_grants: number }> {
+  const now = new Date().toISOString();
+  const [grants, , consents] = await env.DB.batch([
+    env.DB.prepare(
+      `UPDATE oauth_grants SET revoked_at = ?1, revoke_reason = 'user_erased' WHERE workspace_id = ?2 AND user_id = ?3 AND revoked_at IS NULL RETURNING id`,
+    ).bind(now, workspaceId, userId),
+    env.DB.prepare(
+      `UPDATE oauth_tokens SET revoked_at = ?1 WHERE revoked_at IS NULL AND grant_id IN (SELECT id FROM oauth_grants WHERE workspace_id = ?2 AND user_id = ?3)`,
+    ).bind(now, workspaceId, userId),
+    env.DB.prepare(`DELETE FROM oauth_consents WHERE workspace_id = ?1 AND user_id = ?2 RETURNING id`).bind(workspaceId, userId),
+    env.DB.prepare(`DELETE FROM oauth_codes WHERE workspace_id = ?1 AND user_id = ?2 AND consumed_at IS NULL`).bind(workspaceId, userId),
+  ]);
+  return { oauth_grants: (grants?.results.length ?? 0) + (consents?.results.length ?? 0) };
+}

@@ -1,0 +1,162 @@
+/**
+ * The sign-in and consent pages as a person uses them: Chromium (Debian's /usr/bin/chromium,
+ * driven by playwright-core) against `wrangler dev`, landing on a real loopback callback.
+ */
+import { createHash, randomBytes } from "node:crypto";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { chromium, type Browser, type Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startDevServer, type DevServer } from "./server";
+
+const PORT = Number(process.env.E2E_PORT ?? 8791);
+const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
+const PASSWORD = "correct horse battery";
+
+let dev: DevServer;
+let browser: Browser;
+let callbackServer: Server;
+let callback: string;
+let account: { email: string; token: string };
+
+const b64url = (b: Buffer) => b.toString("base64url");
+function pkce() {
+  const verifier = b64url(randomBytes(32));
+  return { verifier, challenge: b64url(createHash("sha256").update(verifier).digest()) };
+}
+
+async function api(path: string, init: { method?: string; token?: string; json?: unknown; form?: Record<string, string> } = {}) {
+  const headers: Record<string, string> = {};
+  if (init.token) headers.Authorization = `Bearer ${init.token}`;
+  let body: string | undefined;
+  if (init.json !== undefined) {
+    headers["Content-Type"] = "application/json";
+    body = JSON.stringify(init.json);
+  }
+  if (init.form) {
+    headers["Content-Type"] = "application/x-www-form-urlencoded";
+    body = new URLSearchParams(init.form).toString();
+  }
+  return fetch(`${dev.origin}${path}`, { method: init.method ?? (body ? "POST" : "GET"), headers, body, redirect: "manual" });
+}
+
+function authorizeUrl(clientId: string, redirectUri: string, challenge: string, state: string, scope: string) {
+  const q = new URLSearchParams({ client_id: clientId, redirect_uri: redirectUri, response_type: "code", code_challenge: challenge, code_challenge_method: "S256", state, scope });
+  return `${dev.origin}/v1/oauth/authorize?${q}`;
+}
+
+async function signInOnPage(page: Page) {
+  await page.waitForURL(/\/v1\/signin\?return_to=/);
+  await page.getByLabel("Email").fill(account.email);
+  await page.getByLabel("Password").fill(PASSWORD);
+  await page.getByRole("button", { name: "Sign in" }).click();
+}
+
+beforeAll(async () => {
+  callbackServer = createServer((_req, res) => {
+    res.writeHead(200, { "Content-Type": "text/html" });
+    res.end("<!doctype html><title>Callback</title><p>Received.</p>");
+  });
+  await new Promise<void>((resolve) => callbackServer.listen(0, "127.0.0.1", resolve));
+  callback = `http://127.0.0.1:${(callbackServer.address() as AddressInfo).port}/callback`;
+
+  dev = await startDevServer(PORT);
+  browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--no-first-run"],
+  });
+
+  const email = `e2e-${Date.now()}@example.com`;
+  const signup = await api("/v1/api/signup", { json: { workspace_name: "E2E Workspace", email, password: PASSWORD, name: "Eve Edge" } });
+  expect(signup.status).toBe(201);
+  account = { email, token: ((await signup.json()) as { token: string }).token };
+});
+
+afterAll(async () => {
+  await browser?.close();
+  await dev?.stop();
+  await new Promise((resolve) => callbackServer?.close(resolve));
+});
+
+describe("OAuth in a real browser", () => {
+  it("signs in, shows consent, approves, lands on the redirect with a code that exchanges", async () => {
+    const reg = await api("/v1/oauth/register", {
+      token: account.token,
+      json: { redirect_uris: [callback], scope: "agents:read conversations:read", client_name: "Playwright App", token_endpoint_auth_method: "none" },
+    });
+    expect(reg.status).toBe(201);
+    const client = (await reg.json()) as { client_id: string };
+    const { verifier, challenge } = pkce();
+    const state = b64url(randomBytes(12));
+
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    await page.goto(authorizeUrl(client.client_id, callback, challenge, state, "agents:read"));
+    await signInOnPage(page);
+
+    await page.waitForURL(/\/v1\/oauth\/authorize\?/);
+    expect(await page.locator("h1").textContent()).toContain("Playwright App");
+    expect(await page.locator("body").textContent()).toContain("127.0.0.1");
+    expect(await page.locator("body").textContent()).toContain("See your workspace's agents");
+    expect(await page.locator("body").textContent()).not.toContain("Read your conversations");
+    await page.getByRole("button", { name: "Allow" }).click();
+
+    await page.waitForURL((url) => url.href.startsWith(callback));
+    const landed = new URL(page.url());
+    expect(landed.searchParams.get("state")).toBe(state);
+    expect(landed.searchParams.get("iss")).toBe(dev.origin);
+    const code = landed.searchParams.get("code");
+    expect(code).toMatch(/^svc_code_/);
+    expect(await page.locator("body").textContent()).toContain("Received.");
+
+    const token = await api("/v1/oauth/token", {
+      form: { grant_type: "authorization_code", code: code!, code_verifier: verifier, redirect_uri: callback, client_id: client.client_id },
+    });
+    expect(token.status).toBe(200);
+    const tokens = (await token.json()) as { access_token: string; scope: string };
+    expect(tokens.scope).toBe("agents:read");
+    const me = (await (await api("/v1/api/me", { token: tokens.access_token })).json()) as { auth: string; user: { email: string } };
+    expect(me).toMatchObject({ auth: "oauth", user: { email: account.email } });
+
+    // Consent is remembered: the same request goes straight back with a new code.
+    const again = pkce();
+    await page.goto(authorizeUrl(client.client_id, callback, again.challenge, "second", "agents:read"));
+    await page.waitForURL((url) => url.href.startsWith(callback));
+    expect(new URL(page.url()).searchParams.get("state")).toBe("second");
+    expect(new URL(page.url()).searchParams.get("code")).toMatch(/^svc_code_/);
+
+    // More scopes ask again; denying lands on the redirect with access_denied.
+    await page.goto(authorizeUrl(client.client_id, callback, again.challenge, "third", "agents:read conversations:read"));
+    expect(await page.locator("body").textContent()).toContain("Read your conversations");
+    await page.getByRole("button", { name: "Deny" }).click();
+    await page.waitForURL((url) => url.href.startsWith(callback));
+    const denied = new URL(page.url());
+    expect(denied.searchParams.get("error")).toBe("access_denied");
+    expect(denied.searchParams.get("state")).toBe("third");
+    expect(denied.searchParams.get("code")).toBeNull();
+    await context.close();
+  });
+
+  it("sends a first-party client straight from sign-in to its loopback redirect", async () => {
+    const { verifier, challenge } = pkce();
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    await page.goto(authorizeUrl("svc_client_cli", callback, challenge, "cli-state", "agents:read"));
+    await signInOnPage(page);
+    await page.waitForURL((url) => url.href.startsWith(callback));
+    const landed = new URL(page.url());
+    expect(landed.searchParams.get("state")).toBe("cli-state");
+    const token = await api("/v1/oauth/token", {
+      form: { grant_type: "authorization_code", code: landed.searchParams.get("code")!, code_verifier: verifier, redirect_uri: callback, client_id: "svc_client_cli" },
+    });
+    expect(token.status).toBe(200);
+    await context.close();
+  });
+
+  it("refuses to be framed", async () => {
+    const res = await api(`/v1/oauth/authorize?client_id=svc_client_cli`);
+    expect(res.status).toBe(400);
+    expect(res.headers.get("x-frame-options")).toBe("DENY");
+    expect(res.headers.get("content-security-policy")).toContain("frame-ancestors 'none'");
+  });
+});

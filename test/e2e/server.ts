@@ -1,0 +1,55 @@
+/**
+ * Starts the Worker under `wrangler dev` for browser tests: local D1 migrations applied to a
+ * throwaway --persist-to directory, then the dev server on a fixed port, ready when
+ * /v1/health answers.
+ */
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+
+const ROOT = path.resolve(import.meta.dirname, "../..");
+
+export type DevServer = { origin: string; stop: () => Promise<void>; output: () => string };
+
+export async function startDevServer(port: number): Promise<DevServer> {
+  const persist = mkdtempSync(path.join(tmpdir(), "svc-e2e-"));
+  const env = { ...process.env, WRANGLER_SEND_METRICS: "false", CI: "1" };
+  const migrate = spawnSync("npx", ["wrangler", "d1", "migrations", "apply", "DB", "--local", "--persist-to", persist], { cwd: ROOT, env, encoding: "utf8" });
+  if (migrate.status !== 0) throw new Error(`migrations failed:\n${migrate.stdout}\n${migrate.stderr}`);
+
+  let log = "";
+  const child: ChildProcess = spawn(
+    "npx",
+    ["wrangler", "dev", "--port", String(port), "--ip", "127.0.0.1", "--persist-to", persist, "--inspector-port", "0", "--show-interactive-dev-session=false"],
+    { cwd: ROOT, env, detached: true, stdio: ["ignore", "pipe", "pipe"] },
+  );
+  child.stdout?.on("data", (d) => (log += d));
+  child.stderr?.on("data", (d) => (log += d));
+  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+
+  const origin = `http://localhost:${port}`;
+  const deadline = Date.now() + 90_000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`wrangler dev exited early:\n${log}`);
+    try {
+      if ((await fetch(`${origin}/v1/health`)).ok) break;
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > deadline) throw new Error(`wrangler dev did not become ready:\n${log}`);
+    await new Promise((r) => setTimeout(r, 500));
+  }
+
+  return {
+    origin,
+    output: () => log,
+    stop: async () => {
+      // The whole process group: npx, wrangler and workerd.
+      if (child.pid && child.exitCode === null) process.kill(-child.pid, "SIGTERM");
+      await Promise.race([exited, new Promise((r) => setTimeout(r, 10_000))]);
+      if (child.pid && child.exitCode === null) process.kill(-child.pid, "SIGKILL");
+      rmSync(persist, { recursive: true, force: true });
+    },
+  };
+}
