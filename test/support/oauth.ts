@@ -1,7 +1,4 @@
-import { env } from "cloudflare:workers";
 import { expect } from "vitest";
-import type { ListFilters, ListPage, ListResult } from "../../durable-objects/audit-log/types";
-import { auditLog } from "../../src/audit/client";
 import { ClientInfoSchema, TokenResponseSchema, type ClientInfo } from "../../src/oauth/schemas";
 import { pkceChallenge } from "../../src/oauth/tokens";
 import { base64url } from "../../src/platform/ids";
@@ -137,9 +134,4 @@ export const me = (token: string) => call("GET", "/v1/api/me", { token });
 
 export { ORIGIN };
 
-/** The workspace's audit events of one kind, newest first. */
-export async function auditEvents(workspaceId: string, kind: string) {
-  // The stub types list() as never (details are Record<string, unknown>, which RPC typing rejects).
-  const log = auditLog(env, workspaceId) as unknown as { list: (f: ListFilters, p: ListPage) => Promise<ListResult> };
-  return (await log.list({ days: 0, kind }, { page: 1, pageSize: 200 })).events;
-}
+export { auditEvents } from "./audit";
