@@ -1,0 +1,42 @@
+// The npm registry reachable from this workplace lacks some platform builds of workerd
+// (macOS and Windows), so `npm install` leaves them out of package-lock.json and `npm ci`
+// then refuses the lockfile as out of sync. This adds the missing optional platform
+// entries (with their os/cpu, so npm never fetches them on Linux). Run after `npm install`:
+//   node tools/complete-lockfile.mjs
+import { readFileSync, writeFileSync } from "node:fs";
+
+const PLATFORMS = {
+  "@cloudflare/workerd-darwin-64": { os: ["darwin"], cpu: ["x64"] },
+  "@cloudflare/workerd-darwin-arm64": { os: ["darwin"], cpu: ["arm64"] },
+  "@cloudflare/workerd-linux-64": { os: ["linux"], cpu: ["x64"] },
+  "@cloudflare/workerd-linux-arm64": { os: ["linux"], cpu: ["arm64"] },
+  "@cloudflare/workerd-windows-64": { os: ["win32"], cpu: ["x64"] },
+};
+
+const path = new URL("../package-lock.json", import.meta.url);
+const lock = JSON.parse(readFileSync(path, "utf8"));
+const pkgs = lock.packages;
+
+/** Where Node would resolve `name` from the package at `from` (walking up node_modules). */
+function resolves(from, name) {
+  let dir = from;
+  for (;;) {
+    if (pkgs[`${dir ? `${dir}/` : ""}node_modules/${name}`]) return true;
+    if (!dir) return false;
+    const i = dir.lastIndexOf("/node_modules/");
+    dir = i === -1 ? "" : dir.slice(0, i);
+  }
+}
+
+let added = 0;
+for (const [at, entry] of Object.entries(pkgs)) {
+  for (const [name, version] of Object.entries(entry.optionalDependencies ?? {})) {
+    const platform = PLATFORMS[name];
+    if (!platform || resolves(at, name)) continue;
+    pkgs[`${at ? `${at}/` : ""}node_modules/${name}`] = { version, dev: entry.dev, optional: true, license: "Apache-2.0", ...platform, engines: { node: ">=16" } };
+    added += 1;
+  }
+}
+lock.packages = Object.fromEntries(Object.entries(pkgs).sort(([a], [b]) => (a === "" ? -1 : b === "" ? 1 : a < b ? -1 : a > b ? 1 : 0)));
+writeFileSync(path, `${JSON.stringify(lock, null, 2)}\n`);
+console.log(`complete-lockfile: added ${added} platform entr${added === 1 ? "y" : "ies"}`);
