@@ -8,7 +8,8 @@ import { DEFAULT_GRANT, effectiveScopes, type Role } from "./scopes";
 export const PAT_PREFIX = "svc_pat_";
 export const SESSION_COOKIE = "svc_session";
 
-const callerColumns = {
+/** The user and workspace columns every credential query selects (see `toCaller`). */
+export const callerColumns = {
   userId: users.id,
   email: users.email,
   name: users.name,
@@ -52,7 +53,7 @@ const statements = preparedFor((d) => ({
     .prepare(),
 }));
 
-type Row = {
+export type CallerRow = {
   id: string;
   userId: string;
   email: string | null;
@@ -64,7 +65,8 @@ type Row = {
   expiresAt: string | null;
 };
 
-function toCaller(auth: Caller["auth"], row: Row, tokenScopes: readonly string[], extra: Partial<Caller> = {}): Caller {
+/** A caller from a credential row; effective scopes are `tokenScopes` ∩ the role's ceiling. */
+export function toCaller(auth: Caller["auth"], row: CallerRow, tokenScopes: readonly string[], extra: Partial<Caller> = {}): Caller {
   return {
     auth,
     credentialId: row.id,

@@ -1,7 +1,5 @@
 import { and, eq, isNull, sql } from "drizzle-orm";
-import type { Caller } from "../auth/caller";
-import { registerBearerKind } from "../auth/resolve";
-import { effectiveScopes } from "../auth/scopes";
+import { callerColumns, registerBearerKind, toCaller } from "../auth/resolve";
 import { oauthClients, oauthGrants, oauthTokens, users, workspaces } from "../db/schema";
 import { hashToken } from "../platform/crypto";
 import { parseJsonArray, preparedFor } from "../platform/db";
@@ -16,13 +14,7 @@ const statements = preparedFor((d) => ({
       grantScopes: oauthGrants.scopes,
       clientId: oauthGrants.clientId,
       clientScopes: oauthClients.scopes,
-      userId: users.id,
-      email: users.email,
-      name: users.name,
-      role: users.role,
-      workspaceId: workspaces.id,
-      workspaceName: workspaces.name,
-      workspaceSlug: workspaces.slug,
+      ...callerColumns,
     })
     .from(oauthTokens)
     .innerJoin(oauthGrants, eq(oauthGrants.id, oauthTokens.grantId))
@@ -50,16 +42,6 @@ registerBearerKind(ACCESS_TOKEN_PREFIX, async (env, token, now) => {
   const row = await statements(env).access.get({ hash: hashToken(token) });
   if (!row || Date.parse(row.expiresAt) <= now) return null;
   const clientAllowed = new Set(parseJsonArray(row.clientScopes));
-  const caller: Caller = {
-    auth: "oauth",
-    credentialId: row.id,
-    userId: row.userId,
-    email: row.email,
-    name: row.name,
-    role: row.role,
-    workspace: { id: row.workspaceId, name: row.workspaceName, slug: row.workspaceSlug },
-    scopes: effectiveScopes(parseJsonArray(row.grantScopes).filter((s) => clientAllowed.has(s)), row.role),
-    clientId: row.clientId,
-  };
-  return { caller };
+  const granted = parseJsonArray(row.grantScopes).filter((s) => clientAllowed.has(s));
+  return { caller: toCaller("oauth", row, granted, { clientId: row.clientId }) };
 });
