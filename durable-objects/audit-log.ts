@@ -127,7 +127,7 @@ export class AuditLog extends DurableObject<Env> {
       const row = {
         seq,
         id: uuidv7(),
-        occurredAt: new Date().toISOString(),
+        occurredAt: e.occurredAt ?? new Date().toISOString(),
         kind: e.kind,
         outcome: e.outcome,
         actorKind: e.actorKind,

@@ -3,13 +3,13 @@ import { describe, expect, it } from "vitest";
 import { MeSchema, UserSchema } from "../src/account/schemas";
 import { CreatedTokenSchema, TokenListSchema, UserListSchema } from "../src/admin/schemas";
 import { call, expectProblem, parse } from "./support/api";
-import { callWithEnv } from "./support/app";
+import { callWith } from "./support/app";
 import { addUser, issueToken, PASSWORD, signupWorkspace } from "./support/seed";
 
 describe("sign-up mode", () => {
   it("is 403 when SIGNUP_MODE=closed and creates nothing", async () => {
     const email = `closed-${crypto.randomUUID()}@example.com`;
-    const res = await callWithEnv({ SIGNUP_MODE: "closed" }, "POST", "/v1/api/signup", { workspace_name: "Closed", email, password: PASSWORD });
+    const res = await callWith({ SIGNUP_MODE: "closed" }, "POST", "/v1/api/signup", { body: { workspace_name: "Closed", email, password: PASSWORD } });
     await expectProblem(res, 403, "signup_closed");
     expect(await env.DB.prepare("SELECT id FROM users WHERE email = ?").bind(email).first()).toBeNull();
   });

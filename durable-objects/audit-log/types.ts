@@ -20,6 +20,8 @@ export type AppendEvent = {
   subjectUserId: string | null;
   /** Already reduced to the kind's allow-list by the caller. */
   details: JsonObject;
+  /** When the event happened, if not now (an event delivered late from the outbox). */
+  occurredAt?: string;
 };
 
 export type AuditEvent = {

@@ -1,8 +1,9 @@
 import type { Context } from "hono";
-import type { ActorKind, AuditOutcome } from "../../durable-objects/audit-log/types";
+import type { ActorKind, AppendEvent, AuditOutcome } from "../../durable-objects/audit-log/types";
 import type { Caller } from "../auth/caller";
 import type { AppEnv } from "../platform/env";
 import { auditLog } from "./client";
+import { parkEvent } from "./outbox";
 import { allowedDetails } from "./policy";
 
 export type AuditInput = {
@@ -29,25 +30,32 @@ const ACTOR_KIND: Record<Caller["auth"], ActorKind> = { pat: "token", session: "
 
 /**
  * Records an audit event in the workspace's chain, awaited in the same request. Every
- * state-changing route calls this.
+ * state-changing route calls this. If the append fails, the event is parked in the D1
+ * outbox (delivered by the scheduled handler) so a committed change never loses its event.
  */
 export async function audit(c: Context<AppEnv>, input: AuditInput): Promise<void> {
   const caller = c.get("caller") as Caller | undefined;
   const workspaceId = input.workspaceId ?? caller?.workspace.id;
   if (!workspaceId) throw new Error(`audit event ${input.kind} has no workspace`);
   const actor = input.actor ?? (caller ? { kind: ACTOR_KIND[caller.auth], id: caller.userId } : { kind: "system" as const, id: null });
-  await auditLog(c.env, workspaceId).append([
-    {
-      kind: input.kind,
-      outcome: input.outcome ?? "success",
-      actorKind: actor.kind,
-      actorId: actor.id,
-      agentId: input.agentId ?? null,
-      conversationId: input.conversationId ?? null,
-      target: input.target ?? "",
-      intent: input.intent ?? input.kind.split(".").pop() ?? "",
-      subjectUserId: input.subjectUserId ?? null,
-      details: allowedDetails(input.kind, input.details),
-    },
-  ]);
+  const event: AppendEvent = {
+    kind: input.kind,
+    outcome: input.outcome ?? "success",
+    actorKind: actor.kind,
+    actorId: actor.id,
+    agentId: input.agentId ?? null,
+    conversationId: input.conversationId ?? null,
+    target: input.target ?? "",
+    intent: input.intent ?? input.kind.split(".").pop() ?? "",
+    subjectUserId: input.subjectUserId ?? null,
+    details: allowedDetails(input.kind, input.details),
+    occurredAt: new Date().toISOString(),
+  };
+  try {
+    await auditLog(c.env, workspaceId).append([event]);
+  } catch (error) {
+    // The state change is already committed: park the event rather than lose it.
+    console.error(JSON.stringify({ level: "error", msg: "audit append failed; event parked", request_id: c.get("requestId"), kind: input.kind, error: String(error) }));
+    await parkEvent(c.env, workspaceId, event, error);
+  }
 }

@@ -279,3 +279,21 @@ export const oauthTokens = sqliteTable(
   },
   (t) => [index("oauth_tokens_grant_idx").on(t.grantId)],
 );
+
+// ---------------------------------------------------------------------------------------
+// Audit outbox (src/audit): events whose append to the workspace's AuditLog failed after
+// their state change was committed. The scheduled handler delivers them, oldest first.
+
+export const auditOutbox = sqliteTable(
+  "audit_outbox",
+  {
+    id: text("id").primaryKey(),
+    workspaceId: text("workspace_id").notNull(),
+    /** The AppendEvent as JSON, with its original occurred_at. */
+    event: text("event").notNull(),
+    createdAt: createdAt(),
+    attempts: integer("attempts").notNull().default(0),
+    lastError: text("last_error"),
+  },
+  (t) => [index("audit_outbox_workspace_idx").on(t.workspaceId, t.id)],
+);

@@ -1,9 +1,5 @@
-import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
-import { env } from "cloudflare:workers";
 import { http, HttpResponse } from "msw";
 import { setupServer } from "msw/node";
-import worker from "../../src/index";
-import { freshIp, ORIGIN } from "./api";
 
 /**
  * A fake OpenAI-compatible provider (MSW, in the Worker's isolate) answering
@@ -56,19 +52,4 @@ export const llmServer = setupServer(
   }),
 );
 
-type Init = { token?: string; body?: unknown; headers?: Record<string, string> };
-
-/** Calls the Worker like `call` does, but with extra vars in its env (e.g. `LLM_ENV`). */
-export async function callWith(vars: Record<string, string | undefined>, method: string, path: string, init: Init = {}): Promise<Response> {
-  const headers: Record<string, string> = { "CF-Connecting-IP": freshIp(), ...init.headers };
-  if (init.token) headers.Authorization = `Bearer ${init.token}`;
-  let body: string | undefined;
-  if (init.body !== undefined) {
-    body = JSON.stringify(init.body);
-    headers["Content-Type"] ??= "application/json";
-  }
-  const ctx = createExecutionContext();
-  const res = await worker.fetch(new Request(`${ORIGIN}${path}`, { method, headers, body }), { ...env, ...vars } as Env, ctx);
-  await waitOnExecutionContext(ctx);
-  return res;
-}
+export { callWith } from "./app";

@@ -1,0 +1,57 @@
+import { asc, eq, inArray, sql } from "drizzle-orm";
+import type { AppendEvent } from "../../durable-objects/audit-log/types";
+import { auditOutbox } from "../db/schema";
+import { db } from "../platform/db";
+import { newId } from "../platform/ids";
+import { nowIso } from "../platform/env";
+import { auditLog } from "./client";
+
+/**
+ * Parks an event whose append failed after its state change was committed, so the change
+ * is never left without its audit event: the scheduled handler delivers it later.
+ */
+export async function parkEvent(env: Env, workspaceId: string, event: AppendEvent, error: unknown): Promise<void> {
+  await db(env)
+    .insert(auditOutbox)
+    .values({
+      id: newId(),
+      workspaceId,
+      event: JSON.stringify(event),
+      createdAt: nowIso(),
+      lastError: String(error).slice(0, 500),
+    })
+    .run();
+}
+
+/**
+ * Delivers parked events, oldest first, one batch per workspace (in its original order);
+ * a delivered row is deleted, a failing workspace's rows stay for the next run.
+ * Returns how many were delivered.
+ */
+export async function deliverOutbox(env: Env, limit = 500): Promise<number> {
+  const d = db(env);
+  const rows = await d.select().from(auditOutbox).orderBy(asc(auditOutbox.id)).limit(limit).all();
+  const byWorkspace = Map.groupBy(rows, (r) => r.workspaceId);
+  let delivered = 0;
+  for (const [workspaceId, parked] of byWorkspace) {
+    const ids = parked.map((r) => r.id);
+    try {
+      await auditLog(env, workspaceId).append(parked.map((r) => JSON.parse(r.event) as AppendEvent));
+      await d.delete(auditOutbox).where(inArray(auditOutbox.id, ids)).run();
+      delivered += ids.length;
+    } catch (e) {
+      console.error(JSON.stringify({ level: "error", msg: "audit outbox delivery failed", workspace_id: workspaceId, error: String(e) }));
+      await d
+        .update(auditOutbox)
+        .set({ attempts: sql`${auditOutbox.attempts} + 1`, lastError: String(e).slice(0, 500) })
+        .where(inArray(auditOutbox.id, ids))
+        .run();
+    }
+  }
+  return delivered;
+}
+
+export async function parkedCount(env: Env, workspaceId: string): Promise<number> {
+  const row = await db(env).select({ n: sql<number>`count(*)` }).from(auditOutbox).where(eq(auditOutbox.workspaceId, workspaceId)).get();
+  return row?.n ?? 0;
+}
