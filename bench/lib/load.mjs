@@ -4,7 +4,8 @@ import autocannon from "autocannon";
 
 /**
  * One run of a target. A target may add autocannon options per run (`prepare(seconds)`, e.g.
- * a fixed `amount` and `requests` with a setupRequest) and see each result (`after`).
+ * a fixed `amount` and `requests` with a setupRequest) and see or correct each result
+ * (`after` may return a replacement).
  */
 async function once(target, seconds) {
   const extra = target.prepare ? await target.prepare(seconds) : {};
@@ -21,8 +22,7 @@ async function once(target, seconds) {
       (err, result) => (err ? reject(err) : resolve(result)),
     );
   });
-  target.after?.(result);
-  return result;
+  return target.after?.(result) ?? result;
 }
 
 /**
