@@ -24,7 +24,7 @@ const CLIENT_SQL = `SELECT * FROM oauth_clients WHERE client_id = ?1 AND disable
 // Copied from src/oauth/tokens.ts (ROTATE_REFRESH, INSERT_TOKEN_AFTER_ROTATION).
 const ROTATE_SQL = `UPDATE oauth_tokens SET revoked_at = ?1, replaced_by = ?2
   WHERE token_hash = ?3 AND kind = 'refresh' AND revoked_at IS NULL AND expires_at > ?1
-    AND grant_id IN (SELECT id FROM oauth_grants WHERE client_id = ?4 AND revoked_at IS NULL)
+    AND EXISTS (SELECT 1 FROM oauth_grants g WHERE g.id = oauth_tokens.grant_id AND g.client_id = ?4 AND g.revoked_at IS NULL)
   RETURNING (SELECT scopes FROM oauth_grants WHERE oauth_grants.id = oauth_tokens.grant_id) AS scopes`;
 const INSERT_AFTER_ROTATION_SQL = `INSERT INTO oauth_tokens (id, grant_id, kind, token_hash, created_at, expires_at)
   SELECT ?1, grant_id, ?2, ?3, ?4, ?5 FROM oauth_tokens WHERE token_hash = ?6 AND replaced_by = ?7`;
