@@ -14,7 +14,7 @@ const SCOPE_STRING = "agents:read profile:read";
 // D1 refuses statements over 100 KB; a token row is about 250 bytes.
 const ROWS_PER_INSERT = 200;
 // The first run (the warm-up) has no rate to size it from: about a second at the rate seen here.
-const FIRST_RUN_REQUESTS = 300;
+const FIRST_RUN_REQUESTS = 800;
 
 const sha256Hex = (s) => createHash("sha256").update(s).digest("hex");
 // Every value inlined below is a UUID, a hex digest, an ISO time or a fixed id: no quoting needed.
@@ -93,7 +93,7 @@ export function refreshTarget(db, { name, url, connections, clientId, workspaceI
       const amount = Math.max(connections * 4, Math.round(rate === null ? FIRST_RUN_REQUESTS : rate * seconds));
       const missing = amount - (pool.length - next);
       if (missing > 0) {
-        pool.push(...(await seedGrants(db, owner, missing)));
+        for (const token of await seedGrants(db, owner, missing)) pool.push(token);
         stats.seeded += missing;
       }
       runStart = performance.now();
