@@ -1,8 +1,14 @@
-// Baseline for GET /v1/agents: the same two D1 reads as the service (token hash → token,
-// user, workspace; then the workspace's agents, default first, enabled, by slug) with raw
-// prepared statements, the same checks and the same response body, and nothing else: no
-// router, no middleware, no validation. Our route's req/s divided by this one's is the cost
-// of our framework, validation and middleware.
+// Baselines: the same D1 work as two of the service's routes with raw prepared statements,
+// the same checks and the same response body, and nothing else: no router, no middleware,
+// no validation. Our route's req/s divided by this one's is the cost of our framework,
+// validation and middleware.
+//
+//   GET /v1/agents          the two reads of the service (token hash → token, user,
+//                           workspace; then the workspace's agents, default first, enabled,
+//                           by slug)
+//   POST /v1/oauth/token    grant_type=refresh_token for a public client (auth method none):
+//                           the client read, then the rotation batch of src/oauth/tokens.ts
+//                           (conditional UPDATE ... RETURNING and two INSERT ... SELECT)
 
 const AUTH_SQL = `SELECT t.id, t.scopes, t.expires_at, u.id AS user_id, u.role, w.id AS workspace_id
   FROM api_tokens t
@@ -13,9 +19,26 @@ const AUTH_SQL = `SELECT t.id, t.scopes, t.expires_at, u.id AS user_id, u.role, 
 const LIST_SQL = `SELECT * FROM agents WHERE workspace_id = ?1
   ORDER BY is_default DESC, status <> 'enabled' ASC, slug ASC`;
 
+const CLIENT_SQL = `SELECT * FROM oauth_clients WHERE client_id = ?1 AND disabled_at IS NULL`;
+
+// Copied from src/oauth/tokens.ts (ROTATE_REFRESH, INSERT_TOKEN_AFTER_ROTATION).
+const ROTATE_SQL = `UPDATE oauth_tokens SET revoked_at = ?1, replaced_by = ?2
+  WHERE token_hash = ?3 AND kind = 'refresh' AND revoked_at IS NULL AND expires_at > ?1
+    AND EXISTS (SELECT 1 FROM oauth_grants g WHERE g.id = oauth_tokens.grant_id AND g.client_id = ?4 AND g.revoked_at IS NULL)
+  RETURNING (SELECT scopes FROM oauth_grants WHERE oauth_grants.id = oauth_tokens.grant_id) AS scopes`;
+const INSERT_AFTER_ROTATION_SQL = `INSERT INTO oauth_tokens (id, grant_id, kind, token_hash, created_at, expires_at)
+  SELECT ?1, grant_id, ?2, ?3, ?4, ?5 FROM oauth_tokens WHERE token_hash = ?6 AND replaced_by = ?7`;
+
 // Prepared once per isolate, on first use (the global scope does no I/O).
 let statements;
-const prepared = (db) => (statements ??= { auth: db.prepare(AUTH_SQL), list: db.prepare(LIST_SQL) });
+const prepared = (db) =>
+  (statements ??= {
+    auth: db.prepare(AUTH_SQL),
+    list: db.prepare(LIST_SQL),
+    client: db.prepare(CLIENT_SQL),
+    rotate: db.prepare(ROTATE_SQL),
+    insertAfterRotation: db.prepare(INSERT_AFTER_ROTATION_SQL),
+  });
 
 const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, "0"));
 async function sha256Hex(text) {
@@ -25,8 +48,56 @@ async function sha256Hex(text) {
   return out;
 }
 
-const json = (status, body) =>
-  new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json" } });
+const json = (status, body, headers = {}) =>
+  new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json", ...headers } });
+
+const base64url = (bytes) => btoa(String.fromCharCode(...bytes)).replaceAll("+", "-").replaceAll("/", "_").replace(/=+$/, "");
+const randomToken = (prefix) => prefix + base64url(crypto.getRandomValues(new Uint8Array(32)));
+
+// UUIDv7 like the service's ids (time-ordered primary keys insert at the end of the index).
+function uuidv7() {
+  const b = crypto.getRandomValues(new Uint8Array(16));
+  const ms = Date.now();
+  for (let i = 5; i >= 0; i--) b[5 - i] = Math.floor(ms / 2 ** (8 * i)) & 0xff;
+  b[6] = (b[6] & 0x0f) | 0x70;
+  b[8] = (b[8] & 0x3f) | 0x80;
+  let hex = "";
+  for (const x of b) hex += HEX[x];
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+}
+
+const ACCESS_TTL_S = 3600;
+const REFRESH_TTL_S = 30 * 86_400;
+const NO_STORE = { "cache-control": "no-store" };
+
+async function refresh(request, env) {
+  const params = new URLSearchParams(await request.text());
+  const clientId = params.get("client_id");
+  const refreshToken = params.get("refresh_token");
+  if (params.get("grant_type") !== "refresh_token" || !clientId || !refreshToken) return json(400, { error: "invalid_request" });
+  const s = prepared(env.DB);
+  const client = await s.client.bind(clientId).first();
+  if (!client || client.auth_method !== "none") return json(401, { error: "invalid_client" });
+  const now = Date.now();
+  const nowIso = new Date(now).toISOString();
+  const access = randomToken("svc_at_");
+  const next = randomToken("svc_rt_");
+  const [oldHash, accessHash, nextHash] = await Promise.all([sha256Hex(refreshToken), sha256Hex(access), sha256Hex(next)]);
+  const accessId = uuidv7();
+  const nextId = uuidv7();
+  const [rotated] = await env.DB.batch([
+    s.rotate.bind(nowIso, nextId, oldHash, clientId),
+    s.insertAfterRotation.bind(accessId, "access", accessHash, nowIso, new Date(now + ACCESS_TTL_S * 1000).toISOString(), oldHash, nextId),
+    s.insertAfterRotation.bind(nextId, "refresh", nextHash, nowIso, new Date(now + REFRESH_TTL_S * 1000).toISOString(), oldHash, nextId),
+  ]);
+  const row = rotated.results[0];
+  if (!row) return json(400, { error: "invalid_grant" }, NO_STORE);
+  return json(
+    200,
+    { access_token: access, token_type: "Bearer", expires_in: ACCESS_TTL_S, refresh_token: next, scope: JSON.parse(row.scopes).join(" ") },
+    NO_STORE,
+  );
+}
 
 const arr = (s) => (s ? JSON.parse(s) : []);
 
@@ -55,6 +126,7 @@ const toAgentRow = (a) => ({
 export default {
   async fetch(request, env) {
     const url = new URL(request.url);
+    if (request.method === "POST" && url.pathname === "/v1/oauth/token") return refresh(request, env);
     if (request.method !== "GET" || url.pathname !== "/v1/agents") return json(404, { error: "not_found" });
     const match = /^Bearer +(\S+)$/i.exec(request.headers.get("Authorization") ?? "");
     if (!match) return json(401, { error: "unauthenticated" });

@@ -5,7 +5,9 @@ import path from "node:path";
 import { performance } from "node:perf_hooks";
 import { isDeepStrictEqual } from "node:util";
 import { BUNDLE_BUDGET_BYTES, bundleWorker, profileStartup, STARTUP_AIM_MS } from "./lib/bundle.mjs";
+import { measureBrowserRoundTrip } from "./lib/browser.mjs";
 import { measureAlternating } from "./lib/load.mjs";
+import { addPublicClient, refreshProblems, refreshTarget, rotationState, seedGrants } from "./lib/refresh.mjs";
 import { printTable } from "./lib/report.mjs";
 import { startRuntime } from "./lib/runtime.mjs";
 import { addAgents, applyMigrations, signup } from "./lib/seed.mjs";
@@ -29,8 +31,9 @@ const APPENDS_PER_REQUEST = num("BENCH_APPENDS_PER_REQUEST", 10);
 const VERIFY_ENTRIES = num("BENCH_VERIFY_ENTRIES", 100_000);
 const FILL_BATCH = 1000;
 const EXTRA_AGENTS = 11;
-/** Sections to run (all by default): http, append, verify. */
-const ONLY = new Set((process.env.BENCH_ONLY ?? "http,append,verify").split(",").map((s) => s.trim()));
+const BROWSER_SAMPLES = num("BENCH_BROWSER_SAMPLES", 2000);
+/** Sections to run (all by default): http, refresh, browser, append, verify. */
+const ONLY = new Set((process.env.BENCH_ONLY ?? "http,refresh,browser,append,verify").split(",").map((s) => s.trim()));
 
 const started = performance.now();
 console.log(`node ${process.versions.node}, ${os.cpus().length} CPUs, load average ${os.loadavg().map((l) => l.toFixed(2)).join(" ")} (other load skews req/s; ratios are measured in alternating rounds)`);
@@ -66,7 +69,7 @@ const startup = profileStartup(ROOT, path.join(ROOT, "bench", ".out", "startup.c
 step(`startup: ${startup.activeMs} ms of CPU in the global scope (profile: bench/.out/startup.cpuprofile)`);
 
 // 2. Runtime
-step("starting workerd through Miniflare (service, baseline, audit driver)");
+step("starting workerd through Miniflare (service, baseline, audit driver, browser driver)");
 const { mf, urls, db } = await startRuntime(ROOT, bundle);
 const rows = [
   {
@@ -110,6 +113,8 @@ try {
 
   // 4a. HTTP: our route, its baseline Worker and the runtime's ceiling
   if (ONLY.has("http")) await benchHttp(urls, auth, agentsUrl);
+  if (ONLY.has("refresh")) await benchRefresh(urls, main);
+  if (ONLY.has("browser")) await benchBrowser(urls, main);
   const auditUrl = (p, q) => new URL(`/${p}?${new URLSearchParams(q)}`, urls.audit).href;
   if (ONLY.has("append")) await benchAppends(auditUrl);
   if (ONLY.has("verify")) await benchVerify(auditUrl);
@@ -166,7 +171,128 @@ async function benchHttp(urls, auth, agentsUrl) {
 
 }
 
-// 4b. Audit appends: 64 concurrent writers on one workspace's chain
+// 4b. The refresh-token grant: every request rotates a token never presented before
+async function benchRefresh(urls, main) {
+  const tokenUrl = (base) => new URL("/v1/oauth/token", base).href;
+  const owner = { workspaceId: main.workspaceId, userId: main.userId };
+  const clients = { ours: "svc_client_bench_ours", baseline: "svc_client_bench_baseline", check: "svc_client_bench_check" };
+  for (const clientId of Object.values(clients)) await addPublicClient(db, { ...owner, clientId });
+
+  // The reuse check below is not vacuous: a token presented twice revokes its grant.
+  const [probe] = await seedGrants(db, { ...owner, clientId: clients.check }, 1);
+  const form = { "content-type": "application/x-www-form-urlencoded" };
+  const probeBody = `grant_type=refresh_token&client_id=${clients.check}&refresh_token=${probe}`;
+  const first = await fetch(tokenUrl(urls.service), { method: "POST", headers: form, body: probeBody });
+  await first.arrayBuffer();
+  const again = await fetch(tokenUrl(urls.service), { method: "POST", headers: form, body: probeBody });
+  const againBody = await again.json();
+  const probeState = await rotationState(db, clients.check);
+  check(
+    first.status === 200 && again.status === 400 && againBody.error === "invalid_grant" && probeState.revoked === 1,
+    `a refresh token presented twice: ${first.status} then ${again.status} ${JSON.stringify(againBody)}, ${probeState.revoked} grant(s) revoked (expected 200, 400 invalid_grant, 1)`,
+  );
+
+  step(`refresh_token grant vs raw D1 rotation worker: ${ROUNDS} alternating rounds of about ${SECONDS} s, ${HTTP_CONNECTIONS} connections, one fresh token per request`);
+  const targets = [
+    refreshTarget(db, { name: "ours", url: tokenUrl(urls.service), connections: HTTP_CONNECTIONS, clientId: clients.ours, ...owner }),
+    refreshTarget(db, { name: "baseline", url: tokenUrl(urls.baseline), connections: HTTP_CONNECTIONS, clientId: clients.baseline, ...owner }),
+  ];
+  const refresh = await measureAlternating(targets, { rounds: ROUNDS, seconds: SECONDS });
+  let sound = true;
+  for (const t of targets) {
+    const state = await rotationState(db, clients[t.name]);
+    const r = refresh[t.name];
+    for (const problem of refreshProblems(t, state)) sound = check(false, problem);
+    sound = check(r.failures === 0, `refresh ${t.name}: ${r.failures} failed requests`) && sound;
+    step(
+      `  ${t.name}: ${Math.round(r.rps)} req/s, p50 ${r.p50} ms, p99 ${r.p99} ms; ${t.stats.ok} of ${t.stats.handedOut} tokens answered 200 (warm-up included), ` +
+        `${t.stats.issued.size} distinct new tokens, D1: ${state.rotated} rotated, ${state.revoked} grants revoked`,
+    );
+  }
+  const ours = refresh.ours.rps;
+  const baseline = refresh.baseline.rps;
+  rows.push(
+    {
+      figure: "refresh_token grant (rotation)",
+      ours,
+      baseline,
+      baselineName: "raw D1 rotation worker",
+      unit: "/s",
+      ratio: ours / baseline,
+      target: null,
+      pass: null,
+    },
+    {
+      figure: "refresh grant: our cost per request",
+      ours: `${Math.round(1e6 / ours - 1e6 / baseline)} µs`,
+      baseline: `${Math.round(1e6 / baseline)} µs`,
+      baselineName: "baseline's whole request",
+      unit: "",
+      ratio: null,
+      target: null,
+      pass: null,
+    },
+    {
+      figure: "refresh tokens rotated once each",
+      ours: `${targets.reduce((n, t) => n + t.stats.ok, 0).toLocaleString("en-US")} ok=${sound}`,
+      baseline: null,
+      unit: "",
+      ratio: null,
+      target: "ok",
+      pass: sound,
+    },
+  );
+}
+
+// 4c. Browser command round trip through the BrowserSession object
+async function benchBrowser(urls, main) {
+  step(`browser command round trip: ${ROUNDS} interleaved rounds × ${BROWSER_SAMPLES} sequential samples of echo, HTTP no-op and command`);
+  const r = await measureBrowserRoundTrip({
+    serviceUrl: urls.service,
+    driverUrl: urls.browser,
+    token: main.token,
+    userId: main.userId,
+    n: BROWSER_SAMPLES,
+    rounds: ROUNDS,
+  });
+  check(r.answered === r.expected, `the extension answered ${r.answered} commands, expected ${r.expected}`);
+  const ms = (x) => `${x.toFixed(3)} ms`;
+  for (const name of ["echo", "http", "command"]) step(`  ${name}: p50 ${ms(r[name].p50)}, p99 ${ms(r[name].p99)} (best round)`);
+  rows.push(
+    {
+      figure: "browser command round trip p50",
+      ours: r.command.p50,
+      baseline: r.echo.p50,
+      baselineName: "bare WebSocket echo",
+      unit: "ms",
+      ratio: r.command.p50 / r.echo.p50,
+      target: null,
+      pass: null,
+    },
+    {
+      figure: "browser command round trip p99",
+      ours: r.command.p99,
+      baseline: r.echo.p99,
+      baselineName: "bare WebSocket echo",
+      unit: "ms",
+      ratio: r.command.p99 / r.echo.p99,
+      target: null,
+      pass: null,
+    },
+    {
+      figure: "browser command vs its transports p50",
+      ours: r.command.p50,
+      baseline: r.http.p50 + r.echo.p50,
+      baselineName: "HTTP no-op + echo",
+      unit: "ms",
+      ratio: r.command.p50 / (r.http.p50 + r.echo.p50),
+      target: null,
+      pass: null,
+    },
+  );
+}
+
+// 4d. Audit appends: 64 concurrent writers on one workspace's chain
 async function benchAppends(auditUrl) {
   step(`audit appends: ${WRITERS} concurrent writers × ${APPENDS_PER_REQUEST} sequential one-event appends per request, ${ROUNDS} rounds × ${SECONDS} s`);
   const appendTarget = (log) => ({
@@ -221,7 +347,7 @@ async function benchAppends(auditUrl) {
 
 }
 
-// 4c. Verify 100 000 entries
+// 4e. Verify 100 000 entries
 async function benchVerify(auditUrl) {
   step(`filling one chain with ${VERIFY_ENTRIES.toLocaleString("en-US")} entries (batches of ${FILL_BATCH}) and its plain twin`);
   const fill = (log) => timed(() => getJson(auditUrl("fill", { log, name: `verify-${log}`, total: VERIFY_ENTRIES, batch: FILL_BATCH })));

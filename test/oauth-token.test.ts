@@ -350,6 +350,18 @@ describe("token: refresh_token", () => {
     expect((await refresh(client, tokens.refresh_token)).status).toBe(200);
   });
 
+  it("refuses a live refresh token whose grant is revoked, and rotates nothing", async () => {
+    const { client, session } = await setup();
+    const tokens = await tokensFor(session, client);
+    const grant = (await grantOf(tokens.access_token))!;
+    // Only the grant row: the rotation's own grant check must refuse it.
+    await env.DB.prepare("UPDATE oauth_grants SET revoked_at = ? WHERE id = ?").bind(new Date().toISOString(), grant.id).run();
+    const body = await expectOAuthError(await refresh(client, tokens.refresh_token), 400, "invalid_grant");
+    expect(body.error_description).toMatch(/revoked/);
+    const old = await env.DB.prepare("SELECT revoked_at, replaced_by FROM oauth_tokens WHERE token_hash = ?").bind(hashToken(tokens.refresh_token)).first();
+    expect(old).toEqual({ revoked_at: null, replaced_by: null });
+  });
+
   it("refuses unknown, expired, access-token and missing refresh tokens", async () => {
     const { client, session } = await setup();
     const tokens = await tokensFor(session, client);

@@ -2,8 +2,14 @@
 // (A B C A B C ...) so that drift in the shared machine's load hits each of them alike.
 import autocannon from "autocannon";
 
-function once(target, seconds) {
-  return new Promise((resolve, reject) => {
+/**
+ * One run of a target. A target may add autocannon options per run (`prepare(seconds)`, e.g.
+ * a fixed `amount` and `requests` with a setupRequest) and see or correct each result
+ * (`after` may return a replacement).
+ */
+async function once(target, seconds) {
+  const extra = target.prepare ? await target.prepare(seconds) : {};
+  const result = await new Promise((resolve, reject) => {
     autocannon(
       {
         url: target.url,
@@ -11,10 +17,12 @@ function once(target, seconds) {
         connections: target.connections,
         duration: seconds,
         timeout: 30,
+        ...extra,
       },
       (err, result) => (err ? reject(err) : resolve(result)),
     );
   });
+  return target.after?.(result) ?? result;
 }
 
 /**

@@ -4,7 +4,7 @@ const fmt = (v, unit) => {
   if (v === null || v === undefined) return "-";
   if (typeof v === "string") return v;
   if (unit === "KiB") return `${(v / 1024).toFixed(1)} KiB`;
-  if (unit === "ms") return `${v.toFixed(v < 10 ? 2 : 0)} ms`;
+  if (unit === "ms") return `${v.toFixed(v < 1 ? 3 : v < 10 ? 2 : 0)} ms`;
   if (unit === "/s") return `${Math.round(v).toLocaleString("en-US")}/s`;
   return String(v);
 };

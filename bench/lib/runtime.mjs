@@ -1,6 +1,7 @@
-// Step 2: run the bundled Worker, the baseline Worker and the audit driver in one workerd
-// through Miniflare's API (not `wrangler dev`, whose proxy costs 15-20x). Each Worker gets a
-// direct socket so requests skip Miniflare's entry router too.
+// Step 2: run the bundled Worker, the baseline Worker, the audit driver and the browser
+// driver in one workerd through Miniflare's API (not `wrangler dev`, whose proxy costs
+// 15-20x). Each Worker gets a direct socket so requests skip Miniflare's entry router too.
+// `npm run bench` and `npm run bench:browser` both start the runtime here.
 import path from "node:path";
 import { convertV4MiniflareOptions, Log, LogLevel, Miniflare } from "miniflare";
 import { unstable_getMiniflareWorkerOptions } from "wrangler";
@@ -8,6 +9,7 @@ import { unstable_getMiniflareWorkerOptions } from "wrangler";
 export const SERVICE = "workspace-agent-service";
 export const BASELINE = "bench-baseline";
 export const AUDIT = "bench-audit";
+export const BROWSER = "bench-browser";
 
 /** Vars that make the service benchable: no rate limits on signup, signup open. */
 const BENCH_VARS = { RATE_LIMITS: "off", SIGNUP_MODE: "open" };
@@ -47,6 +49,13 @@ export async function startRuntime(root, bundle) {
       BASELINE_LOG: { className: "BaselineLog", useSQLite: true },
     },
   };
+  const browser = {
+    ...common,
+    name: BROWSER,
+    modules: [{ type: "ESModule", path: path.join(root, "bench", "browser-driver.mjs") }],
+    modulesRoot: path.join(root, "bench"),
+    durableObjects: { BROWSER_SESSION: { className: "BrowserSession", scriptName: SERVICE, useSQLite: true } },
+  };
   const mf = new Miniflare(
     convertV4MiniflareOptions({
       log: new Log(LogLevel.WARN),
@@ -54,7 +63,7 @@ export async function startRuntime(root, bundle) {
       // Placeholder Request.cf: the real one is fetched from the internet.
       cf: false,
       telemetry: { enabled: false },
-      workers: [service, baseline, audit],
+      workers: [service, baseline, audit, browser],
     }),
   );
   await mf.ready;
@@ -62,6 +71,7 @@ export async function startRuntime(root, bundle) {
     service: await mf.unsafeGetDirectURL(SERVICE),
     baseline: await mf.unsafeGetDirectURL(BASELINE),
     audit: await mf.unsafeGetDirectURL(AUDIT),
+    browser: await mf.unsafeGetDirectURL(BROWSER),
   };
   return { mf, urls, db: await mf.getD1Database("DB", SERVICE) };
 }

@@ -28,7 +28,7 @@ export async function signup(serviceUrl, workspaceName) {
   if (res.status !== 201) throw new Error(`signup failed: ${res.status} ${await res.text()}`);
   const body = await res.json();
   if (!body.token?.startsWith("svc_pat_")) throw new Error("signup returned no PAT");
-  return { token: body.token, workspaceId: body.workspace.id };
+  return { token: body.token, workspaceId: body.workspace.id, userId: body.user.id };
 }
 
 /**

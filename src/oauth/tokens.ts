@@ -100,10 +100,12 @@ const INSERT_GRANT_FROM_CODE = `INSERT INTO oauth_grants (id, workspace_id, user
 const INSERT_TOKEN_OF_GRANT = `INSERT INTO oauth_tokens (id, grant_id, kind, token_hash, created_at, expires_at)
   SELECT ?1, id, ?2, ?3, ?4, ?5 FROM oauth_grants WHERE id = ?6`;
 
-// Claims the refresh token (one winner) and names its successor as the claim mark.
+// Claims the refresh token (one winner) and names its successor as the claim mark. The grant
+// check is correlated (one primary-key lookup): `grant_id IN (SELECT ... WHERE client_id = ?)`
+// built the list of every grant the client ever had on each call.
 const ROTATE_REFRESH = `UPDATE oauth_tokens SET revoked_at = ?1, replaced_by = ?2
   WHERE token_hash = ?3 AND kind = 'refresh' AND revoked_at IS NULL AND expires_at > ?1
-    AND grant_id IN (SELECT id FROM oauth_grants WHERE client_id = ?4 AND revoked_at IS NULL)
+    AND EXISTS (SELECT 1 FROM oauth_grants g WHERE g.id = oauth_tokens.grant_id AND g.client_id = ?4 AND g.revoked_at IS NULL)
   RETURNING (SELECT scopes FROM oauth_grants WHERE oauth_grants.id = oauth_tokens.grant_id) AS scopes`;
 const INSERT_TOKEN_AFTER_ROTATION = `INSERT INTO oauth_tokens (id, grant_id, kind, token_hash, created_at, expires_at)
   SELECT ?1, grant_id, ?2, ?3, ?4, ?5 FROM oauth_tokens WHERE token_hash = ?6 AND replaced_by = ?7`;
