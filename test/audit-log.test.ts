@@ -145,6 +145,21 @@ describe("AuditLog verify", () => {
     expect(await deleted.verify(100)).toMatchObject({ ok: false, checked: 6, failure_seq: 7, break_type: "linkage" });
   });
 
+  it("reports a stored hash, digest or salt rewritten to another spelling as a content break", async () => {
+    const upper = await chainOf(5);
+    await tamper(upper, "UPDATE events SET details_digest = upper(details_digest) WHERE seq = ?", 2);
+    expect(await upper.verify(100)).toMatchObject({ ok: false, checked: 2, failure_seq: 2, break_type: "content" });
+
+    // The next entry's prev_hash is left alone: the stored hash itself no longer matches.
+    const hash = await chainOf(5);
+    await tamper(hash, "UPDATE events SET hash = upper(hash) WHERE seq = ?", 5);
+    expect(await hash.verify(100)).toMatchObject({ ok: false, checked: 5, failure_seq: 5, break_type: "content" });
+
+    const salt = await chainOf(5);
+    await tamper(salt, "UPDATE events SET salt = ? WHERE seq = ?", "not hex at all", 3);
+    expect(await salt.verify(100)).toMatchObject({ ok: false, checked: 3, failure_seq: 3, break_type: "content" });
+  });
+
   it("still verifies once an entry's details are redacted and its salt dropped, as erasure does", async () => {
     const log = await chainOf(5);
     await tamper(log, "UPDATE events SET details = ?, salt = NULL WHERE seq = ?", '{"redacted":true}', 2);

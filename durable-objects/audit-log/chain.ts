@@ -72,8 +72,11 @@ async function sha256HexAsync(bytes: Uint8Array): Promise<string> {
   return bytesToHex(new Uint8Array(await crypto.subtle.digest("SHA-256", bytes)));
 }
 
+const HEX_SALT = /^(?:[0-9a-f]{2})+$/;
+
+/** As `detailsDigest`; a stored salt that is not lowercase hex matches no digest (a content break). */
 export const detailsDigestAsync = (saltHex: string, canonicalDetails: string): Promise<string> =>
-  sha256HexAsync(concatBytes(hexToBytes(saltHex), utf8ToBytes(canonicalDetails)));
+  HEX_SALT.test(saltHex) ? sha256HexAsync(concatBytes(hexToBytes(saltHex), utf8ToBytes(canonicalDetails))) : Promise.resolve("");
 
 export const entryHashAsync = (f: ChainFields): Promise<string> => sha256HexAsync(utf8ToBytes(encodeEntry(f)));
 
