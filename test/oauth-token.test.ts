@@ -108,6 +108,19 @@ describe("token: authorization_code", () => {
     await expectOAuthError(dup, 400, "invalid_request");
   });
 
+  it("refuses a repeated parameter even when one of its values is empty", async () => {
+    const { client, session } = await setup();
+    const { code, verifier } = await freshCode(session, client);
+    const form = { "Content-Type": "application/x-www-form-urlencoded" };
+    const body = new URLSearchParams({ grant_type: "authorization_code", code, code_verifier: verifier, redirect_uri: REDIRECT });
+    for (const repeated of [`client_id=&client_id=${client.client_id}`, `client_id=${client.client_id}&client_id=`, `client_id=${client.client_id}&grant_type=`]) {
+      const res = await call("POST", "/v1/oauth/token", { rawBody: `${body}&${repeated}`, headers: form });
+      const error = await expectOAuthError(res, 400, "invalid_request");
+      expect(error.error_description).toMatch(/more than once/);
+    }
+    expect((await exchange(client, code, verifier)).status).toBe(200);
+  });
+
   it("requires grant_type, code, code_verifier and redirect_uri, and a well-formed verifier", async () => {
     const { client, session } = await setup();
     const { code, verifier } = await freshCode(session, client);

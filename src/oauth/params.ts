@@ -10,8 +10,11 @@ export async function readParams(req: Request): Promise<Map<string, string>> {
   // Decoded by hand: workerd warns when .text() reads a body whose type is not text/*.
   const text = new TextDecoder().decode(await req.arrayBuffer());
   const params = new Map<string, string>();
+  // Tracked apart from `params`, which leaves out empty values: `a=&a=x` is a repeat too.
+  const seen = new Set<string>();
   const put = (key: string, value: string) => {
-    if (params.has(key)) throw invalidRequest(`The parameter ${key} is given more than once`);
+    if (seen.has(key)) throw invalidRequest(`The parameter ${key} is given more than once`);
+    seen.add(key);
     if (value !== "") params.set(key, value);
   };
   if (type === "application/json" || type.endsWith("+json")) {
