@@ -9,6 +9,7 @@ import { agentsRouter } from "./agents/routes";
 import { auditRouter } from "./audit/routes";
 import { workspaceRouter } from "./workspace/routes";
 import { browserRouter } from "./browser/routes";
+import { isOAuthJsonPath, oauthErrorHandler } from "./oauth/errors";
 import { oauthRouter } from "./oauth/routes";
 import { signinRouter } from "./signin/routes";
 import { healthRouter } from "./platform/health";
@@ -63,6 +64,8 @@ export function createApp() {
 
   app.notFound((c) => problem(c, 404, "not_found", `No route for ${c.req.method} ${c.req.path}`));
   app.onError((err, c) => {
+    // Errors raised before the OAuth router runs (the body limit) still answer in the OAuth shape.
+    if (isOAuthJsonPath(c.req.path)) return oauthErrorHandler(err, c);
     if (err instanceof ApiError) {
       for (const [k, v] of Object.entries(err.headers ?? {})) c.header(k, v);
       return problem(c, err.status, err.code, err.message, err.errors);

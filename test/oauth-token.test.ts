@@ -108,6 +108,18 @@ describe("token: authorization_code", () => {
     await expectOAuthError(dup, 400, "invalid_request");
   });
 
+  it("answers an oversized body with 413 in the OAuth shape, not cacheable, on token, introspect, revoke and registration", async () => {
+    const { client, ws } = await setup();
+    const huge = "x".repeat(1024 * 1024 + 1);
+    for (const path of ["/v1/oauth/token", "/v1/oauth/introspect", "/v1/oauth/revoke"]) {
+      const res = await oauthPost(path, { grant_type: "refresh_token", refresh_token: huge, token: huge, client_id: client.client_id });
+      expectNoStore(res);
+      await expectOAuthError(res, 413, "invalid_request");
+    }
+    const reg = await call("POST", "/v1/oauth/register", { token: ws.adminToken, body: { redirect_uris: [REDIRECT], scope: "agents:read", client_name: huge } });
+    await expectOAuthError(reg, 413, "invalid_request");
+  });
+
   it("refuses a repeated parameter even when one of its values is empty", async () => {
     const { client, session } = await setup();
     const { code, verifier } = await freshCode(session, client);

@@ -46,6 +46,9 @@ export function oauthJson(c: Context, status: ContentfulStatusCode, error: strin
   return c.json({ error, error_description: description }, status, { ...NO_STORE, ...headers });
 }
 
+/** The OAuth endpoints that answer JSON, whose errors keep the OAuth shape wherever they are raised. */
+export const isOAuthJsonPath = (path: string): boolean => /^\/v1\/oauth\/(token|introspect|revoke|register)(\/|$)/.test(path);
+
 /**
  * The OAuth router's error handler: OAuth errors as they are, and the platform's own errors
  * (authentication, body size, malformed JSON, rate limits) translated into the OAuth shape.
