@@ -133,6 +133,12 @@ describe("POST /v1/oauth/register", () => {
     ["credentials", ["https://user:pw@app.example/cb"]],
     ["too long", [`https://app.example/${"a".repeat(2000)}`]],
     ["one bad among good", [REDIRECT, "ftp://app.example/cb"]],
+    // URL parsers drop or rewrite these silently, so the registered text would not be the URI used.
+    ["with a NUL", [`${REDIRECT}\u0000`]],
+    ["with a line break", [`${REDIRECT}\n`]],
+    ["with a tab inside", ["https://app.exa\tmple/callback"]],
+    ["with leading space", [` ${REDIRECT}`]],
+    ["with a backslash", ["https://app.example\\callback"]],
   ];
   for (const [name, uris] of badRedirects) {
     it(`refuses redirect_uris that are ${name} (invalid_redirect_uri)`, async () => {

@@ -11,6 +11,8 @@ export const MAX_REDIRECT_URI_LENGTH = 2000;
 export function redirectUriProblem(uri: string): string | null {
   if (uri.length > MAX_REDIRECT_URI_LENGTH) return `must be at most ${MAX_REDIRECT_URI_LENGTH} characters`;
   if (uri.includes("#")) return "must not contain a fragment";
+  // The URL parser strips or rewrites these without a word, so the text would differ from the URI used.
+  if (/[\u0000-\u0020\u007f\\]/.test(uri)) return "must not contain spaces, control characters or backslashes";
   if (!URL.canParse(uri)) return "must be an absolute URI";
   const url = new URL(uri);
   if (url.username || url.password) return "must not contain credentials";
