@@ -162,6 +162,18 @@ describe("authorize: errors that go back to the client", () => {
     expectRedirectError(res, "invalid_request");
   });
 
+  it("survives malformed percent-encoding: a 400 page before the redirect is verified, an error redirect after", async () => {
+    const { client, session } = await setup();
+    const bad = await call("GET", "/v1/oauth/authorize?client_id=%ZZ&redirect_uri=%E0%A4%A", { headers: sessionCookie(session) });
+    await expectErrorPage(bad);
+    const res = await call("GET", `${authorizePath(params(client, { state: undefined }))}&state=%E0%A4%A&scope=%ZZ`, { headers: sessionCookie(session) });
+    expect(res.status).toBe(302);
+    const location = new URL(res.headers.get("Location")!);
+    expect(location.origin + location.pathname).toBe(REDIRECT);
+    expect(location.searchParams.get("error")).toBe("invalid_scope");
+    expect(location.searchParams.get("iss")).toBe(ISS);
+  });
+
   it("omits state when the request had none, and keeps the redirect URI's own query", async () => {
     const ws = await signupWorkspace();
     const client = await registerClient(ws.adminToken, { redirect_uris: ["https://app.example/cb?tenant=a"] });

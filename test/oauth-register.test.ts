@@ -243,6 +243,24 @@ describe("client management with the registration access token", () => {
     expect((await clientRow(client.client_id))?.disabled_at).toBeNull();
   });
 
+  it("refuses an update or delete with a missing, wrong or spent registration token with 401, changing nothing", async () => {
+    const ws = await signupWorkspace();
+    const client = await registerClient(ws.adminToken);
+    const other = await registerClient(ws.adminToken);
+    const body = { redirect_uris: ["https://new.example/cb"], scope: "agents:read" };
+    expect((await manage("DELETE", other, other.registration_access_token)).status).toBe(204);
+    for (const token of [undefined, "svc_ratk_" + "A".repeat(43), "not-a-token", other.registration_access_token]) {
+      for (const method of ["PUT", "DELETE"]) {
+        const res = await manage(method, client, token, method === "PUT" ? body : undefined);
+        await expectOAuthError(res, 401, "invalid_token");
+        expect(res.headers.get("Cache-Control")).toBe("no-store");
+        expect(res.headers.get("WWW-Authenticate")).toMatch(/^Bearer/);
+      }
+    }
+    const row = await clientRow(client.client_id);
+    expect(row).toMatchObject({ name: "Test App", redirect_uris: JSON.stringify([REDIRECT]), disabled_at: null });
+  });
+
   it("is 404 when the token belongs to another client or the client does not exist", async () => {
     const ws = await signupWorkspace();
     const a = await registerClient(ws.adminToken);

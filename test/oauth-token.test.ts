@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import { runEraseSteps } from "../src/admin/erasure";
 import "../src/oauth/erasure";
 import { IntrospectionSchema, TokenResponseSchema } from "../src/oauth/schemas";
+import { pkceChallenge } from "../src/oauth/tokens";
 import { hashToken } from "../src/platform/crypto";
 import { call, parse } from "./support/api";
 import { addUser, signupWorkspace } from "./support/seed";
@@ -274,6 +275,80 @@ describe("token: client authentication", () => {
     await expectOAuthError(await oauthPost("/v1/oauth/token", { ...base, client_id: "svc_client_unknown" }), 401, "invalid_client");
     await expectOAuthError(await oauthPost("/v1/oauth/token", base), 401, "invalid_client");
     expect((await exchange(client, code, verifier)).status).toBe(200);
+  });
+});
+
+describe("token: client authentication edge cases", () => {
+  it("refuses HTTP Basic from a public client, with or without a secret, and keeps the code", async () => {
+    const { client, session } = await setup();
+    const { code, verifier } = await freshCode(session, client);
+    const base = { grant_type: "authorization_code", code, code_verifier: verifier, redirect_uri: REDIRECT };
+    for (const secret of ["", "anything"]) {
+      const res = await oauthPost("/v1/oauth/token", base, { basic: [client.client_id, secret] });
+      expectNoStore(res);
+      await expectOAuthError(res, 401, "invalid_client");
+      expect(res.headers.get("WWW-Authenticate")).toBe('Basic realm="oauth", charset="UTF-8"');
+    }
+    expect((await exchange(client, code, verifier)).status).toBe(200);
+  });
+
+  it("answers malformed Basic credentials with 401 invalid_client and a Basic challenge, never a 500", async () => {
+    const { client } = await setup({ token_endpoint_auth_method: "client_secret_basic" });
+    const headers = [
+      "Basic",
+      "Basic ",
+      "Basic a=b",
+      `Basic ${btoa("no-colon")}`,
+      `Basic ${btoa(":secret")}`,
+      `Basic ${btoa(`${client.client_id}%ZZ:${client.client_secret}`)}`,
+      `Basic ${btoa(`${client.client_id}:%E0%A4%A`)}`,
+      `Basic ${btoa("\xff\xfe:x")}`,
+      `Basic ${btoa(`${client.client_id}:${client.client_secret}`)}, Basic ${btoa("x:y")}`,
+    ];
+    for (const path of ["/v1/oauth/token", "/v1/oauth/introspect", "/v1/oauth/revoke"]) {
+      for (const Authorization of headers) {
+        const res = await oauthPost(path, { grant_type: "refresh_token", refresh_token: "svc_rt_x", token: "svc_at_x" }, { headers: { Authorization } });
+        expectNoStore(res);
+        await expectOAuthError(res, 401, "invalid_client");
+        expect(res.headers.get("WWW-Authenticate"), `${path} ${Authorization}`).toBe('Basic realm="oauth", charset="UTF-8"');
+      }
+    }
+  });
+
+  it("decodes form-encoded Basic credentials (RFC 6749 §2.3.1)", async () => {
+    const { client } = await setup({ token_endpoint_auth_method: "client_secret_basic" });
+    const encoded = (s: string) => s.replaceAll("_", "%5F");
+    const res = await oauthPost("/v1/oauth/introspect", { token: "svc_at_unknown" }, { headers: { Authorization: `Basic ${btoa(`${encoded(client.client_id)}:${encoded(client.client_secret!)}`)}` } });
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({ active: false });
+  });
+
+  it("accepts code_verifier of 43 to 128 unreserved characters and refuses anything else, without burning the code", async () => {
+    const { client, session } = await setup();
+    const unreserved = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~";
+    const verifierOf = (n: number) => Array.from({ length: n }, (_, i) => unreserved[(i * 7) % unreserved.length]).join("");
+    for (const [length, bad] of [
+      [43, (v: string) => [v.slice(1), v.slice(1) + "+", v.slice(1) + "%", v.slice(1) + "é"]],
+      [128, (v: string) => [v + "A", v.slice(1) + "/"]],
+    ] as const) {
+      const verifier = verifierOf(length);
+      const { code } = await obtainCode(session, client, { challenge: pkceChallenge(verifier) });
+      for (const b of bad(verifier)) await expectOAuthError(await exchange(client, code, b), 400, "invalid_request");
+      expect((await exchange(client, code, verifier)).status, `length ${length}`).toBe(200);
+    }
+  });
+
+  it("refuses JSON bodies whose values are not strings, and counts null as absent", async () => {
+    const { client } = await setup();
+    for (const value of [{ a: 1 }, ["x"], true, 5]) {
+      await expectOAuthError(await call("POST", "/v1/oauth/introspect", { body: { token: value, client_id: client.client_id } }), 400, "invalid_request");
+    }
+    const nulls = await call("POST", "/v1/oauth/introspect", { body: { token: null, client_id: client.client_id, client_secret: null } });
+    expect(nulls.status).toBe(200);
+    expect(await nulls.json()).toEqual({ active: false });
+    for (const body of ["[]", "null", '"token"', "{"]) {
+      await expectOAuthError(await call("POST", "/v1/oauth/revoke", { rawBody: body, headers: { "Content-Type": "application/json" } }), 400, "invalid_request");
+    }
   });
 });
 
