@@ -9,6 +9,7 @@ import { agentsRouter } from "./agents/routes";
 import { auditRouter } from "./audit/routes";
 import { workspaceRouter } from "./workspace/routes";
 import { browserRouter } from "./browser/routes";
+import { oauthErrorHandler } from "./oauth/errors";
 import { oauthRouter } from "./oauth/routes";
 import { signinRouter } from "./signin/routes";
 import { healthRouter } from "./platform/health";
@@ -18,6 +19,8 @@ import { ApiError, problem } from "./platform/problem";
 const MiB = 1024 * 1024;
 /** Routes that accept more than the default 1 MiB body (base64 images). */
 const LARGE_BODY_PATHS = /^\/v1\/agents\/[^/]+\/avatar$/;
+/** The OAuth endpoints that answer errors as `{ error, error_description }` (the HTML pages aside). */
+const OAUTH_JSON_PATHS = /^\/v1\/oauth\/(?:register|token|introspect|revoke)(?:\/|$)/;
 
 export function createApp() {
   const app = createRouter();
@@ -63,6 +66,8 @@ export function createApp() {
 
   app.notFound((c) => problem(c, 404, "not_found", `No route for ${c.req.method} ${c.req.path}`));
   app.onError((err, c) => {
+    // Errors raised before the OAuth router runs (a body over the limit) keep the OAuth shape there.
+    if (OAUTH_JSON_PATHS.test(c.req.path)) return oauthErrorHandler(err, c);
     if (err instanceof ApiError) {
       for (const [k, v] of Object.entries(err.headers ?? {})) c.header(k, v);
       return problem(c, err.status, err.code, err.message, err.errors);
