@@ -338,6 +338,37 @@ describe("hostile input on every operation of the OpenAPI document", () => {
     }
   });
 
+  it("documents every status the spec lists for these endpoints", () => {
+    const SPEC: Record<string, number[]> = {
+      "GET /v1/admin/audit": [200, 403],
+      "GET /v1/admin/audit/verify": [200, 403],
+      "POST /v1/admin/users/{id}/erase": [200, 400, 403, 404],
+      "POST /v1/api/admin/workspace/slug": [200, 400],
+      "GET /v1/api/admin/workspace/slug/available": [200],
+      "GET /v1/agents": [200],
+      "POST /v1/agents": [200, 400],
+      "PATCH /v1/agents/{id}": [200, 400, 404],
+      "DELETE /v1/agents/{id}": [200, 400, 404],
+      "POST /v1/agents/{id}/enable": [200, 404],
+      "POST /v1/agents/{id}/default": [200, 400, 404],
+      "POST /v1/agents/{id}/avatar": [200, 400, 404],
+      "POST /v1/agents/{id}/avatar/generate": [200, 404, 500],
+      "GET /v1/agents/{id}/skills": [200, 404],
+      "PUT /v1/agents/{id}/skills": [200, 400, 404],
+      "GET /v1/agents/{id}/mcp": [200, 404],
+      "PUT /v1/agents/{id}/mcp": [200, 400, 404],
+      "POST /v1/agents/{id}/suggest-instructions": [200, 404, 500],
+      "POST /v1/agent-browser/ask": [200, 403],
+      "GET /v1/agent-browser/connect": [101],
+    };
+    const missing = Object.entries(SPEC).flatMap(([key, statuses]) => {
+      const op = OPERATIONS.find((o) => o.key === key);
+      if (!op) return [`${key}: not in the document`];
+      return statuses.filter((st) => !(String(st) in op.op.responses)).map((st) => `${key}: ${st}`);
+    });
+    expect(missing).toEqual([]);
+  });
+
   for (const op of OPERATIONS) {
     if (SKIPPED[op.key]) continue;
     it(`${op.key}: never an undocumented 5xx, every refusal in its documented shape`, async () => {
