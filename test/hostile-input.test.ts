@@ -298,32 +298,47 @@ function bodyCases(op: (typeof OPERATIONS)[number]): Case[] {
   const schema = bodySchema(op.op);
   const props = Object.entries(schema?.properties ?? {});
   const valid = () => validBody(op.key);
+  const problemShaped = shapeOf(op.path, op.method) === "problem";
   const wrongTypes = Object.fromEntries(props.map(([k, s]) => [k, WRONG[jsonType(s) ?? ""] ?? { unexpected: true }]));
   cases.push({ label: "every field of the wrong type", path, body: JSON.stringify(wrongTypes), contentType: json, audited, expect });
   for (const [k, s] of props) {
     const t = jsonType(s);
     const big = t === "string" ? KB100 : t === "array" && jsonType(resolve(s).items) === "string" ? [KB100] : undefined;
-    // Edge values inside an otherwise valid body: accepted or refused, never a 5xx.
+    if (big === undefined) continue;
+    // Every string of the JSON API is bounded far below 100 KB; OAuth takes opaque values.
+    const bounded = problemShaped ? { audited: false, expect: "4xx" as const } : {};
+    cases.push({ label: `${k}: 100 KB`, path, body: JSON.stringify({ ...valid(), [k]: big }), contentType: json, ...bounded });
+  }
+  cases.push({ label: "only unknown fields", path, body: '{"zz_unknown": 1, "__proto__": {"role": "admin"}, "constructor": {"prototype": {}}}', contentType: json, audited, expect });
+  // Unknown fields beside a valid body are refused (decisions.md): a misspelt optional field
+  // must not silently fall back to its default. OAuth registration ignores them (RFC 7591 §2).
+  cases.push({
+    label: "valid body with unknown fields",
+    path,
+    body: JSON.stringify({ ...valid(), zz_unknown: [1, { a: null }] }),
+    contentType: json,
+    ...(problemShaped ? { audited: false, expect: "4xx" as const } : {}),
+  });
+  cases.push({ label: "Content-Type text/plain", path, body: JSON.stringify(valid()), contentType: "text/plain", audited, expect });
+  cases.push({ label: "no Content-Type", path, body: JSON.stringify(valid()), contentType: null, audited, expect });
+  cases.push({ label: "Content-Type multipart", path, body: JSON.stringify(valid()), contentType: "multipart/form-data; boundary=x", audited, expect });
+  // Last, since they may be accepted and change state: edge values inside an otherwise valid
+  // body, each accepted or refused but never a 5xx.
+  for (const [k, s] of props) {
+    const t = jsonType(s);
+    const max = resolve(s).maxItems ?? 100;
     const edges: unknown[] =
       t === "string"
         ? ["\u0000\ud800\u202e😀", " ", ""]
         : t === "integer" || t === "number"
           ? [1e308, -1, 0, 1.5, 2 ** 53 + 1]
           : t === "array"
-            ? [Array.from({ length: resolve(s).maxItems ?? 100 }, (_, i) => `v${i}`), Array.from({ length: (resolve(s).maxItems ?? 100) + 1 }, (_, i) => `v${i}`), ["dup", "dup"]]
+            ? [Array.from({ length: max }, (_, i) => `v${i}`), Array.from({ length: max + 1 }, (_, i) => `v${i}`), ["dup", "dup"]]
             : [];
     for (const edge of edges) {
       cases.push({ label: `${k}: ${JSON.stringify(edge).slice(0, 30)}`, path, body: JSON.stringify({ ...valid(), [k]: edge }), contentType: json });
     }
-    if (big === undefined) continue;
-    cases.push({ label: `${k}: 100 KB`, path, body: JSON.stringify({ ...valid(), [k]: big }), contentType: json, audited: shapeOf(op.path, op.method) === "problem" ? false : undefined, expect: shapeOf(op.path, op.method) === "problem" ? "4xx" : undefined });
   }
-  cases.push({ label: "only unknown fields", path, body: '{"zz_unknown": 1, "__proto__": {"role": "admin"}, "constructor": {"prototype": {}}}', contentType: json, audited });
-  cases.push({ label: "Content-Type text/plain", path, body: JSON.stringify(valid()), contentType: "text/plain", audited });
-  cases.push({ label: "no Content-Type", path, body: JSON.stringify(valid()), contentType: null, audited });
-  cases.push({ label: "Content-Type multipart", path, body: JSON.stringify(valid()), contentType: "multipart/form-data; boundary=x", audited });
-  // Last, since it may succeed and change state: unknown fields beside a valid body.
-  cases.push({ label: "valid body with unknown fields", path, body: JSON.stringify({ ...valid(), zz_unknown: [1, { a: null }] }), contentType: json });
   return cases;
 }
 
