@@ -4,7 +4,7 @@ import { auditLog } from "../src/audit/client";
 import { call } from "./support/api";
 import { createAgent, IMAGES } from "./support/agents";
 import { registerClient, REDIRECT } from "./support/oauth";
-import { addUser, issueToken, PASSWORD, signupWorkspace } from "./support/seed";
+import { addUser, PASSWORD, signupWorkspace } from "./support/seed";
 
 /**
  * Every operation of the OpenAPI document gets hostile input: malformed JSON, JSON of the
@@ -112,6 +112,7 @@ beforeAll(async () => {
   foreign.agent = agentB.id;
   own.user = memberA.user.id;
   foreign.user = memberB.user.id;
+  // The revoke route revokes the member's token, never the caller's.
   own.token = memberTokenA.id;
   foreign.token = adminTokenB.id;
   own.client = clientA.client_id;
@@ -124,8 +125,6 @@ beforeAll(async () => {
   const servers = (await (await call("GET", "/v1/api/mcp/servers", { token: A.adminToken })).json()) as { mcp_servers: { slug: string }[] };
   skillSlug = skills.skills[0]!.slug;
   mcpSlug = servers.mcp_servers[0]!.slug;
-  // Keep the member's token for the revoke route; the admin's own token is the caller.
-  await issueToken(A.adminToken, memberA.user.id, ["agents:read"], "spare");
 });
 
 /** The resource each path parameter names, per path. */
