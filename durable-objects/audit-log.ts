@@ -251,7 +251,9 @@ export class AuditLog extends DurableObject<Env> {
 
 function conditions(f: ListFilters): SQL[] {
   const c: SQL[] = [];
-  if (f.days > 0) c.push(gte(events.occurredAt, new Date(Date.now() - f.days * 86_400_000).toISOString()));
+  // A lookback reaching before 1970 holds every event (and huge ones are not a valid Date).
+  const since = Date.now() - f.days * 86_400_000;
+  if (f.days > 0 && since > 0) c.push(gte(events.occurredAt, new Date(since).toISOString()));
   if (f.kind) c.push(eq(events.kind, f.kind));
   if (f.outcome) c.push(eq(events.outcome, f.outcome));
   if (f.actorKind) c.push(eq(events.actorKind, f.actorKind));

@@ -1,6 +1,7 @@
 import { DurableObject } from "cloudflare:workers";
 import { z } from "zod";
 import { auditLog } from "../src/audit/client";
+import { parkEvent } from "../src/audit/outbox";
 import { allowedDetails } from "../src/audit/policy";
 import {
   CLOSE,
@@ -16,6 +17,7 @@ import {
   type Method,
   type SessionErrorEvent,
 } from "./protocol";
+import type { AppendEvent } from "./audit-log/types";
 
 /** Header on the Worker's internal upgrade request carrying the verified identity (never a client header). */
 export const CONNECTION_META_HEADER = "X-Browser-Session-Meta";
@@ -265,29 +267,35 @@ export class BrowserSession extends DurableObject<Env> {
 
   private async auditDisconnect(a: Attachment, cause: "closed" | "replaced" | "ended" | "rate_limited", code: number): Promise<void> {
     const kind = "browser.disconnect";
+    const event: AppendEvent = {
+      kind,
+      outcome: "success",
+      actorKind: "token",
+      actorId: a.userId,
+      agentId: null,
+      conversationId: null,
+      target: `browser_session:${a.connectionId}`,
+      intent: "disconnect",
+      subjectUserId: a.userId,
+      details: allowedDetails(kind, {
+        cause,
+        code,
+        token_id: a.tokenId,
+        connected_at: a.connectedAt,
+        duration_ms: Date.now() - Date.parse(a.connectedAt),
+      }),
+      occurredAt: new Date().toISOString(),
+    };
     try {
-      await auditLog(this.env, a.workspaceId).append([
-        {
-          kind,
-          outcome: "success",
-          actorKind: "token",
-          actorId: a.userId,
-          agentId: null,
-          conversationId: null,
-          target: `browser_session:${a.connectionId}`,
-          intent: "disconnect",
-          subjectUserId: a.userId,
-          details: allowedDetails(kind, {
-            cause,
-            code,
-            token_id: a.tokenId,
-            connected_at: a.connectedAt,
-            duration_ms: Date.now() - Date.parse(a.connectedAt),
-          }),
-        },
-      ]);
+      await auditLog(this.env, a.workspaceId).append([event]);
     } catch (e) {
-      console.error(JSON.stringify({ level: "error", msg: "browser.disconnect audit failed", error: String(e) }));
+      // The socket is already closed: park the event for the outbox rather than lose it, as audit() does.
+      console.error(JSON.stringify({ level: "error", msg: "browser.disconnect audit failed; event parked", error: String(e) }));
+      try {
+        await parkEvent(this.env, a.workspaceId, event, e);
+      } catch (parkError) {
+        console.error(JSON.stringify({ level: "error", msg: "browser.disconnect event lost", error: String(parkError) }));
+      }
     }
   }
 }

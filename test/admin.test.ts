@@ -99,6 +99,20 @@ describe("personal access tokens", () => {
     expect((await call("GET", "/v1/api/me", { token: b.adminToken })).status).toBe(200);
   });
 
+  it("refuses a misspelt field instead of defaulting it: no token for the caller, none without expiry", async () => {
+    const ws = await signupWorkspace();
+    const member = await addUser(ws.adminToken, "member", ["agents:read"]);
+    const before = (await parse(await call("GET", "/v1/api/admin/tokens", { token: ws.adminToken }), TokenListSchema)).tokens.length;
+    for (const body of [
+      { userId: member.user.id, name: "for the member", scopes: ["agents:read"] },
+      { user_id: member.user.id, name: "short-lived", scopes: ["agents:read"], expires_in_day: 1 },
+    ]) {
+      const p = await expectProblem(await call("POST", "/v1/api/admin/tokens", { token: ws.adminToken, body }), 400, "validation_failed");
+      expect(p.errors?.length).toBeGreaterThan(0);
+    }
+    expect((await parse(await call("GET", "/v1/api/admin/tokens", { token: ws.adminToken }), TokenListSchema)).tokens).toHaveLength(before);
+  });
+
   it("refuses an expired token with 401", async () => {
     const ws = await signupWorkspace();
     const token = await issueToken(ws.adminToken, ws.user.id, ["agents:read"]);

@@ -160,6 +160,20 @@ for (const k of KINDS) {
       expect(await (await call("GET", path(), { token: ws.adminToken })).json()).toEqual({ [k.key]: [k.a] });
     });
 
+    it("checks a list of the full 100 slugs (beyond D1's 100 bound variables) on PUT and on create, naming each missing one", async () => {
+      const full = [k.a, k.b, ...Array.from({ length: 98 }, (_, i) => `missing-${i}`)];
+      const put = await expectProblem(await call("PUT", path(), { token: ws.adminToken, body: { [k.key]: full } }), 400, k.notInstalled);
+      expect(put.errors?.map((e) => e.path)).toEqual(full.slice(2).map((_, i) => `${k.key}.${i + 2}`));
+      const create = await expectProblem(
+        await call("POST", "/v1/agents", { token: ws.adminToken, body: { slug: "full-list", display_name: "Full", [k.key]: full } }),
+        400,
+        k.notInstalled,
+      );
+      expect(create.errors).toHaveLength(98);
+      const installedOnly = await call("PUT", path(), { token: ws.adminToken, body: { [k.key]: [k.a, k.b] } });
+      expect(await installedOnly.json()).toEqual({ [k.key]: [k.a, k.b] });
+    });
+
     it("refuses malformed bodies", async () => {
       for (const body of [{}, { [k.key]: k.a }, { [k.key]: [1] }, { [k.key]: [""] }, { [k.key]: null }, { [k.key]: Array.from({ length: 101 }, (_, i) => `s${i}`) }]) {
         await expectProblem(await call("PUT", path(), { token: ws.adminToken, body }), 400, "validation_failed");

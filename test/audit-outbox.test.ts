@@ -1,7 +1,7 @@
 import { createExecutionContext, createScheduledController, waitOnExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { deliverOutbox, parkedCount } from "../src/audit/outbox";
+import { deliverOutbox, parkEvent, parkedCount } from "../src/audit/outbox";
 import worker from "../src/index";
 import { call } from "./support/api";
 import { callWith } from "./support/app";
@@ -49,5 +49,28 @@ describe("audit outbox", () => {
     expect(row?.last_error).toContain("AuditLog unavailable");
     expect(await deliverOutbox(env)).toBeGreaterThanOrEqual(1);
     expect(await parkedCount(env, ws.workspace.id)).toBe(0);
+  });
+
+  it("delivers a backlog of more than 100 events of one workspace exactly once, and counts failed attempts on all of them", async () => {
+    const ws = await signupWorkspace();
+    const occurredAt = new Date().toISOString();
+    for (let i = 0; i < 150; i++) {
+      await parkEvent(
+        env,
+        ws.workspace.id,
+        { kind: "backlog.event", outcome: "success", actorKind: "system", actorId: null, agentId: null, conversationId: null, target: `n:${i}`, intent: "test", subjectUserId: null, details: {}, occurredAt },
+        new Error("outage"),
+      );
+    }
+    await deliverOutbox({ ...env, AUDIT_LOG: unreachableAuditLog } as unknown as Env);
+    const attempts = await env.DB.prepare("SELECT DISTINCT attempts FROM audit_outbox WHERE workspace_id = ?").bind(ws.workspace.id).all<{ attempts: number }>();
+    expect(attempts.results).toEqual([{ attempts: 1 }]);
+
+    await deliverOutbox(env);
+    await deliverOutbox(env);
+    expect(await parkedCount(env, ws.workspace.id)).toBe(0);
+    const events = await auditEvents(ws.workspace.id, "backlog.event");
+    expect(events).toHaveLength(150);
+    expect(new Set(events.map((e) => e.target)).size).toBe(150);
   });
 });

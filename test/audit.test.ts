@@ -201,6 +201,9 @@ describe("GET /v1/admin/audit", () => {
     expect((await get("&days=0")).total).toBe(1);
     expect((await get("&days=-5")).total).toBe(1);
     expect((await get("&days=100000")).total).toBe(1);
+    // A lookback past the earliest date JavaScript can represent is all time too.
+    expect((await get("&days=999999999999999999")).total).toBe(1);
+    expect((await get("&days=100000000")).total).toBe(1);
   });
 
   it("refuses members (403), non-numbers and bad uuids (400), and isolates workspaces", async () => {

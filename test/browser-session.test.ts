@@ -5,6 +5,7 @@ import { describe, expect, it } from "vitest";
 import type { Attachment, BrowserSession } from "../durable-objects/browser-session";
 import { CLOSE, LIMITS, PING_FRAME, PONG_FRAME } from "../durable-objects/protocol";
 import { runEraseSteps } from "../src/admin/erasure";
+import { deliverOutbox, parkedCount } from "../src/audit/outbox";
 import { connectExtension, eventually, sessionOf, TINY_PNG } from "./support/browser";
 import { signupWorkspace } from "./support/seed";
 
@@ -229,6 +230,25 @@ describe("BrowserSession: hibernation", () => {
     expect(f2).toEqual({ id: 2, method: "computer.read", params: {} });
     ext.succeed(f2.id!, { text: "after waking" });
     expect(await second).toEqual({ ok: true, result: { text: "after waking" } });
+  });
+});
+
+describe("BrowserSession: audit", () => {
+  it("parks the disconnect event when the audit log cannot be reached, and the outbox delivers it", async () => {
+    const { ws, ext, stub } = await connectedUser();
+    const unreachable = { getByName: () => ({ append: () => Promise.reject(new Error("AuditLog unavailable")) }) };
+    await runInDurableObject(stub, (instance: BrowserSession) => {
+      (instance as unknown as { env: Env }).env = { ...env, AUDIT_LOG: unreachable } as unknown as Env;
+    });
+    expect(await stub.disconnect("token revoked")).toBe(true);
+    expect(await ext.closed).toEqual({ code: CLOSE.ended, reason: "token revoked" });
+    expect(await auditKinds(ws.workspace.id, "browser.disconnect")).toHaveLength(0);
+    expect(await parkedCount(env, ws.workspace.id)).toBe(1);
+
+    await deliverOutbox(env);
+    const [event] = await auditKinds(ws.workspace.id, "browser.disconnect");
+    expect(event).toMatchObject({ actor_id: ws.user.id, intent: "disconnect", details: { cause: "ended", code: CLOSE.ended } });
+    expect(await parkedCount(env, ws.workspace.id)).toBe(0);
   });
 });
 

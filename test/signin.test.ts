@@ -2,6 +2,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { MeSchema } from "../src/account/schemas";
 import { call, parse } from "./support/api";
+import { auditEvents } from "./support/audit";
 import { PASSWORD, signupWorkspace } from "./support/seed";
 
 /** A browser: keeps cookies between calls. */
@@ -91,6 +92,34 @@ describe("browser sign-in", () => {
     const msg = (html: string) => /role="alert">([^<]*)</.exec(html)?.[1];
     expect(msg(await wrong.text())).toBe(msg(await unknown.text()));
     expect(b.cookies.has("svc_session")).toBe(false);
+  });
+
+  it("records sign-in, refused sign-in and sign-out in the workspace's log, without the password or the session", async () => {
+    const ws = await signupWorkspace();
+    const b = new Browser();
+    const wrong = await b.request("POST", "/v1/signin", { email: ws.email, password: "wrong password!", csrf_token: await b.csrf() });
+    expect(wrong.status).toBe(401);
+    const ok = await b.request("POST", "/v1/signin", { email: ws.email, password: PASSWORD, csrf_token: await b.csrf() });
+    expect(ok.status).toBe(303);
+    const session = b.cookies.get("svc_session")!;
+    const sessionId = (await env.DB.prepare("SELECT id FROM sessions WHERE user_id = ? AND revoked_at IS NULL").bind(ws.user.id).first<{ id: string }>())!.id;
+    expect((await b.request("POST", "/v1/signout")).status).toBe(303);
+
+    const signins = await auditEvents(ws.workspace.id, "session.signin");
+    expect(signins.map((e) => [e.outcome, e.actor_kind, e.target, e.intent, e.details])).toEqual([
+      ["success", "user", `session:${sessionId}`, "signin", { email: ws.email }],
+      ["denied", "user", `user:${ws.user.id}`, "signin", { email: ws.email, reason: "bad_credentials" }],
+    ]);
+    const [signout] = await auditEvents(ws.workspace.id, "session.signout");
+    expect(signout).toMatchObject({ outcome: "success", actor_id: ws.user.id, target: `session:${sessionId}`, intent: "signout", details: {} });
+    const text = JSON.stringify(await auditEvents(ws.workspace.id));
+    expect(text).not.toContain(PASSWORD);
+    expect(text).not.toContain("wrong password!");
+    expect(text).not.toContain(session);
+
+    // Signing out without a live session changes nothing and records nothing.
+    expect((await b.request("POST", "/v1/signout")).status).toBe(303);
+    expect(await auditEvents(ws.workspace.id, "session.signout")).toHaveLength(1);
   });
 
   it("requires the CSRF token", async () => {

@@ -26,6 +26,7 @@ export const SignupRequestSchema = z
     password: PasswordSchema,
     name: z.string().trim().min(1).max(100).optional(),
   })
+  .strict()
   .openapi("SignupRequest");
 
 export const SignupResponseSchema = z

@@ -5,6 +5,7 @@ export const EraseRequestSchema = z
     confirm: z.literal(true, { error: "confirm must be true" }),
     reason: z.string().max(500).optional(),
   })
+  .strict()
   .openapi("EraseRequest");
 
 export const ErasureSummarySchema = z

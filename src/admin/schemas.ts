@@ -11,6 +11,7 @@ export const CreateUserRequestSchema = z
     password: PasswordSchema.optional(),
     role: z.enum(ROLES),
   })
+  .strict()
   .openapi("CreateUserRequest");
 
 export const CreateTokenRequestSchema = z
@@ -20,6 +21,7 @@ export const CreateTokenRequestSchema = z
     scopes: z.array(z.enum(SCOPES)).min(1).max(SCOPES.length),
     expires_in_days: z.number().int().min(1).max(3650).optional(),
   })
+  .strict()
   .openapi("CreateTokenRequest");
 
 const TokenFields = {

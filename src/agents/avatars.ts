@@ -43,7 +43,13 @@ export function decodeAvatarUpload(input: string): AvatarImage {
   if (!/^[A-Za-z0-9+/_-]+={0,2}$/.test(b64) || b64.length % 4 === 1) {
     throw badRequest("invalid_image", "The image is not valid base64", field("not base64"));
   }
-  const bin = atob(b64.replaceAll("-", "+").replaceAll("_", "/"));
+  let bin: string;
+  try {
+    bin = atob(b64.replaceAll("-", "+").replaceAll("_", "/"));
+  } catch {
+    // Padding on a quantum that is not complete ("abc=" is fine, "ab=" is not) passes the pattern above.
+    throw badRequest("invalid_image", "The image is not valid base64", field("not base64"));
+  }
   const bytes = new Uint8Array(bin.length);
   for (let i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i);
   if (bytes.length === 0) throw badRequest("empty_image", "The image is empty", field("empty"));

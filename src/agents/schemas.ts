@@ -126,9 +126,11 @@ export type UpdateAgentRequest = z.infer<typeof UpdateAgentRequestSchema>;
 
 export const AgentSkillsSchema = z
   .object({ skills: SlugListSchema.openapi({ description: "Enabled skill slugs; empty means every installed skill" }) })
+  .strict()
   .openapi("AgentSkills");
 export const AgentMcpServersSchema = z
   .object({ mcp_servers: SlugListSchema.openapi({ description: "Enabled MCP-server slugs; empty means every installed server" }) })
+  .strict()
   .openapi("AgentMcpServers");
 
 export const AvatarUploadRequestSchema = z
@@ -137,12 +139,14 @@ export const AvatarUploadRequestSchema = z
       description: "The image, base64-encoded (a `data:image/...;base64,` prefix is accepted). PNG, JPEG, WebP or GIF by content, at most 1 MiB decoded.",
     }),
   })
+  .strict()
   .openapi("AvatarUploadRequest");
 
 export const AvatarGenerateRequestSchema = z
   .object({
     prompt: z.string().trim().min(1).max(500).optional().openapi({ description: "What the avatar should look like; wrapped in a fixed illustration style and safety rules" }),
   })
+  .strict()
   .openapi("AvatarGenerateRequest");
 
 export const AvatarGenerateResponseSchema = z.object({ avatar_url: z.url() }).openapi("AvatarGenerateResponse");

@@ -1,4 +1,4 @@
-import { and, eq, inArray, sql } from "drizzle-orm";
+import { and, eq, sql } from "drizzle-orm";
 import { agents, workspaceMcpServers, workspaceSkills } from "../db/schema";
 import { db, parseJsonArray, type Db } from "../platform/db";
 import { nowIso } from "../platform/env";
@@ -23,10 +23,12 @@ export const uniqueSlugs = (slugs: readonly string[]): string[] => [...new Set(s
 export async function assertInstalled(env: Env, workspaceId: string, kind: SubsetKind, slugs: readonly string[]): Promise<void> {
   if (slugs.length === 0) return;
   const { installs } = TABLES[kind];
+  // The list travels as one JSON parameter: an IN list would bind one variable per slug,
+  // and D1 refuses statements with more than 100.
   const rows = await db(env)
     .select({ slug: installs.slug })
     .from(installs)
-    .where(and(eq(installs.workspaceId, workspaceId), inArray(installs.slug, [...slugs])));
+    .where(and(eq(installs.workspaceId, workspaceId), sql`${installs.slug} IN (SELECT value FROM json_each(${JSON.stringify(slugs)}))`));
   const installed = new Set(rows.map((r) => r.slug));
   const errors = slugs.flatMap((s, i) => (installed.has(s) ? [] : [{ path: `${kind}.${i}`, message: `${NOUN[kind]} "${s}" is not installed for this workspace` }]));
   if (errors.length) {

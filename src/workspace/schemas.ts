@@ -8,7 +8,7 @@ export const AvailabilitySchema = z
   .object({ slug: z.string(), available: z.boolean(), reason: z.enum(["invalid", "reserved", "taken"]).optional() })
   .openapi("SlugAvailability");
 
-export const SetSlugRequestSchema = z.object({ slug: z.string().max(100) }).openapi("SetSlugRequest");
+export const SetSlugRequestSchema = z.object({ slug: z.string().max(100) }).strict().openapi("SetSlugRequest");
 
 export const RenameResultSchema = z
   .object({
