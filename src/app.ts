@@ -19,7 +19,6 @@ import { ApiError, problem } from "./platform/problem";
 const MiB = 1024 * 1024;
 /** Routes that accept more than the default 1 MiB body (base64 images). */
 const LARGE_BODY_PATHS = /^\/v1\/agents\/[^/]+\/avatar$/;
-/** The OAuth endpoints that answer errors as `{ error, error_description }` (the HTML pages aside). */
 export function createApp() {
   const app = createRouter();
 
