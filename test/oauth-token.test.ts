@@ -675,3 +675,18 @@ describe("erasure", () => {
     expect((await runEraseSteps(env, ws.workspace.id, member.user.id)).oauth_grants).toBe(0);
   });
 });
+
+describe("token: audit", () => {
+  it("records each issued and each rotated grant, without any token value", async () => {
+    const { ws, client, session } = await setup();
+    const first = await tokensFor(session, client);
+    const rotated = await parse(await refresh(client, first.refresh_token), TokenResponseSchema);
+    const [issued] = await auditEvents(ws.workspace.id, "oauth.token.issue");
+    const [refreshed] = await auditEvents(ws.workspace.id, "oauth.token.refresh");
+    expect(issued).toMatchObject({ actor_kind: "oauth_client", actor_id: client.client_id, intent: "issue", details: { client_id: client.client_id } });
+    expect(issued!.target).toMatch(/^oauth_grant:[0-9a-f-]{36}$/);
+    expect(refreshed).toMatchObject({ target: issued!.target, intent: "rotate", details: { scope: rotated.scope } });
+    const text = JSON.stringify([issued, refreshed]);
+    for (const secret of [first.access_token, first.refresh_token, rotated.access_token, rotated.refresh_token]) expect(text).not.toContain(secret);
+  });
+});

@@ -45,6 +45,8 @@ export const AUDIT_DETAIL_FIELDS: Readonly<Record<string, readonly string[]>> = 
   "oauth.consent.deny": ["client_id", "client_name", "scopes"],
   "oauth.grant.revoke": ["client_id", "reason", "count"],
   "oauth.token.reuse": ["client_id", "token_kind", "family_revoked"],
+  "oauth.token.issue": ["client_id", "scope"],
+  "oauth.token.refresh": ["client_id", "scope"],
 };
 
 export function allowedDetails(kind: string, details: Record<string, unknown> | undefined): JsonObject {

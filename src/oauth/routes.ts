@@ -348,6 +348,16 @@ oauthRouter.post("/v1/oauth/token", rateLimit("TOKEN_LIMITER"), async (c) => {
     throw new OAuthError(400, "unsupported_grant_type", "grant_type must be authorization_code or refresh_token");
   }
   if (!outcome.ok) throw outcome.error;
+  const { grant } = outcome;
+  await audit(c, {
+    kind: grantType === "authorization_code" ? "oauth.token.issue" : "oauth.token.refresh",
+    workspaceId: grant.workspaceId,
+    actor: { kind: "oauth_client", id: grant.clientId },
+    target: `oauth_grant:${grant.grantId}`,
+    intent: grantType === "authorization_code" ? "issue" : "rotate",
+    subjectUserId: grant.userId,
+    details: { client_id: grant.clientId, scope: outcome.body.scope },
+  });
   return c.json(outcome.body, 200, NO_STORE);
 });
 

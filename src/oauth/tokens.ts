@@ -28,7 +28,9 @@ export type GrantRef = { grantId: string; workspaceId: string; userId: string; c
 export type RevokeReason = "revoked" | "refresh_reuse" | "code_reuse" | "client_deleted" | "user_erased";
 
 /** A failed exchange or refresh; `reuse` is set when a replay was detected (and the family revoked). */
-export type TokenOutcome = { ok: true; body: TokenResponse } | { ok: false; error: OAuthError; reuse?: GrantRef & { familyRevoked: boolean } };
+export type TokenOutcome =
+  | { ok: true; body: TokenResponse; grant: GrantRef }
+  | { ok: false; error: OAuthError; reuse?: GrantRef & { familyRevoked: boolean } };
 
 /** PKCE S256: base64url(SHA-256(code_verifier)) without padding (RFC 7636 §4.2). */
 export const pkceChallenge = (verifier: string): string => base64url(sha256(utf8ToBytes(verifier)));
@@ -94,7 +96,7 @@ const CONSUME_CODE = `UPDATE oauth_codes SET consumed_at = ?1, grant_id = ?2
   WHERE code_hash = ?3 AND consumed_at IS NULL AND expires_at > ?1
     AND client_id = ?4 AND redirect_uri = ?5 AND code_challenge = ?6
     AND EXISTS (SELECT 1 FROM users WHERE users.id = oauth_codes.user_id AND users.erased_at IS NULL)
-  RETURNING scopes`;
+  RETURNING scopes, workspace_id, user_id`;
 const INSERT_GRANT_FROM_CODE = `INSERT INTO oauth_grants (id, workspace_id, user_id, client_id, scopes, created_at)
   SELECT grant_id, workspace_id, user_id, client_id, scopes, consumed_at FROM oauth_codes WHERE code_hash = ?1 AND grant_id = ?2`;
 const INSERT_TOKEN_OF_GRANT = `INSERT INTO oauth_tokens (id, grant_id, kind, token_hash, created_at, expires_at)
@@ -106,7 +108,10 @@ const INSERT_TOKEN_OF_GRANT = `INSERT INTO oauth_tokens (id, grant_id, kind, tok
 const ROTATE_REFRESH = `UPDATE oauth_tokens SET revoked_at = ?1, replaced_by = ?2
   WHERE token_hash = ?3 AND kind = 'refresh' AND revoked_at IS NULL AND expires_at > ?1
     AND EXISTS (SELECT 1 FROM oauth_grants g WHERE g.id = oauth_tokens.grant_id AND g.client_id = ?4 AND g.revoked_at IS NULL)
-  RETURNING (SELECT scopes FROM oauth_grants WHERE oauth_grants.id = oauth_tokens.grant_id) AS scopes`;
+  RETURNING grant_id,
+    (SELECT scopes FROM oauth_grants WHERE oauth_grants.id = oauth_tokens.grant_id) AS scopes,
+    (SELECT workspace_id FROM oauth_grants WHERE oauth_grants.id = oauth_tokens.grant_id) AS workspace_id,
+    (SELECT user_id FROM oauth_grants WHERE oauth_grants.id = oauth_tokens.grant_id) AS user_id`;
 const INSERT_TOKEN_AFTER_ROTATION = `INSERT INTO oauth_tokens (id, grant_id, kind, token_hash, created_at, expires_at)
   SELECT ?1, grant_id, ?2, ?3, ?4, ?5 FROM oauth_tokens WHERE token_hash = ?6 AND replaced_by = ?7`;
 
@@ -151,8 +156,10 @@ export async function exchangeCode(env: Env, clientId: string, p: { code: string
     env.DB.prepare(INSERT_TOKEN_OF_GRANT).bind(pair.accessId, "access", pair.accessHash, nowIso, pair.accessExpires, grantId),
     env.DB.prepare(INSERT_TOKEN_OF_GRANT).bind(pair.refreshId, "refresh", pair.refreshHash, nowIso, pair.refreshExpires, grantId),
   ]);
-  const row = claimed?.results[0] as { scopes: string } | undefined;
-  if (row) return { ok: true, body: tokenResponse(pair, row.scopes) };
+  const row = claimed?.results[0] as { scopes: string; workspace_id: string; user_id: string } | undefined;
+  if (row) {
+    return { ok: true, body: tokenResponse(pair, row.scopes), grant: { grantId, workspaceId: row.workspace_id, userId: row.user_id, clientId } };
+  }
 
   // Slow path: say why, and detect a replay.
   const code = await statements(env).code.get({ hash: codeHash });
@@ -187,8 +194,10 @@ export async function refreshTokens(env: Env, clientId: string, refreshToken: st
     env.DB.prepare(INSERT_TOKEN_AFTER_ROTATION).bind(pair.accessId, "access", pair.accessHash, nowIso, pair.accessExpires, oldHash, pair.refreshId),
     env.DB.prepare(INSERT_TOKEN_AFTER_ROTATION).bind(pair.refreshId, "refresh", pair.refreshHash, nowIso, pair.refreshExpires, oldHash, pair.refreshId),
   ]);
-  const row = rotated?.results[0] as { scopes: string } | undefined;
-  if (row) return { ok: true, body: tokenResponse(pair, row.scopes) };
+  const row = rotated?.results[0] as { grant_id: string; scopes: string; workspace_id: string; user_id: string } | undefined;
+  if (row) {
+    return { ok: true, body: tokenResponse(pair, row.scopes), grant: { grantId: row.grant_id, workspaceId: row.workspace_id, userId: row.user_id, clientId } };
+  }
 
   const t = refreshToken.startsWith(REFRESH_TOKEN_PREFIX) ? await statements(env).tokenWithGrant.get({ hash: oldHash }) : undefined;
   if (!t || t.kind !== "refresh") return { ok: false, error: invalidGrant("The refresh token is unknown") };
