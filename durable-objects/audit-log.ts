@@ -6,9 +6,7 @@ import { uuidv7 } from "uuidv7";
 import {
   canonicalJson,
   detailsDigest,
-  detailsDigestAsync,
   entryHash,
-  entryHashAsync,
   GENESIS_HASH,
   newSalt,
   type ChainFields,
@@ -27,7 +25,7 @@ const INSERT_EVENT = `INSERT INTO events (seq, id, occurred_at, kind, outcome, a
 /** The hashed columns of the chain, in `chainRow`'s order. */
 const SELECT_CHAIN_ROWS = `SELECT seq, occurred_at, kind, outcome, actor_kind, actor_id, agent_id, conversation_id,
   target, intent, details, salt, details_digest, prev_hash, hash FROM events WHERE seq >= ? AND seq <= ? ORDER BY seq`;
-const VERIFY_CHUNK = 2000;
+const VERIFY_CHUNK = 10_000;
 
 type ChainRow = ChainFields & { details: string; salt: string | null; hash: string };
 
@@ -55,8 +53,8 @@ type PendingAppend = { batch: AppendEvent[]; resolve: (written: Written[]) => vo
 
 /**
  * One per workspace: the single writer of that workspace's tamper-evident audit chain.
- * Appends are synchronous from reading the head to writing the row (hashing with
- * @noble/hashes, inside one storage transaction), so concurrent appends cannot fork it;
+ * Appends are synchronous from reading the head to writing the row (native SHA-256 through
+ * node:crypto, inside one storage transaction), so concurrent appends cannot fork it;
  * appends that arrive together share that transaction.
  */
 export class AuditLog extends DurableObject<Env> {
@@ -197,9 +195,9 @@ export class AuditLog extends DurableObject<Env> {
    * break; a prev_hash that is not the previous entry's hash is a `linkage` break. The entry
    * just before the window anchors the first prev_hash.
    *
-   * The window ends at the head as it is when verification starts. Rows are read in chunks
-   * and each chunk's digests computed with WebCrypto in parallel: this is the part that costs
-   * (two SHA-256 per entry), and appends may interleave between chunks instead of waiting.
+   * The window ends at the head as it is when verification starts. Rows are read and hashed
+   * in chunks (two SHA-256 per entry: the part that costs), and the object yields between
+   * chunks so appends are not held up behind a long verification.
    */
   async verify(limit: number): Promise<VerifyResult> {
     const toSeq = this.head.seq;
@@ -213,9 +211,10 @@ export class AuditLog extends DurableObject<Env> {
     let checked = 0;
     let first: number | null = null;
     for (let lo = fromSeq; lo <= toSeq; lo += VERIFY_CHUNK) {
+      if (lo > fromSeq) await new Promise((resolve) => setTimeout(resolve, 0)); // let appends in between chunks
       const rows = [...this.ctx.storage.sql.exec(SELECT_CHAIN_ROWS, lo, Math.min(toSeq, lo + VERIFY_CHUNK - 1)).raw()].map(chainRow);
-      const digests = await Promise.all(rows.map((r) => (r.salt === null ? null : detailsDigestAsync(r.salt, r.details))));
-      const hashes = await Promise.all(rows.map(entryHashAsync));
+      const digests = rows.map((r) => (r.salt === null ? null : detailsDigest(r.salt, r.details)));
+      const hashes = rows.map(entryHash);
       for (const [i, r] of rows.entries()) {
         first ??= r.seq;
         checked += 1;

@@ -8,12 +8,12 @@
  *
  * `canonical` is JSON with object keys sorted recursively and no insignificant white space;
  * absent ids are JSON null. The first entry's prev_hash is GENESIS_HASH (64 zeros).
- * Hashing is synchronous (@noble/hashes) so an append never awaits between reading the
- * head and writing the entry. Verification writes nothing and may await: it uses the
- * WebCrypto variants below (same bytes in, same digests out), about twice as fast in workerd.
+ * Hashing is synchronous (the runtime's native SHA-256 through `node:crypto`), so
+ * an append never awaits between reading the head and writing the entry, and verification
+ * costs one native call per digest.
  */
-import { sha256 } from "@noble/hashes/sha2.js";
-import { bytesToHex, concatBytes, hexToBytes, utf8ToBytes } from "@noble/hashes/utils.js";
+import { Buffer } from "node:buffer";
+import { createHash, hash } from "node:crypto";
 
 export const GENESIS_HASH = "0".repeat(64);
 const VERSION = "v1";
@@ -42,12 +42,16 @@ export function canonicalJson(value: unknown): string {
   return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(",")}}`;
 }
 
+const HEX_SALT = /^(?:[0-9a-f]{2})+$/;
+
+/** A stored salt that is not lowercase hex matches no digest (verify reports a content break). */
 export function detailsDigest(saltHex: string, canonicalDetails: string): string {
-  return bytesToHex(sha256(concatBytes(hexToBytes(saltHex), utf8ToBytes(canonicalDetails))));
+  if (!HEX_SALT.test(saltHex)) return "";
+  return createHash("sha256").update(Buffer.from(saltHex, "hex")).update(canonicalDetails, "utf8").digest("hex");
 }
 
 export function entryHash(f: ChainFields): string {
-  return bytesToHex(sha256(utf8ToBytes(encodeEntry(f))));
+  return hash("sha256", encodeEntry(f), "hex");
 }
 
 function encodeEntry(f: ChainFields): string {
@@ -68,16 +72,4 @@ function encodeEntry(f: ChainFields): string {
   ]);
 }
 
-async function sha256HexAsync(bytes: Uint8Array): Promise<string> {
-  return bytesToHex(new Uint8Array(await crypto.subtle.digest("SHA-256", bytes)));
-}
-
-const HEX_SALT = /^(?:[0-9a-f]{2})+$/;
-
-/** As `detailsDigest`; a stored salt that is not lowercase hex matches no digest (a content break). */
-export const detailsDigestAsync = (saltHex: string, canonicalDetails: string): Promise<string> =>
-  HEX_SALT.test(saltHex) ? sha256HexAsync(concatBytes(hexToBytes(saltHex), utf8ToBytes(canonicalDetails))) : Promise.resolve("");
-
-export const entryHashAsync = (f: ChainFields): Promise<string> => sha256HexAsync(utf8ToBytes(encodeEntry(f)));
-
-export const newSalt = (): string => bytesToHex(crypto.getRandomValues(new Uint8Array(16)));
+export const newSalt = (): string => Buffer.from(crypto.getRandomValues(new Uint8Array(16))).toString("hex");

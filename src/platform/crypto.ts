@@ -1,9 +1,9 @@
-import { sha256 } from "@noble/hashes/sha2.js";
-import { bytesToHex, utf8ToBytes } from "@noble/hashes/utils.js";
+import { utf8ToBytes } from "@noble/hashes/utils.js";
+import { hash } from "node:crypto";
 import { base64ToBytes, bytesToBase64 } from "./ids";
 
 /** SHA-256 hex of a token: the only form in which tokens, codes and secrets are stored. */
-export const hashToken = (token: string): string => bytesToHex(sha256(utf8ToBytes(token)));
+export const hashToken = (token: string): string => hash("sha256", token, "hex");
 
 /** Constant-time comparison of two strings (length leaks, content does not). */
 export function timingSafeEqual(a: string, b: string): boolean {
