@@ -50,11 +50,11 @@ async function tokenStillValid(env: Env, tokenId: string, now: number): Promise<
 
 /** The user's live browser connection, or null (a connection whose token has lapsed is closed). */
 export async function liveConnection(env: Env, caller: Caller): Promise<ConnectionInfo | null> {
-  const stub = browserSession(env, caller.userId);
-  const info = await stub.connection();
+  const browser = browserSession(env, caller.userId);
+  const info = await browser.connection();
   if (!info) return null;
   if (!(await tokenStillValid(env, info.tokenId, Date.now()))) {
-    await stub.disconnect("the connection's token is no longer valid");
+    await browser.disconnect("the connection's token is no longer valid");
     return null;
   }
   return info;
@@ -120,7 +120,7 @@ export async function askBrowser(env: Env, caller: Caller, input: AskRequest, de
     abort.signal.addEventListener("abort", () => resolve({ ok: false, error: "timeout", message: `The ask deadline of ${timeoutMs} ms passed` })),
   );
 
-  const stub = browserSession(env, caller.userId);
+  const browser = browserSession(env, caller.userId);
   const methods: Method[] = [];
   let failure: BrowserCommandError | null = null;
   let steps = 0;
@@ -128,7 +128,7 @@ export async function askBrowser(env: Env, caller: Caller, input: AskRequest, de
     methods.push(method);
     const remaining = deadline - Date.now();
     if (remaining <= 0) return { ok: false, error: "timeout", message: `The ask deadline of ${timeoutMs} ms passed` };
-    return Promise.race([stub.command(method, params, Math.min(LIMITS.defaultTimeoutMs, remaining)), aborted]);
+    return Promise.race([browser.command(method, params, Math.min(LIMITS.defaultTimeoutMs, remaining)), aborted]);
   };
 
   const finish = (reply: string, why: AskFinish): AskOutcome => ({ reply, steps, agent, finish: why, methods, durationMs: Date.now() - started });
