@@ -36,7 +36,8 @@ export class BaselineLog extends DurableObject {
   /** Same grouping as AuditLog.append: one transaction per group of appends that arrive together. */
   append(batch) {
     return new Promise((resolve, reject) => {
-      (this.pending ??= []).push({ batch, resolve, reject });
+      this.pending ??= [];
+      this.pending.push({ batch, resolve, reject });
       if (this.pending.length === 1) setTimeout(() => this.flush(), 0);
     });
   }
@@ -54,7 +55,10 @@ export class BaselineLog extends DurableObject {
         }
       }
     });
-    group.forEach((p, i) => (outcomes[i].ok ? p.resolve(outcomes[i].written) : p.reject(outcomes[i].error)));
+    group.forEach((p, i) => {
+      if (outcomes[i].ok) p.resolve(outcomes[i].written);
+      else p.reject(outcomes[i].error);
+    });
   }
 
   write(batch) {

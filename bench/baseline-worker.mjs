@@ -77,7 +77,7 @@ async function refresh(request, env) {
   if (params.get("grant_type") !== "refresh_token" || !clientId || !refreshToken) return json(400, { error: "invalid_request" });
   const s = prepared(env.DB);
   const client = await s.client.bind(clientId).first();
-  if (!client || client.auth_method !== "none") return json(401, { error: "invalid_client" });
+  if (client?.auth_method !== "none") return json(401, { error: "invalid_client" });
   const now = Date.now();
   const nowIso = new Date(now).toISOString();
   const access = randomToken("svc_at_");

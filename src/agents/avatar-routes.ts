@@ -42,7 +42,7 @@ avatarRouter.openapi(
       "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; sandbox",
     };
     const inm = c.req.header("If-None-Match");
-    if (inm && inm.split(",").some((t) => t.trim().replace(/^W\//, "") === etag)) {
+    if (inm?.split(",").some((t) => t.trim().replace(/^W\//, "") === etag)) {
       if (!(await c.env.FILES.head(key))) throw notFound("No such avatar");
       return c.body(null, 304, headers);
     }

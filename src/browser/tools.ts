@@ -1,5 +1,5 @@
 import { tool, type ToolSet } from "ai";
-import { z } from "zod";
+import type { z } from "zod";
 import { METHODS, PARAMS, type CommandOutcome, type Method } from "../../durable-objects/protocol";
 import type { Scope } from "../auth/scopes";
 

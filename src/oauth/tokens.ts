@@ -200,7 +200,7 @@ export async function refreshTokens(env: Env, clientId: string, refreshToken: st
   }
 
   const t = refreshToken.startsWith(REFRESH_TOKEN_PREFIX) ? await statements(env).tokenWithGrant.get({ hash: oldHash }) : undefined;
-  if (!t || t.kind !== "refresh") return { ok: false, error: invalidGrant("The refresh token is unknown") };
+  if (t?.kind !== "refresh") return { ok: false, error: invalidGrant("The refresh token is unknown") };
   if (t.clientId !== clientId) return { ok: false, error: invalidGrant("The refresh token was issued to another client") };
   if (t.grantRevokedAt) return { ok: false, error: invalidGrant("The refresh token has been revoked") };
   if (t.revokedAt) {

@@ -23,7 +23,7 @@ export async function signIn(env: Env, email: string, password: string): Promise
     .where(and(eq(users.email, email), isNull(users.erasedAt)))
     .get();
   const valid = await verifyPassword(password, user?.passwordHash ?? DUMMY_PASSWORD_HASH);
-  if (!user || !user.passwordHash || !valid) return { ok: false, userId: user?.id, workspaceId: user?.workspaceId };
+  if (!user?.passwordHash || !valid) return { ok: false, userId: user?.id, workspaceId: user?.workspaceId };
   const sessionToken = randomToken("");
   const sessionId = newId();
   await d
@@ -53,7 +53,7 @@ export async function signOut(env: Env, sessionToken: string) {
 /** A same-origin path to go back to after sign-in, or the default. Never another origin. */
 export function safeReturnTo(value: string | undefined | null): string {
   const fallback = "/v1/api/me";
-  if (!value || !value.startsWith("/") || value.startsWith("//") || value.startsWith("/\\")) return fallback;
+  if (!value?.startsWith("/") || value.startsWith("//") || value.startsWith("/\\")) return fallback;
   if (/[\u0000-\u001f\u007f\\]/.test(value)) return fallback;
   return value;
 }

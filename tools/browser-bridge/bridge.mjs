@@ -51,7 +51,7 @@ export async function startBridge(options) {
   let socket = null;
   let attempt = 0;
   /** @type {((value: void) => void)[]} */
-  let onOpen = [];
+  const onOpen = [];
   // Commands run one at a time, in arrival order, on the one page.
   let queue = Promise.resolve();
 
@@ -166,6 +166,8 @@ async function run(page, method, p) {
     case "computer.url":
       return { url: page.url(), title: (await page.title()).slice(0, LIMITS.maxTextChars) };
     case "computer.read": {
+      // innerText, not textContent: the agent should read what a person sees (no scripts, styles or hidden nodes).
+      // biome-ignore lint/performance/useDomNodeTextContent: rendered text is the point here
       const text = await page.evaluate(() => document.body?.innerText ?? "");
       return { text: text.slice(0, LIMITS.maxTextChars) };
     }
