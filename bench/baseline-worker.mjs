@@ -51,7 +51,11 @@ async function sha256Hex(text) {
 const json = (status, body, headers = {}) =>
   new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json", ...headers } });
 
-const base64url = (bytes) => btoa(String.fromCharCode(...bytes)).replaceAll("+", "-").replaceAll("/", "_").replace(/=+$/, "");
+const base64url = (bytes) =>
+  btoa(String.fromCharCode(...bytes))
+    .replaceAll("+", "-")
+    .replaceAll("/", "_")
+    .replace(/=+$/, "");
 const randomToken = (prefix) => prefix + base64url(crypto.getRandomValues(new Uint8Array(32)));
 
 // UUIDv7 like the service's ids (time-ordered primary keys insert at the end of the index).
@@ -74,7 +78,8 @@ async function refresh(request, env) {
   const params = new URLSearchParams(await request.text());
   const clientId = params.get("client_id");
   const refreshToken = params.get("refresh_token");
-  if (params.get("grant_type") !== "refresh_token" || !clientId || !refreshToken) return json(400, { error: "invalid_request" });
+  if (params.get("grant_type") !== "refresh_token" || !clientId || !refreshToken)
+    return json(400, { error: "invalid_request" });
   const s = prepared(env.DB);
   const client = await s.client.bind(clientId).first();
   if (client?.auth_method !== "none") return json(401, { error: "invalid_client" });
@@ -82,19 +87,45 @@ async function refresh(request, env) {
   const nowIso = new Date(now).toISOString();
   const access = randomToken("svc_at_");
   const next = randomToken("svc_rt_");
-  const [oldHash, accessHash, nextHash] = await Promise.all([sha256Hex(refreshToken), sha256Hex(access), sha256Hex(next)]);
+  const [oldHash, accessHash, nextHash] = await Promise.all([
+    sha256Hex(refreshToken),
+    sha256Hex(access),
+    sha256Hex(next),
+  ]);
   const accessId = uuidv7();
   const nextId = uuidv7();
   const [rotated] = await env.DB.batch([
     s.rotate.bind(nowIso, nextId, oldHash, clientId),
-    s.insertAfterRotation.bind(accessId, "access", accessHash, nowIso, new Date(now + ACCESS_TTL_S * 1000).toISOString(), oldHash, nextId),
-    s.insertAfterRotation.bind(nextId, "refresh", nextHash, nowIso, new Date(now + REFRESH_TTL_S * 1000).toISOString(), oldHash, nextId),
+    s.insertAfterRotation.bind(
+      accessId,
+      "access",
+      accessHash,
+      nowIso,
+      new Date(now + ACCESS_TTL_S * 1000).toISOString(),
+      oldHash,
+      nextId,
+    ),
+    s.insertAfterRotation.bind(
+      nextId,
+      "refresh",
+      nextHash,
+      nowIso,
+      new Date(now + REFRESH_TTL_S * 1000).toISOString(),
+      oldHash,
+      nextId,
+    ),
   ]);
   const row = rotated.results[0];
   if (!row) return json(400, { error: "invalid_grant" }, NO_STORE);
   return json(
     200,
-    { access_token: access, token_type: "Bearer", expires_in: ACCESS_TTL_S, refresh_token: next, scope: JSON.parse(row.scopes).join(" ") },
+    {
+      access_token: access,
+      token_type: "Bearer",
+      expires_in: ACCESS_TTL_S,
+      refresh_token: next,
+      scope: JSON.parse(row.scopes).join(" "),
+    },
     NO_STORE,
   );
 }

@@ -5,13 +5,15 @@
 //   node bench/browser-roundtrip.mjs [--n 2000] [--rounds 3]
 import path from "node:path";
 import { parseArgs } from "node:util";
-import { bundleWorker } from "./lib/bundle.mjs";
 import { measureBrowserRoundTrip } from "./lib/browser.mjs";
+import { bundleWorker } from "./lib/bundle.mjs";
 import { startRuntime } from "./lib/runtime.mjs";
 import { applyMigrations, signup } from "./lib/seed.mjs";
 
 const ROOT = path.resolve(import.meta.dirname, "..");
-const { values } = parseArgs({ options: { n: { type: "string", default: "2000" }, rounds: { type: "string", default: "3" } } });
+const { values } = parseArgs({
+  options: { n: { type: "string", default: "2000" }, rounds: { type: "string", default: "3" } },
+});
 const N = Number(values.n);
 const ROUNDS = Number(values.rounds);
 
@@ -20,7 +22,11 @@ const { mf, urls, db } = await startRuntime(ROOT, bundle);
 try {
   await applyMigrations(db, path.join(ROOT, "migrations"));
   const { token, userId } = await signup(urls.service, "Bench");
-  const { echo: e, http: h, command: c } = await measureBrowserRoundTrip({
+  const {
+    echo: e,
+    http: h,
+    command: c,
+  } = await measureBrowserRoundTrip({
     serviceUrl: urls.service,
     driverUrl: urls.browser,
     token,
@@ -34,7 +40,9 @@ try {
   console.log(`  HTTP no-op            p50 ${fmt(h.p50)}  p99 ${fmt(h.p99)}`);
   console.log(`  command via object    p50 ${fmt(c.p50)}  p99 ${fmt(c.p99)}`);
   console.log(`  command / echo        p50 ${(c.p50 / e.p50).toFixed(2)}x  p99 ${(c.p99 / e.p99).toFixed(2)}x`);
-  console.log(`  command / (http+echo) p50 ${(c.p50 / (h.p50 + e.p50)).toFixed(2)}x  p99 ${(c.p99 / (h.p99 + e.p99)).toFixed(2)}x`);
+  console.log(
+    `  command / (http+echo) p50 ${(c.p50 / (h.p50 + e.p50)).toFixed(2)}x  p99 ${(c.p99 / (h.p99 + e.p99)).toFixed(2)}x`,
+  );
 } finally {
   await mf.dispose();
 }

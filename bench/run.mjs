@@ -4,8 +4,8 @@ import os from "node:os";
 import path from "node:path";
 import { performance } from "node:perf_hooks";
 import { isDeepStrictEqual } from "node:util";
-import { BUNDLE_BUDGET_BYTES, bundleWorker, profileStartup, STARTUP_AIM_MS } from "./lib/bundle.mjs";
 import { measureBrowserRoundTrip } from "./lib/browser.mjs";
+import { BUNDLE_BUDGET_BYTES, bundleWorker, profileStartup, STARTUP_AIM_MS } from "./lib/bundle.mjs";
 import { measureAlternating } from "./lib/load.mjs";
 import { addPublicClient, refreshProblems, refreshTarget, rotationState, seedGrants } from "./lib/refresh.mjs";
 import { printTable } from "./lib/report.mjs";
@@ -14,7 +14,9 @@ import { addAgents, applyMigrations, signup } from "./lib/seed.mjs";
 
 const major = Number(process.versions.node.split(".")[0]);
 if (major < 22) {
-  console.error(`Node ${process.versions.node} is too old: run through \`npm run bench\` (Node 24 from the node dev dependency).`);
+  console.error(
+    `Node ${process.versions.node} is too old: run through \`npm run bench\` (Node 24 from the node dev dependency).`,
+  );
   process.exit(1);
 }
 
@@ -36,7 +38,12 @@ const BROWSER_SAMPLES = num("BENCH_BROWSER_SAMPLES", 2000);
 const ONLY = new Set((process.env.BENCH_ONLY ?? "http,refresh,browser,append,verify").split(",").map((s) => s.trim()));
 
 const started = performance.now();
-console.log(`node ${process.versions.node}, ${os.cpus().length} CPUs, load average ${os.loadavg().map((l) => l.toFixed(2)).join(" ")} (other load skews req/s; ratios are measured in alternating rounds)`);
+console.log(
+  `node ${process.versions.node}, ${os.cpus().length} CPUs, load average ${os
+    .loadavg()
+    .map((l) => l.toFixed(2))
+    .join(" ")} (other load skews req/s; ratios are measured in alternating rounds)`,
+);
 const step = (msg) => console.log(`[${((performance.now() - started) / 1000).toFixed(1).padStart(5)} s] ${msg}`);
 const failures = [];
 const check = (ok, what) => {
@@ -63,7 +70,9 @@ const best = (xs) => Math.min(...xs);
 // 1. Bundle
 step("bundling src/index.ts with wrangler deploy --dry-run");
 const bundle = bundleWorker(ROOT, path.join(ROOT, "bench", ".out", "worker"));
-step(`bundle: ${bundle.modules.length} modules, ${(bundle.rawBytes / 1024).toFixed(1)} KiB raw, ${(bundle.gzipBytes / 1024).toFixed(1)} KiB gzip (wrangler: ${bundle.wranglerReport ?? "n/a"})`);
+step(
+  `bundle: ${bundle.modules.length} modules, ${(bundle.rawBytes / 1024).toFixed(1)} KiB raw, ${(bundle.gzipBytes / 1024).toFixed(1)} KiB gzip (wrangler: ${bundle.wranglerReport ?? "n/a"})`,
+);
 
 const startup = profileStartup(ROOT, path.join(ROOT, "bench", ".out", "startup.cpuprofile"));
 step(`startup: ${startup.activeMs} ms of CPU in the global scope (profile: bench/.out/startup.cpuprofile)`);
@@ -107,9 +116,17 @@ try {
   const agentsUrl = (base) => new URL("/v1/agents", base).href;
   const ours = await getJson(agentsUrl(urls.service), { headers: auth });
   const base = await getJson(agentsUrl(urls.baseline), { headers: auth });
-  check(ours.agents.length === EXTRA_AGENTS + 1, `GET /v1/agents returned ${ours.agents.length} agents, expected ${EXTRA_AGENTS + 1}`);
-  check(isDeepStrictEqual(ours, base), "the baseline's /v1/agents body differs from ours: it would not be doing the same work");
-  step(`seeded: ${ours.agents.length} agents in the bench workspace; baseline body identical to ours: ${isDeepStrictEqual(ours, base)}`);
+  check(
+    ours.agents.length === EXTRA_AGENTS + 1,
+    `GET /v1/agents returned ${ours.agents.length} agents, expected ${EXTRA_AGENTS + 1}`,
+  );
+  check(
+    isDeepStrictEqual(ours, base),
+    "the baseline's /v1/agents body differs from ours: it would not be doing the same work",
+  );
+  step(
+    `seeded: ${ours.agents.length} agents in the bench workspace; baseline body identical to ours: ${isDeepStrictEqual(ours, base)}`,
+  );
 
   // 4a. HTTP: our route, its baseline Worker and the runtime's ceiling
   if (ONLY.has("http")) await benchHttp(urls, auth, agentsUrl);
@@ -123,7 +140,9 @@ try {
 }
 
 async function benchHttp(urls, auth, agentsUrl) {
-  step(`GET /v1/agents vs baseline vs /v1/health: ${ROUNDS} alternating rounds × ${SECONDS} s, ${HTTP_CONNECTIONS} connections`);
+  step(
+    `GET /v1/agents vs baseline vs /v1/health: ${ROUNDS} alternating rounds × ${SECONDS} s, ${HTTP_CONNECTIONS} connections`,
+  );
   const http = await measureAlternating(
     [
       { name: "agents", url: agentsUrl(urls.service), headers: auth, connections: HTTP_CONNECTIONS },
@@ -168,14 +187,17 @@ async function benchHttp(urls, auth, agentsUrl) {
       pass: null,
     },
   );
-
 }
 
 // 4b. The refresh-token grant: every request rotates a token never presented before
 async function benchRefresh(urls, main) {
   const tokenUrl = (base) => new URL("/v1/oauth/token", base).href;
   const owner = { workspaceId: main.workspaceId, userId: main.userId };
-  const clients = { ours: "svc_client_bench_ours", baseline: "svc_client_bench_baseline", check: "svc_client_bench_check" };
+  const clients = {
+    ours: "svc_client_bench_ours",
+    baseline: "svc_client_bench_baseline",
+    check: "svc_client_bench_check",
+  };
   for (const clientId of Object.values(clients)) await addPublicClient(db, { ...owner, clientId });
 
   // The reuse check below is not vacuous: a token presented twice revokes its grant.
@@ -192,10 +214,24 @@ async function benchRefresh(urls, main) {
     `a refresh token presented twice: ${first.status} then ${again.status} ${JSON.stringify(againBody)}, ${probeState.revoked} grant(s) revoked (expected 200, 400 invalid_grant, 1)`,
   );
 
-  step(`refresh_token grant vs raw D1 rotation worker: ${ROUNDS} alternating rounds of about ${SECONDS} s, ${HTTP_CONNECTIONS} connections, one fresh token per request`);
+  step(
+    `refresh_token grant vs raw D1 rotation worker: ${ROUNDS} alternating rounds of about ${SECONDS} s, ${HTTP_CONNECTIONS} connections, one fresh token per request`,
+  );
   const targets = [
-    refreshTarget(db, { name: "ours", url: tokenUrl(urls.service), connections: HTTP_CONNECTIONS, clientId: clients.ours, ...owner }),
-    refreshTarget(db, { name: "baseline", url: tokenUrl(urls.baseline), connections: HTTP_CONNECTIONS, clientId: clients.baseline, ...owner }),
+    refreshTarget(db, {
+      name: "ours",
+      url: tokenUrl(urls.service),
+      connections: HTTP_CONNECTIONS,
+      clientId: clients.ours,
+      ...owner,
+    }),
+    refreshTarget(db, {
+      name: "baseline",
+      url: tokenUrl(urls.baseline),
+      connections: HTTP_CONNECTIONS,
+      clientId: clients.baseline,
+      ...owner,
+    }),
   ];
   const refresh = await measureAlternating(targets, { rounds: ROUNDS, seconds: SECONDS });
   let sound = true;
@@ -246,7 +282,9 @@ async function benchRefresh(urls, main) {
 
 // 4c. Browser command round trip through the BrowserSession object
 async function benchBrowser(urls, main) {
-  step(`browser command round trip: ${ROUNDS} interleaved rounds × ${BROWSER_SAMPLES} sequential samples of echo, HTTP no-op and command`);
+  step(
+    `browser command round trip: ${ROUNDS} interleaved rounds × ${BROWSER_SAMPLES} sequential samples of echo, HTTP no-op and command`,
+  );
   const r = await measureBrowserRoundTrip({
     serviceUrl: urls.service,
     driverUrl: urls.browser,
@@ -257,7 +295,8 @@ async function benchBrowser(urls, main) {
   });
   check(r.answered === r.expected, `the extension answered ${r.answered} commands, expected ${r.expected}`);
   const ms = (x) => `${x.toFixed(3)} ms`;
-  for (const name of ["echo", "http", "command"]) step(`  ${name}: p50 ${ms(r[name].p50)}, p99 ${ms(r[name].p99)} (best round)`);
+  for (const name of ["echo", "http", "command"])
+    step(`  ${name}: p50 ${ms(r[name].p50)}, p99 ${ms(r[name].p99)} (best round)`);
   rows.push(
     {
       figure: "browser command round trip p50",
@@ -294,7 +333,9 @@ async function benchBrowser(urls, main) {
 
 // 4d. Audit appends: 64 concurrent writers on one workspace's chain
 async function benchAppends(auditUrl) {
-  step(`audit appends: ${WRITERS} concurrent writers × ${APPENDS_PER_REQUEST} sequential one-event appends per request, ${ROUNDS} rounds × ${SECONDS} s`);
+  step(
+    `audit appends: ${WRITERS} concurrent writers × ${APPENDS_PER_REQUEST} sequential one-event appends per request, ${ROUNDS} rounds × ${SECONDS} s`,
+  );
   const appendTarget = (log) => ({
     name: log,
     url: auditUrl("append", { log, name: `append-${log}`, n: APPENDS_PER_REQUEST }),
@@ -309,7 +350,10 @@ async function benchAppends(auditUrl) {
     step(`  ${name}: ${Math.round(r.rps * APPENDS_PER_REQUEST)} appends/s, request p50 ${r.p50} ms, p99 ${r.p99} ms`);
   }
   const chain = await getJson(auditUrl("verify", { name: "append-audit", limit: 1e9 }));
-  check(chain.ok && chain.first_seq === 1 && chain.checked === chain.last_seq, `chain after concurrent appends does not verify: ${JSON.stringify(chain)}`);
+  check(
+    chain.ok && chain.first_seq === 1 && chain.checked === chain.last_seq,
+    `chain after concurrent appends does not verify: ${JSON.stringify(chain)}`,
+  );
   check(chain.checked >= appends.audit.requests * APPENDS_PER_REQUEST, "fewer chain entries than acknowledged appends");
   step(`  chain written by ${WRITERS} concurrent writers: ${chain.checked} entries, verify ok=${chain.ok}`);
   const appendRate = appends.audit.rps * APPENDS_PER_REQUEST;
@@ -344,13 +388,15 @@ async function benchAppends(auditUrl) {
       pass: chain.ok,
     },
   );
-
 }
 
 // 4e. Verify 100 000 entries
 async function benchVerify(auditUrl) {
-  step(`filling one chain with ${VERIFY_ENTRIES.toLocaleString("en-US")} entries (batches of ${FILL_BATCH}) and its plain twin`);
-  const fill = (log) => timed(() => getJson(auditUrl("fill", { log, name: `verify-${log}`, total: VERIFY_ENTRIES, batch: FILL_BATCH })));
+  step(
+    `filling one chain with ${VERIFY_ENTRIES.toLocaleString("en-US")} entries (batches of ${FILL_BATCH}) and its plain twin`,
+  );
+  const fill = (log) =>
+    timed(() => getJson(auditUrl("fill", { log, name: `verify-${log}`, total: VERIFY_ENTRIES, batch: FILL_BATCH })));
   const fillAudit = await fill("audit");
   const fillPlain = await fill("plain");
   step(`  filled: chain ${(fillAudit.ms / 1000).toFixed(1)} s, plain ${(fillPlain.ms / 1000).toFixed(1)} s`);
@@ -366,7 +412,9 @@ async function benchVerify(auditUrl) {
     check(s.value.checked === VERIFY_ENTRIES, `scan read ${s.value.checked} rows`);
   }
   check(verified.ok && verified.checked === VERIFY_ENTRIES, `verify of the filled chain: ${JSON.stringify(verified)}`);
-  step(`  verify runs ${verifyRuns.map((m) => m.toFixed(0)).join(", ")} ms; scan runs ${scanRuns.map((m) => m.toFixed(0)).join(", ")} ms`);
+  step(
+    `  verify runs ${verifyRuns.map((m) => m.toFixed(0)).join(", ")} ms; scan runs ${scanRuns.map((m) => m.toFixed(0)).join(", ")} ms`,
+  );
   const verifyMs = best(verifyRuns);
   rows.push(
     {
@@ -395,7 +443,12 @@ async function benchVerify(auditUrl) {
 console.log("");
 printTable(rows);
 console.log("");
-step(`done; load average now ${os.loadavg().map((l) => l.toFixed(2)).join(" ")}`);
+step(
+  `done; load average now ${os
+    .loadavg()
+    .map((l) => l.toFixed(2))
+    .join(" ")}`,
+);
 if (failures.length > 0) {
   console.error(`\nThe bench itself is broken (figures above are not trustworthy):\n- ${failures.join("\n- ")}`);
   process.exit(1);

@@ -1,20 +1,22 @@
 import { DurableObject } from "cloudflare:workers";
-import { and, desc, eq, gte, sql, type SQL } from "drizzle-orm";
-import { drizzle, type DrizzleSqliteDODatabase } from "drizzle-orm/durable-sqlite";
+import { and, desc, eq, gte, type SQL, sql } from "drizzle-orm";
+import { type DrizzleSqliteDODatabase, drizzle } from "drizzle-orm/durable-sqlite";
 import { migrate } from "drizzle-orm/durable-sqlite/migrator";
 import { uuidv7 } from "uuidv7";
-import {
-  canonicalJson,
-  detailsDigest,
-  entryHash,
-  GENESIS_HASH,
-  newSalt,
-  type ChainFields,
-} from "./audit-log/chain";
+import { type ChainFields, canonicalJson, detailsDigest, entryHash, GENESIS_HASH, newSalt } from "./audit-log/chain";
 import migrations from "./audit-log/migrations/migrations.js";
 import * as schema from "./audit-log/schema";
 import { events } from "./audit-log/schema";
-import type { ActorKind, AppendEvent, AuditEvent, AuditOutcome, ListFilters, ListPage, ListResult, VerifyResult } from "./audit-log/types";
+import type {
+  ActorKind,
+  AppendEvent,
+  AuditEvent,
+  AuditOutcome,
+  ListFilters,
+  ListPage,
+  ListResult,
+  VerifyResult,
+} from "./audit-log/types";
 
 const REDACTED_DETAILS = canonicalJson({ redacted: true });
 
@@ -171,7 +173,12 @@ export class AuditLog extends DurableObject<Env> {
   }
 
   private readHead(): { seq: number; hash: string } {
-    const last = this.db.select({ seq: events.seq, hash: events.hash }).from(events).orderBy(desc(events.seq)).limit(1).get();
+    const last = this.db
+      .select({ seq: events.seq, hash: events.hash })
+      .from(events)
+      .orderBy(desc(events.seq))
+      .limit(1)
+      .get();
     return last ?? { seq: 0, hash: GENESIS_HASH };
   }
 
@@ -204,7 +211,11 @@ export class AuditLog extends DurableObject<Env> {
     const fromSeq = Math.max(1, toSeq - limit + 1);
     const anchor =
       fromSeq > 1
-        ? this.db.select({ hash: events.hash }).from(events).where(eq(events.seq, fromSeq - 1)).get()?.hash
+        ? this.db
+            .select({ hash: events.hash })
+            .from(events)
+            .where(eq(events.seq, fromSeq - 1))
+            .get()?.hash
         : GENESIS_HASH;
     let expectedPrev = anchor ?? null;
     let expectedSeq = fromSeq;
@@ -212,7 +223,9 @@ export class AuditLog extends DurableObject<Env> {
     let first: number | null = null;
     for (let lo = fromSeq; lo <= toSeq; lo += VERIFY_CHUNK) {
       if (lo > fromSeq) await new Promise((resolve) => setTimeout(resolve, 0)); // let appends in between chunks
-      const rows = [...this.ctx.storage.sql.exec(SELECT_CHAIN_ROWS, lo, Math.min(toSeq, lo + VERIFY_CHUNK - 1)).raw()].map(chainRow);
+      const rows = [
+        ...this.ctx.storage.sql.exec(SELECT_CHAIN_ROWS, lo, Math.min(toSeq, lo + VERIFY_CHUNK - 1)).raw(),
+      ].map(chainRow);
       const digests = rows.map((r) => (r.salt === null ? null : detailsDigest(r.salt, r.details)));
       const hashes = rows.map(entryHash);
       for (const [i, r] of rows.entries()) {
@@ -224,7 +237,8 @@ export class AuditLog extends DurableObject<Env> {
             : (digests[i] !== null && digests[i] !== r.detailsDigest) || hashes[i] !== r.hash
               ? "content"
               : null;
-        if (breakType) return { ok: false, checked, first_seq: first, last_seq: r.seq, failure_seq: r.seq, break_type: breakType };
+        if (breakType)
+          return { ok: false, checked, first_seq: first, last_seq: r.seq, failure_seq: r.seq, break_type: breakType };
         expectedPrev = r.hash;
         expectedSeq = r.seq + 1;
       }
@@ -260,7 +274,9 @@ function conditions(f: ListFilters): SQL[] {
   if (f.conversationId) c.push(eq(events.conversationId, f.conversationId));
   if (f.q) {
     const pattern = `%${f.q.toLowerCase().replace(/[\\%_]/g, (m) => `\\${m}`)}%`;
-    c.push(sql`(lower(${events.target}) LIKE ${pattern} ESCAPE '\\' OR lower(${events.intent}) LIKE ${pattern} ESCAPE '\\')`);
+    c.push(
+      sql`(lower(${events.target}) LIKE ${pattern} ESCAPE '\\' OR lower(${events.intent}) LIKE ${pattern} ESCAPE '\\')`,
+    );
   }
   return c;
 }

@@ -3,21 +3,21 @@ import { z } from "zod";
 import { auditLog } from "../src/audit/client";
 import { parkEvent } from "../src/audit/outbox";
 import { allowedDetails } from "../src/audit/policy";
+import type { AppendEvent } from "./audit-log/types";
 import {
   CLOSE,
   CommandFrameSchema,
+  type CommandOutcome,
   ExtensionFrameSchema,
   LIMITS,
+  type Method,
+  PARAMS,
   PING_FRAME,
   PONG_FRAME,
-  ReadyParamsSchema,
   RESULTS,
-  PARAMS,
-  type CommandOutcome,
-  type Method,
+  ReadyParamsSchema,
   type SessionErrorEvent,
 } from "./protocol";
-import type { AppendEvent } from "./audit-log/types";
 
 /** Header on the Worker's internal upgrade request carrying the verified identity (never a client header). */
 export const CONNECTION_META_HEADER = "X-Browser-Session-Meta";
@@ -105,7 +105,11 @@ export class BrowserSession extends DurableObject<Env> {
    * Sends one command and waits for its reply. Never rejects: the outcome says why a
    * command failed (the extension's error, a timeout, a dropped socket, ...).
    */
-  command(method: Method, params: Record<string, unknown> = {}, timeoutMs: number = LIMITS.defaultTimeoutMs): Promise<CommandOutcome> {
+  command(
+    method: Method,
+    params: Record<string, unknown> = {},
+    timeoutMs: number = LIMITS.defaultTimeoutMs,
+  ): Promise<CommandOutcome> {
     const frame = CommandFrameSchema.pick({ method: true, params: true }).safeParse({ method, params });
     if (!frame.success) return Promise.resolve(fail("invalid argument", `unknown method ${String(method)}`));
     const checked = PARAMS[frame.data.method].safeParse(frame.data.params);
@@ -120,10 +124,17 @@ export class BrowserSession extends DurableObject<Env> {
     const attachment = attachmentOf(ws);
     const id = attachment.nextId;
     ws.serializeAttachment({ ...attachment, nextId: id + 1 });
-    const wait = clamp(Number.isFinite(timeoutMs) ? timeoutMs : LIMITS.defaultTimeoutMs, LIMITS.minTimeoutMs, LIMITS.maxTimeoutMs);
+    const wait = clamp(
+      Number.isFinite(timeoutMs) ? timeoutMs : LIMITS.defaultTimeoutMs,
+      LIMITS.minTimeoutMs,
+      LIMITS.maxTimeoutMs,
+    );
 
     return new Promise<CommandOutcome>((resolve) => {
-      const timer = setTimeout(() => settle(fail("timeout", `The browser did not answer ${method} within ${wait} ms`)), wait);
+      const timer = setTimeout(
+        () => settle(fail("timeout", `The browser did not answer ${method} within ${wait} ms`)),
+        wait,
+      );
       const settle = (outcome: CommandOutcome) => {
         clearTimeout(timer);
         this.pending.delete(id);
@@ -175,7 +186,12 @@ export class BrowserSession extends DurableObject<Env> {
 
     const pending = this.pending.get(frame.id);
     if (!pending || pending.connectionId !== attachment.connectionId) {
-      return this.refuse(ws, "unknown id", `No command with id ${frame.id} is waiting (it may have timed out)`, frame.id);
+      return this.refuse(
+        ws,
+        "unknown id",
+        `No command with id ${frame.id} is waiting (it may have timed out)`,
+        frame.id,
+      );
     }
     if (frame.type === "error") {
       pending.settle(fail(frame.error, frame.message ?? frame.error));
@@ -185,7 +201,10 @@ export class BrowserSession extends DurableObject<Env> {
     pending.settle(
       result.success
         ? { ok: true, result: result.data as Record<string, unknown> }
-        : fail("invalid result", `The result of ${pending.method} does not match the protocol: ${z.prettifyError(result.error)}`),
+        : fail(
+            "invalid result",
+            `The result of ${pending.method} does not match the protocol: ${z.prettifyError(result.error)}`,
+          ),
     );
   }
 
@@ -200,14 +219,23 @@ export class BrowserSession extends DurableObject<Env> {
   private async closed(ws: WebSocket, code: number, reason: string): Promise<void> {
     const attachment = attachmentOf(ws);
     this.rate.delete(attachment.connectionId);
-    this.failPending(attachment.connectionId, "disconnected", `The browser disconnected (${code}${reason ? `: ${reason}` : ""})`);
+    this.failPending(
+      attachment.connectionId,
+      "disconnected",
+      `The browser disconnected (${code}${reason ? `: ${reason}` : ""})`,
+    );
     if (attachment.retired) return;
     ws.serializeAttachment({ ...attachment, retired: true });
     await this.auditDisconnect(attachment, "closed", code);
   }
 
   /** Closes a socket on the server's initiative; false when it was already retired. */
-  private async retire(ws: WebSocket, code: number, reason: string, cause: "replaced" | "ended" | "rate_limited"): Promise<boolean> {
+  private async retire(
+    ws: WebSocket,
+    code: number,
+    reason: string,
+    cause: "replaced" | "ended" | "rate_limited",
+  ): Promise<boolean> {
     const attachment = attachmentOf(ws);
     if (attachment.retired) return false;
     ws.serializeAttachment({ ...attachment, retired: true });
@@ -257,7 +285,11 @@ export class BrowserSession extends DurableObject<Env> {
   }
 
   private refuse(ws: WebSocket, error: SessionErrorEvent["params"]["error"], message: string, id?: number): void {
-    const event: SessionErrorEvent = { type: "event", method: "session.error", params: { error, message: message.slice(0, 2_000), ...(id !== undefined ? { id } : {}) } };
+    const event: SessionErrorEvent = {
+      type: "event",
+      method: "session.error",
+      params: { error, message: message.slice(0, 2_000), ...(id !== undefined ? { id } : {}) },
+    };
     try {
       ws.send(JSON.stringify(event));
     } catch {
@@ -265,7 +297,11 @@ export class BrowserSession extends DurableObject<Env> {
     }
   }
 
-  private async auditDisconnect(a: Attachment, cause: "closed" | "replaced" | "ended" | "rate_limited", code: number): Promise<void> {
+  private async auditDisconnect(
+    a: Attachment,
+    cause: "closed" | "replaced" | "ended" | "rate_limited",
+    code: number,
+  ): Promise<void> {
     const kind = "browser.disconnect";
     const event: AppendEvent = {
       kind,
@@ -290,11 +326,15 @@ export class BrowserSession extends DurableObject<Env> {
       await auditLog(this.env, a.workspaceId).append([event]);
     } catch (e) {
       // The socket is already closed: park the event for the outbox rather than lose it, as audit() does.
-      console.error(JSON.stringify({ level: "error", msg: "browser.disconnect audit failed; event parked", error: String(e) }));
+      console.error(
+        JSON.stringify({ level: "error", msg: "browser.disconnect audit failed; event parked", error: String(e) }),
+      );
       try {
         await parkEvent(this.env, a.workspaceId, event, e);
       } catch (parkError) {
-        console.error(JSON.stringify({ level: "error", msg: "browser.disconnect event lost", error: String(parkError) }));
+        console.error(
+          JSON.stringify({ level: "error", msg: "browser.disconnect event lost", error: String(parkError) }),
+        );
       }
     }
   }

@@ -122,7 +122,11 @@ export const EventFrameSchema = z.object({
 });
 
 /** Every frame an extension may send. */
-export const ExtensionFrameSchema = z.discriminatedUnion("type", [SuccessFrameSchema, ErrorFrameSchema, EventFrameSchema]);
+export const ExtensionFrameSchema = z.discriminatedUnion("type", [
+  SuccessFrameSchema,
+  ErrorFrameSchema,
+  EventFrameSchema,
+]);
 export type ExtensionFrame = z.infer<typeof ExtensionFrameSchema>;
 
 export const ReadyParamsSchema = z.object({ user_agent: z.string().max(512).optional() });

@@ -7,14 +7,14 @@ import { accountRouter } from "./account/routes";
 import { adminRouter } from "./admin/routes";
 import { agentsRouter } from "./agents/routes";
 import { auditRouter } from "./audit/routes";
-import { workspaceRouter } from "./workspace/routes";
 import { browserRouter } from "./browser/routes";
 import { isOAuthJsonPath, oauthErrorHandler } from "./oauth/errors";
 import { oauthRouter } from "./oauth/routes";
-import { signinRouter } from "./signin/routes";
 import { healthRouter } from "./platform/health";
 import { BEARER, createRouter } from "./platform/openapi";
 import { ApiError, problem } from "./platform/problem";
+import { signinRouter } from "./signin/routes";
+import { workspaceRouter } from "./workspace/routes";
 
 const MiB = 1024 * 1024;
 /** Routes that accept more than the default 1 MiB body (base64 images). */
@@ -48,14 +48,16 @@ export function createApp() {
   app.openAPIRegistry.registerComponent("securitySchemes", BEARER, {
     type: "http",
     scheme: "bearer",
-    description: "A personal access token (svc_pat_…) or an OAuth access token (svc_at_…). Scopes are listed per operation.",
+    description:
+      "A personal access token (svc_pat_…) or an OAuth access token (svc_at_…). Scopes are listed per operation.",
   });
   app.doc31("/v1/openapi.json", (c) => ({
     openapi: "3.1.0",
     info: {
       title: "Workspace Agent Service API",
       version: "1.0.0",
-      description: "Multi-tenant API for configurable AI agents, with a built-in OAuth 2.1 authorization server. Errors are RFC 9457 problem details.",
+      description:
+        "Multi-tenant API for configurable AI agents, with a built-in OAuth 2.1 authorization server. Errors are RFC 9457 problem details.",
     },
     servers: [{ url: c.env.BASE_URL || new URL(c.req.url).origin }],
   }));
@@ -74,7 +76,15 @@ export function createApp() {
       const code = err.status === 415 ? "unsupported_media_type" : status === 400 ? "malformed_request" : "http_error";
       return problem(c, status as 400, code, err.message || "Bad request");
     }
-    console.error(JSON.stringify({ level: "error", request_id: c.get("requestId"), path: c.req.path, error: String(err), stack: (err as Error)?.stack }));
+    console.error(
+      JSON.stringify({
+        level: "error",
+        request_id: c.get("requestId"),
+        path: c.req.path,
+        error: String(err),
+        stack: (err as Error)?.stack,
+      }),
+    );
     return problem(c, 500, "internal_error", "An unexpected error occurred");
   });
   return app;

@@ -27,20 +27,34 @@ describe("POST /v1/api/signup", () => {
 
     const agents = await parse(await call("GET", "/v1/agents", { token: body.token }), AgentListSchema);
     expect(agents.agents).toHaveLength(1);
-    expect(agents.agents[0]).toMatchObject({ slug: "assistant", status: "enabled", is_default: true, instructions_is_default: true });
+    expect(agents.agents[0]).toMatchObject({
+      slug: "assistant",
+      status: "enabled",
+      is_default: true,
+      instructions_is_default: true,
+    });
     expect(agents.agents[0]!.instructions).toBeTruthy();
 
-    const ws = await env.DB.prepare("SELECT slug, email_slug FROM workspaces WHERE id = ?").bind(body.workspace.id).first<{ slug: string; email_slug: string }>();
+    const ws = await env.DB.prepare("SELECT slug, email_slug FROM workspaces WHERE id = ?")
+      .bind(body.workspace.id)
+      .first<{ slug: string; email_slug: string }>();
     expect(ws?.email_slug).toBe(ws?.slug);
   });
 
   it("stores the password as salted PBKDF2 and the token only as its SHA-256", async () => {
     const { user, adminToken } = await signupWorkspace();
-    const row = await env.DB.prepare("SELECT password_hash FROM users WHERE id = ?").bind(user.id).first<{ password_hash: string }>();
+    const row = await env.DB.prepare("SELECT password_hash FROM users WHERE id = ?")
+      .bind(user.id)
+      .first<{ password_hash: string }>();
     expect(row?.password_hash).toMatch(/^pbkdf2-sha256\$100000\$[A-Za-z0-9+/=]{24}\$[A-Za-z0-9+/=]{44}$/);
     expect(row?.password_hash).not.toContain(PASSWORD);
-    const tokens = await env.DB.prepare("SELECT token_hash FROM api_tokens WHERE user_id = ?").bind(user.id).all<{ token_hash: string }>();
-    const digest = Array.from(new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(adminToken))), (b) => b.toString(16).padStart(2, "0")).join("");
+    const tokens = await env.DB.prepare("SELECT token_hash FROM api_tokens WHERE user_id = ?")
+      .bind(user.id)
+      .all<{ token_hash: string }>();
+    const digest = Array.from(
+      new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(adminToken))),
+      (b) => b.toString(16).padStart(2, "0"),
+    ).join("");
     expect(tokens.results.map((t) => t.token_hash)).toEqual([digest]);
     const dump = JSON.stringify((await env.DB.prepare("SELECT * FROM api_tokens").all()).results);
     expect(dump).not.toContain(adminToken.slice(8));
@@ -55,7 +69,9 @@ describe("POST /v1/api/signup", () => {
   it("refuses a duplicate email with 409 and changes nothing", async () => {
     const { email } = await signupWorkspace();
     const before = await env.DB.prepare("SELECT count(*) AS n FROM workspaces").first<{ n: number }>();
-    const res = await call("POST", "/v1/api/signup", { body: { workspace_name: "Other", email: email.toUpperCase(), password: PASSWORD } });
+    const res = await call("POST", "/v1/api/signup", {
+      body: { workspace_name: "Other", email: email.toUpperCase(), password: PASSWORD },
+    });
     await expectProblem(res, 409, "email_taken");
     const after = await env.DB.prepare("SELECT count(*) AS n FROM workspaces").first<{ n: number }>();
     expect(after?.n).toBe(before?.n);
@@ -72,10 +88,26 @@ describe("POST /v1/api/signup", () => {
   });
 
   it("answers malformed JSON, a wrong content type and an oversized body with problems, not 500", async () => {
-    await expectProblem(await call("POST", "/v1/api/signup", { rawBody: "{not json", headers: { "Content-Type": "application/json" } }), 400, "malformed_request");
-    await expectProblem(await call("POST", "/v1/api/signup", { rawBody: "a=b", headers: { "Content-Type": "text/plain" } }), 400, "unsupported_media_type");
-    const big = JSON.stringify({ workspace_name: "x".repeat(1024 * 1024 + 10), email: "a@example.com", password: PASSWORD });
-    await expectProblem(await call("POST", "/v1/api/signup", { rawBody: big, headers: { "Content-Type": "application/json" } }), 413, "payload_too_large");
+    await expectProblem(
+      await call("POST", "/v1/api/signup", { rawBody: "{not json", headers: { "Content-Type": "application/json" } }),
+      400,
+      "malformed_request",
+    );
+    await expectProblem(
+      await call("POST", "/v1/api/signup", { rawBody: "a=b", headers: { "Content-Type": "text/plain" } }),
+      400,
+      "unsupported_media_type",
+    );
+    const big = JSON.stringify({
+      workspace_name: "x".repeat(1024 * 1024 + 10),
+      email: "a@example.com",
+      password: PASSWORD,
+    });
+    await expectProblem(
+      await call("POST", "/v1/api/signup", { rawBody: big, headers: { "Content-Type": "application/json" } }),
+      413,
+      "payload_too_large",
+    );
   });
 
   it("rate limits sign-up per client address with 429 and Retry-After", async () => {
@@ -83,12 +115,18 @@ describe("POST /v1/api/signup", () => {
     const statuses: number[] = [];
     let last: Response | undefined;
     for (let i = 0; i < 12; i++) {
-      last = await call("POST", "/v1/api/signup", { headers: { "CF-Connecting-IP": ip }, body: { workspace_name: "Flood", email: `flood-${i}-${crypto.randomUUID()}@example.com`, password: PASSWORD } });
+      last = await call("POST", "/v1/api/signup", {
+        headers: { "CF-Connecting-IP": ip },
+        body: { workspace_name: "Flood", email: `flood-${i}-${crypto.randomUUID()}@example.com`, password: PASSWORD },
+      });
       statuses.push(last.status);
     }
     expect(statuses.filter((s) => s === 201).length).toBeLessThanOrEqual(10);
     expect(statuses).toContain(429);
-    const limited = await call("POST", "/v1/api/signup", { headers: { "CF-Connecting-IP": ip }, body: { workspace_name: "Flood", email: `flood-x-${crypto.randomUUID()}@example.com`, password: PASSWORD } });
+    const limited = await call("POST", "/v1/api/signup", {
+      headers: { "CF-Connecting-IP": ip },
+      body: { workspace_name: "Flood", email: `flood-x-${crypto.randomUUID()}@example.com`, password: PASSWORD },
+    });
     await expectProblem(limited, 429, "rate_limited");
     expect(limited.headers.get("Retry-After")).toBe("60");
   });
@@ -102,7 +140,11 @@ describe("GET /v1/api/me", () => {
     const unknown = await call("GET", "/v1/api/me", { token: "svc_pat_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA" });
     await expectProblem(unknown, 401, "invalid_token");
     expect(unknown.headers.get("WWW-Authenticate")).toContain('error="invalid_token"');
-    await expectProblem(await call("GET", "/v1/api/me", { headers: { Authorization: "Basic abc" } }), 401, "invalid_token");
+    await expectProblem(
+      await call("GET", "/v1/api/me", { headers: { Authorization: "Basic abc" } }),
+      401,
+      "invalid_token",
+    );
     await expectProblem(await call("GET", "/v1/api/me", { token: "other_prefix_token" }), 401, "invalid_token");
   });
 });

@@ -1,9 +1,16 @@
-import { auditEvents } from "./support/audit";
 import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
-import { AgentMcpServersSchema, AgentSkillsSchema, McpServerCatalogueSchema, McpServerEntrySchema, SkillCatalogueSchema, SkillEntrySchema } from "../src/agents/schemas";
-import { call, expectProblem, parse } from "./support/api";
+import {
+  AgentMcpServersSchema,
+  AgentSkillsSchema,
+  McpServerCatalogueSchema,
+  McpServerEntrySchema,
+  SkillCatalogueSchema,
+  SkillEntrySchema,
+} from "../src/agents/schemas";
 import { createAgent } from "./support/agents";
+import { call, expectProblem, parse } from "./support/api";
+import { auditEvents } from "./support/audit";
 import { addUser, signupWorkspace } from "./support/seed";
 
 const SKILLS = ["code-interpreter", "deep-research", "document-reader", "image-generation", "web-reader", "web-search"];
@@ -88,8 +95,16 @@ for (const k of KINDS) {
       await expectProblem(await call("GET", k.catalogue, { token: noRead }), 403, "insufficient_scope");
       await expectProblem(await call("GET", k.catalogue), 401);
       await expectProblem(await call("PUT", `${k.catalogue}/${k.b}`), 401);
-      await expectProblem(await call("PUT", `${k.catalogue}/no-such-entry`, { token: ws.adminToken }), 404, "not_found");
-      await expectProblem(await call("DELETE", `${k.catalogue}/no-such-entry`, { token: ws.adminToken }), 404, "not_found");
+      await expectProblem(
+        await call("PUT", `${k.catalogue}/no-such-entry`, { token: ws.adminToken }),
+        404,
+        "not_found",
+      );
+      await expectProblem(
+        await call("DELETE", `${k.catalogue}/no-such-entry`, { token: ws.adminToken }),
+        404,
+        "not_found",
+      );
       expect((await list(ws.adminToken)).find((e) => e.slug === k.b)?.installed).toBe(false);
     });
 
@@ -108,7 +123,8 @@ for (const k of KINDS) {
       expect(res.status).toBe(200);
       expect(await parse(res, k.entrySchema as typeof SkillEntrySchema)).toMatchObject({ slug: k.a, installed: false });
 
-      const subset = async (token: string, id: string) => (await (await call("GET", `/v1/agents/${id}/${k.agentPath}`, { token })).json()) as Record<string, string[]>;
+      const subset = async (token: string, id: string) =>
+        (await (await call("GET", `/v1/agents/${id}/${k.agentPath}`, { token })).json()) as Record<string, string[]>;
       expect(await subset(w.adminToken, both.id)).toEqual({ [k.key]: [k.b] });
       // left empty, which means "everything installed"
       expect(await subset(w.adminToken, only.id)).toEqual({ [k.key]: [] });
@@ -122,7 +138,9 @@ for (const k of KINDS) {
         { slug: k.a, changed: false, agents_updated: 0 },
         { slug: k.a, changed: true, agents_updated: 2 },
       ]);
-      const { results } = await env.DB.prepare(`SELECT slug FROM workspace_${k.key} WHERE workspace_id = ?`).bind(w.workspace.id).all<{ slug: string }>();
+      const { results } = await env.DB.prepare(`SELECT slug FROM workspace_${k.key} WHERE workspace_id = ?`)
+        .bind(w.workspace.id)
+        .all<{ slug: string }>();
       expect(results.map((r) => r.slug)).toEqual([k.b]);
     });
   });
@@ -138,7 +156,9 @@ for (const k of KINDS) {
     const path = () => `/v1/agents/${agentId}/${k.agentPath}`;
 
     it("starts empty (all installed), is replaced by PUT, reset by an empty list, and audited", async () => {
-      expect(await parse(await call("GET", path(), { token: ws.adminToken }), k.subsetSchema as typeof AgentSkillsSchema)).toEqual({ [k.key]: [] });
+      expect(
+        await parse(await call("GET", path(), { token: ws.adminToken }), k.subsetSchema as typeof AgentSkillsSchema),
+      ).toEqual({ [k.key]: [] });
       const put = await call("PUT", path(), { token: ws.adminToken, body: { [k.key]: [k.b, k.a, k.b] } });
       expect(put.status).toBe(200);
       expect(await put.json()).toEqual({ [k.key]: [k.b, k.a] });
@@ -155,17 +175,28 @@ for (const k of KINDS) {
     it("refuses slugs that are not installed, naming each, and keeps the old subset", async () => {
       await call("PUT", path(), { token: ws.adminToken, body: { [k.key]: [k.a] } });
       const notInstalled = k.all.find((s) => s !== k.a && s !== k.b)!;
-      const p = await expectProblem(await call("PUT", path(), { token: ws.adminToken, body: { [k.key]: [k.a, notInstalled, "made-up"] } }), 400, k.notInstalled);
+      const p = await expectProblem(
+        await call("PUT", path(), { token: ws.adminToken, body: { [k.key]: [k.a, notInstalled, "made-up"] } }),
+        400,
+        k.notInstalled,
+      );
       expect(p.errors?.map((e) => e.path)).toEqual([`${k.key}.1`, `${k.key}.2`]);
       expect(await (await call("GET", path(), { token: ws.adminToken })).json()).toEqual({ [k.key]: [k.a] });
     });
 
     it("checks a list of the full 100 slugs (beyond D1's 100 bound variables) on PUT and on create, naming each missing one", async () => {
       const full = [k.a, k.b, ...Array.from({ length: 98 }, (_, i) => `missing-${i}`)];
-      const put = await expectProblem(await call("PUT", path(), { token: ws.adminToken, body: { [k.key]: full } }), 400, k.notInstalled);
+      const put = await expectProblem(
+        await call("PUT", path(), { token: ws.adminToken, body: { [k.key]: full } }),
+        400,
+        k.notInstalled,
+      );
       expect(put.errors?.map((e) => e.path)).toEqual(full.slice(2).map((_, i) => `${k.key}.${i + 2}`));
       const create = await expectProblem(
-        await call("POST", "/v1/agents", { token: ws.adminToken, body: { slug: "full-list", display_name: "Full", [k.key]: full } }),
+        await call("POST", "/v1/agents", {
+          token: ws.adminToken,
+          body: { slug: "full-list", display_name: "Full", [k.key]: full },
+        }),
         400,
         k.notInstalled,
       );
@@ -175,10 +206,24 @@ for (const k of KINDS) {
     });
 
     it("refuses malformed bodies", async () => {
-      for (const body of [{}, { [k.key]: k.a }, { [k.key]: [1] }, { [k.key]: [""] }, { [k.key]: null }, { [k.key]: Array.from({ length: 101 }, (_, i) => `s${i}`) }]) {
+      for (const body of [
+        {},
+        { [k.key]: k.a },
+        { [k.key]: [1] },
+        { [k.key]: [""] },
+        { [k.key]: null },
+        { [k.key]: Array.from({ length: 101 }, (_, i) => `s${i}`) },
+      ]) {
         await expectProblem(await call("PUT", path(), { token: ws.adminToken, body }), 400, "validation_failed");
       }
-      await expectProblem(await call("PUT", path(), { token: ws.adminToken, rawBody: "[", headers: { "Content-Type": "application/json" } }), 400);
+      await expectProblem(
+        await call("PUT", path(), {
+          token: ws.adminToken,
+          rawBody: "[",
+          headers: { "Content-Type": "application/json" },
+        }),
+        400,
+      );
     });
   });
 }

@@ -1,15 +1,15 @@
-import { auditEvents } from "./support/audit";
 import { env } from "cloudflare:workers";
 import { MockLanguageModelV4 } from "ai/test";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { registerBusinessProfileSource, type BusinessProfileFacts } from "../src/agents/profile-source";
-import { SuggestInstructionsResponseSchema, type AgentRow } from "../src/agents/schemas";
+import { type BusinessProfileFacts, registerBusinessProfileSource } from "../src/agents/profile-source";
+import { type AgentRow, SuggestInstructionsResponseSchema } from "../src/agents/schemas";
 import { draftInstructions, redactForModel, SUGGESTION_SYSTEM_PROMPT, suggestionPrompt } from "../src/agents/suggest";
 import { agentLanguageModel, imageModel, languageModel } from "../src/llm/model";
 import { effectiveModel, modelBelongsTo, RUNTIME_PROFILES } from "../src/llm/models";
 import { ApiError } from "../src/platform/problem";
-import { call, expectProblem, parse } from "./support/api";
 import { createAgent, getAgent } from "./support/agents";
+import { call, expectProblem, parse } from "./support/api";
+import { auditEvents } from "./support/audit";
 import { callWith, fakeLlm, LLM_ENV, llmServer } from "./support/fake-llm";
 import { addUser, signupWorkspace } from "./support/seed";
 
@@ -27,11 +27,16 @@ describe("POST /v1/agents/{id}/suggest-instructions", () => {
     await addUser(ws.adminToken, "member", ["agents:read"]);
     await call("PUT", "/v1/api/skills/web-search", { token: ws.adminToken });
     await call("PUT", "/v1/api/skills/document-reader", { token: ws.adminToken });
-    await createAgent(ws.adminToken, { slug: "secret-project", display_name: "Other Agent", instructions: "Internal: codename bluebird." });
+    await createAgent(ws.adminToken, {
+      slug: "secret-project",
+      display_name: "Other Agent",
+      instructions: "Internal: codename bluebird.",
+    });
     agent = await createAgent(ws.adminToken, {
       slug: "concierge",
       display_name: "Concierge",
-      description: "Books shipments for customers. Escalate to ops@harbor.example or +1 415 555 0100. Key: sk-live-abcdefghijklmnopqrstuvwx",
+      description:
+        "Books shipments for customers. Escalate to ops@harbor.example or +1 415 555 0100. Key: sk-live-abcdefghijklmnopqrstuvwx",
       tone: "friendly",
       languages: ["en-US", "es"],
       cautions: ["customs advice"],
@@ -48,11 +53,18 @@ describe("POST /v1/agents/{id}/suggest-instructions", () => {
     callWith(vars, "POST", `/v1/agents/${id}/suggest-instructions`, { token: ws.adminToken });
 
   it("drafts from the agent and the business profile through the configured endpoint, without saving", async () => {
-    profiles.set(ws.workspace.id, { domain: "harbor.example", summary: "Freight forwarding for small importers.", industry: "Logistics", technologies: ["Shopify", "Zendesk"] });
+    profiles.set(ws.workspace.id, {
+      domain: "harbor.example",
+      summary: "Freight forwarding for small importers.",
+      industry: "Logistics",
+      technologies: ["Shopify", "Zendesk"],
+    });
     fakeLlm.chatReply = "```\nYou are Concierge, the shipping assistant of Harbor Freight Co.\n```";
     const res = await suggest();
     expect(res.status).toBe(200);
-    expect(await parse(res, SuggestInstructionsResponseSchema)).toEqual({ draft: "You are Concierge, the shipping assistant of Harbor Freight Co." });
+    expect(await parse(res, SuggestInstructionsResponseSchema)).toEqual({
+      draft: "You are Concierge, the shipping assistant of Harbor Freight Co.",
+    });
 
     expect(fakeLlm.requests).toHaveLength(1);
     const [req] = fakeLlm.requests;
@@ -61,8 +73,23 @@ describe("POST /v1/agents/{id}/suggest-instructions", () => {
     const body = req!.body as ChatBody;
     expect(body.model).toBe("test-chat-model");
     expect(body.messages[0]).toEqual({ role: "system", content: SUGGESTION_SYSTEM_PROMPT });
-    const prompt = body.messages.filter((m) => m.role === "user").map((m) => m.content).join("\n");
-    for (const fact of ["Harbor Freight Co", "harbor.example", "Freight forwarding for small importers.", "Logistics", "Shopify, Zendesk", "Concierge", "@concierge", "friendly", "en-US, es", "customs advice", "Document reader"]) {
+    const prompt = body.messages
+      .filter((m) => m.role === "user")
+      .map((m) => m.content)
+      .join("\n");
+    for (const fact of [
+      "Harbor Freight Co",
+      "harbor.example",
+      "Freight forwarding for small importers.",
+      "Logistics",
+      "Shopify, Zendesk",
+      "Concierge",
+      "@concierge",
+      "friendly",
+      "en-US, es",
+      "customs advice",
+      "Document reader",
+    ]) {
       expect(prompt).toContain(fact);
     }
     // skills not enabled for this agent, and everything about other agents and people, stay out
@@ -78,7 +105,18 @@ describe("POST /v1/agents/{id}/suggest-instructions", () => {
   it("never sends secrets, contact details, members or other agents to the model", async () => {
     await suggest();
     const sent = JSON.stringify(fakeLlm.requests[0]!.body);
-    for (const secret of [ws.adminToken, ws.email, "Ada Admin", "member user", "ops@harbor.example", "415 555 0100", "sk-live-abcdefghijklmnopqrstuvwx", "secret-project", "bluebird", "Other Agent"]) {
+    for (const secret of [
+      ws.adminToken,
+      ws.email,
+      "Ada Admin",
+      "member user",
+      "ops@harbor.example",
+      "415 555 0100",
+      "sk-live-abcdefghijklmnopqrstuvwx",
+      "secret-project",
+      "bluebird",
+      "Other Agent",
+    ]) {
       expect(sent).not.toContain(secret);
     }
     expect(sent).toContain("[email]");
@@ -96,18 +134,29 @@ describe("POST /v1/agents/{id}/suggest-instructions", () => {
   });
 
   it("sends the admin's own instructions as the current role, never the platform-seeded text", async () => {
-    const [assistant] = ((await (await call("GET", "/v1/agents", { token: ws.adminToken })).json()) as { agents: AgentRow[] }).agents;
+    const [assistant] = (
+      (await (await call("GET", "/v1/agents", { token: ws.adminToken })).json()) as { agents: AgentRow[] }
+    ).agents;
     await suggest(assistant!.id);
     expect(JSON.stringify(fakeLlm.requests[0]!.body)).not.toContain("Current instructions");
     fakeLlm.reset();
-    await call("PATCH", `/v1/agents/${assistant!.id}`, { token: ws.adminToken, body: { instructions: "Route freight quotes to the sales team." } });
+    await call("PATCH", `/v1/agents/${assistant!.id}`, {
+      token: ws.adminToken,
+      body: { instructions: "Route freight quotes to the sales team." },
+    });
     await suggest(assistant!.id);
-    expect(JSON.stringify(fakeLlm.requests[0]!.body)).toContain("Current instructions: Route freight quotes to the sales team.");
+    expect(JSON.stringify(fakeLlm.requests[0]!.body)).toContain(
+      "Current instructions: Route freight quotes to the sales team.",
+    );
   });
 
   it("500 model_not_configured when no provider is configured, without calling anything", async () => {
     // the shared test env has neither LLM_BASE_URL nor an AI binding
-    await expectProblem(await call("POST", `/v1/agents/${agent.id}/suggest-instructions`, { token: ws.adminToken }), 500, "model_not_configured");
+    await expectProblem(
+      await call("POST", `/v1/agents/${agent.id}/suggest-instructions`, { token: ws.adminToken }),
+      500,
+      "model_not_configured",
+    );
     await expectProblem(await suggest(agent.id, { LLM_BASE_URL: undefined }), 500, "model_not_configured");
     expect(fakeLlm.requests).toHaveLength(0);
   });
@@ -120,7 +169,12 @@ describe("POST /v1/agents/{id}/suggest-instructions", () => {
   });
 
   it("404 for an unknown agent before checking the configuration", async () => {
-    await expectProblem(await call("POST", "/v1/agents/0190f5e2-7c1a-7000-8000-000000000000/suggest-instructions", { token: ws.adminToken }), 404);
+    await expectProblem(
+      await call("POST", "/v1/agents/0190f5e2-7c1a-7000-8000-000000000000/suggest-instructions", {
+        token: ws.adminToken,
+      }),
+      404,
+    );
   });
 });
 
@@ -148,13 +202,21 @@ describe("draftInstructions against AI SDK mock models", () => {
   const reply = (text: string) => ({
     content: [{ type: "text" as const, text }],
     finishReason: { unified: "stop" as const, raw: "stop" },
-    usage: { inputTokens: { total: 10, noCache: 10, cacheRead: 0, cacheWrite: 0 }, outputTokens: { total: 5, text: 5, reasoning: 0 } },
+    usage: {
+      inputTokens: { total: 10, noCache: 10, cacheRead: 0, cacheWrite: 0 },
+      outputTokens: { total: 5, text: 5, reasoning: 0 },
+    },
     warnings: [],
   });
 
   it("sends the system prompt and the facts, and returns the model's text", async () => {
     const model = new MockLanguageModelV4({ doGenerate: reply("You are Triage.") });
-    const draft = await draftInstructions(model, { agent, workspaceName: "Acme", profile: { industry: "SaaS", size_hint: "11-50" }, skills: ["Web search"] });
+    const draft = await draftInstructions(model, {
+      agent,
+      workspaceName: "Acme",
+      profile: { industry: "SaaS", size_hint: "11-50" },
+      skills: ["Web search"],
+    });
     expect(draft).toBe("You are Triage.");
     expect(model.doGenerateCalls).toHaveLength(1);
     const [system, user] = model.doGenerateCalls[0]!.prompt;
@@ -171,13 +233,20 @@ describe("draftInstructions against AI SDK mock models", () => {
         throw new Error("boom");
       },
     });
-    const err = await draftInstructions(model, { agent, workspaceName: "Acme", profile: null, skills: [] }).catch((e: unknown) => e);
+    const err = await draftInstructions(model, { agent, workspaceName: "Acme", profile: null, skills: [] }).catch(
+      (e: unknown) => e,
+    );
     expect(err).toBeInstanceOf(ApiError);
     expect(err).toMatchObject({ status: 500, code: "suggestion_failed" });
   });
 
   it("lists only the facts that are set", () => {
-    const prompt = suggestionPrompt({ agent: { ...agent, description: null, instructions: null }, workspaceName: "Acme", profile: null, skills: [] });
+    const prompt = suggestionPrompt({
+      agent: { ...agent, description: null, instructions: null },
+      workspaceName: "Acme",
+      profile: null,
+      skills: [],
+    });
     expect(prompt).not.toContain("Role description");
     expect(prompt).not.toContain("Current instructions");
     expect(prompt).not.toContain("Skills it can use");
@@ -194,7 +263,10 @@ describe("redactForModel", () => {
     ["key sk-proj-abcdefghijklmnop", "key [redacted]"],
     ["gh ghp_abcdefghijklmnopqrstuvwxyz0123456789", "gh [redacted]"],
     ["aws AKIAIOSFODNN7EXAMPLE", "aws [redacted]"],
-    ["jwt eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U", "jwt [redacted]"],
+    [
+      "jwt eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+      "jwt [redacted]",
+    ],
     ["db postgres://admin:hunter2@db.internal/app", "db postgres://[redacted]@db.internal/app"],
     ["hash 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08", "hash [redacted]"],
   ];
@@ -203,7 +275,8 @@ describe("redactForModel", () => {
   }
 
   it("leaves ordinary business text alone", () => {
-    const text = "Founded 2019, ships to 40 countries, open 9-17, order 12345, since 2026-11-22, see harbor.example/pricing";
+    const text =
+      "Founded 2019, ships to 40 countries, open 9-17, order 12345, since 2026-11-22, see harbor.example/pricing";
     expect(redactForModel(text)).toBe(text);
   });
 });
@@ -222,20 +295,28 @@ describe("model wiring", () => {
 
   it("on an OpenAI-compatible endpoint: the agent's model, else LLM_MODEL, else the profile default", () => {
     const e = { ...env, LLM_BASE_URL: "https://llm.test/v1" } as Env;
-    expect(idOf(agentLanguageModel({ ...e, LLM_MODEL: "house-model" }, { runtime_profile: "standard", model: null }))).toBe("house-model");
-    expect(idOf(agentLanguageModel({ ...e, LLM_MODEL: "house-model" }, { runtime_profile: "standard", model: "qwen3-30b" }))).toBe("qwen3-30b");
+    expect(
+      idOf(agentLanguageModel({ ...e, LLM_MODEL: "house-model" }, { runtime_profile: "standard", model: null })),
+    ).toBe("house-model");
+    expect(
+      idOf(agentLanguageModel({ ...e, LLM_MODEL: "house-model" }, { runtime_profile: "standard", model: "qwen3-30b" })),
+    ).toBe("qwen3-30b");
     expect(idOf(agentLanguageModel(e, { runtime_profile: "fast", model: null }))).toBe("gpt-oss-20b");
   });
 
   it("on the AI binding: the Workers AI id of the agent's model or its profile default", () => {
     const e = { ...env, AI: fakeAi } as Env;
     expect(idOf(agentLanguageModel(e, { runtime_profile: "reasoning", model: "qwq-32b" }))).toBe("@cf/qwen/qwq-32b");
-    expect(idOf(agentLanguageModel(e, { runtime_profile: "reasoning", model: null }))).toBe("@cf/deepseek-ai/deepseek-r1-distill-qwen-32b");
+    expect(idOf(agentLanguageModel(e, { runtime_profile: "reasoning", model: null }))).toBe(
+      "@cf/deepseek-ai/deepseek-r1-distill-qwen-32b",
+    );
     expect(idOf(agentLanguageModel(e, { runtime_profile: "standard", model: null }))).toBe("@cf/openai/gpt-oss-120b");
   });
 
   it("the OpenAI-compatible endpoint wins over the AI binding; with neither, nothing is configured", () => {
-    expect(idOf(languageModel({ ...env, LLM_BASE_URL: "https://llm.test/v1", LLM_MODEL: "m", AI: fakeAi } as Env))).toBe("m");
+    expect(
+      idOf(languageModel({ ...env, LLM_BASE_URL: "https://llm.test/v1", LLM_MODEL: "m", AI: fakeAi } as Env)),
+    ).toBe("m");
     expect(languageModel(env)).toBeNull();
     expect(agentLanguageModel(env, { runtime_profile: "standard", model: null })).toBeNull();
   });
@@ -245,6 +326,8 @@ describe("model wiring", () => {
     expect(imageModel({ ...env, IMAGE_MODEL: "img" } as Env)).toBeNull();
     expect(imageModel({ ...env, LLM_BASE_URL: "https://llm.test/v1" } as Env)).toBeNull();
     expect(idOf(imageModel({ ...env, LLM_BASE_URL: "https://llm.test/v1", IMAGE_MODEL: "img" } as Env))).toBe("img");
-    expect(idOf(imageModel({ ...env, AI: fakeAi, IMAGE_MODEL: "@cf/black-forest-labs/flux-1-schnell" } as Env))).toBe("@cf/black-forest-labs/flux-1-schnell");
+    expect(idOf(imageModel({ ...env, AI: fakeAi, IMAGE_MODEL: "@cf/black-forest-labs/flux-1-schnell" } as Env))).toBe(
+      "@cf/black-forest-labs/flux-1-schnell",
+    );
   });
 });

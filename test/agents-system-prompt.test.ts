@@ -1,8 +1,22 @@
 import { describe, expect, it } from "vitest";
 import { TONES, VERBOSITIES } from "../src/agents/schemas";
-import { composeSystemPrompt, PLATFORM_BASELINE, TONE_LINES, VERBOSITY_LINES, type PromptAgent } from "../src/llm/system-prompt";
+import {
+  composeSystemPrompt,
+  PLATFORM_BASELINE,
+  type PromptAgent,
+  TONE_LINES,
+  VERBOSITY_LINES,
+} from "../src/llm/system-prompt";
 
-const bare: PromptAgent = { slug: "helper", display_name: "Helper", instructions: null, tone: null, verbosity: null, cautions: [], languages: [] };
+const bare: PromptAgent = {
+  slug: "helper",
+  display_name: "Helper",
+  instructions: null,
+  tone: null,
+  verbosity: null,
+  cautions: [],
+  languages: [],
+};
 const IDENTITY = "You are Helper (@helper), an AI agent working for the members of this workspace.";
 const BASELINE = `${IDENTITY} ${PLATFORM_BASELINE}`;
 const paragraphs = (p: string) => p.split("\n\n");
@@ -13,10 +27,9 @@ describe("composeSystemPrompt", () => {
   });
 
   it("puts the agent's instructions right after the baseline, trimmed; blank instructions count as none", () => {
-    expect(paragraphs(composeSystemPrompt({ ...bare, instructions: "  Answer billing questions.\nBe kind.  " }))).toEqual([
-      BASELINE,
-      "Answer billing questions.\nBe kind.",
-    ]);
+    expect(
+      paragraphs(composeSystemPrompt({ ...bare, instructions: "  Answer billing questions.\nBe kind.  " })),
+    ).toEqual([BASELINE, "Answer billing questions.\nBe kind."]);
     expect(composeSystemPrompt({ ...bare, instructions: "   " })).toBe(BASELINE);
   });
 
@@ -46,7 +59,10 @@ describe("composeSystemPrompt", () => {
   });
 
   it("adds a language line: one language is a pin, more are a default with fallbacks in order; none when empty", () => {
-    expect(paragraphs(composeSystemPrompt({ ...bare, languages: ["de-CH"] }))).toEqual([BASELINE, "Language: reply in de-CH."]);
+    expect(paragraphs(composeSystemPrompt({ ...bare, languages: ["de-CH"] }))).toEqual([
+      BASELINE,
+      "Language: reply in de-CH.",
+    ]);
     expect(paragraphs(composeSystemPrompt({ ...bare, languages: ["fr", "en", "de"] }))).toEqual([
       BASELINE,
       "Language: reply in fr by default; when the user cannot use it or asks for another, fall back to en, then de.",
@@ -56,8 +72,20 @@ describe("composeSystemPrompt", () => {
 
   it("orders every part: baseline, instructions, tone, verbosity, cautions, languages, then surface sections", () => {
     const prompt = composeSystemPrompt(
-      { slug: "sales", display_name: "Sales Desk", instructions: "Qualify leads.", tone: "direct", verbosity: "concise", cautions: ["discounts"], languages: ["en-GB", "fr"] },
-      { workspaceName: "Acme", today: "2026-11-22", sections: ["Browser rules: read before you click.", "  ", "Second section."] },
+      {
+        slug: "sales",
+        display_name: "Sales Desk",
+        instructions: "Qualify leads.",
+        tone: "direct",
+        verbosity: "concise",
+        cautions: ["discounts"],
+        languages: ["en-GB", "fr"],
+      },
+      {
+        workspaceName: "Acme",
+        today: "2026-11-22",
+        sections: ["Browser rules: read before you click.", "  ", "Second section."],
+      },
     );
     expect(prompt).toBe(
       [

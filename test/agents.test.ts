@@ -1,10 +1,10 @@
-import { auditEvents } from "./support/audit";
 import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
-import { AgentListSchema, AgentRowSchema } from "../src/agents/schemas";
 import { DEFAULT_AGENT_INSTRUCTIONS } from "../src/agents/defaults";
-import { call, expectProblem, parse } from "./support/api";
+import { AgentListSchema, AgentRowSchema } from "../src/agents/schemas";
 import { createAgent, getAgent, handlesOf, IMAGES } from "./support/agents";
+import { call, expectProblem, parse } from "./support/api";
+import { auditEvents } from "./support/audit";
 import { addUser, issueToken, signupWorkspace } from "./support/seed";
 
 const UNKNOWN_ID = "0190f5e2-7c1a-7000-8000-000000000000";
@@ -56,26 +56,58 @@ describe("who may call the agents routes", () => {
     const label = `${r.method} /v1/agents/{id}${r.suffix}`;
 
     it(`${label}: no credential is 401, a bad one is 401`, async () => {
-      await expectProblem(await call(r.method, `/v1/agents/${agentId}${r.suffix}`, { body: r.body }), 401, "unauthenticated");
-      await expectProblem(await call(r.method, `/v1/agents/${agentId}${r.suffix}`, { token: "svc_pat_nope", body: r.body }), 401, "invalid_token");
+      await expectProblem(
+        await call(r.method, `/v1/agents/${agentId}${r.suffix}`, { body: r.body }),
+        401,
+        "unauthenticated",
+      );
+      await expectProblem(
+        await call(r.method, `/v1/agents/${agentId}${r.suffix}`, { token: "svc_pat_nope", body: r.body }),
+        401,
+        "invalid_token",
+      );
     });
 
     if (r.read) {
       it(`${label}: a member with agents:read may read; a token without it is 403`, async () => {
         expect((await call(r.method, `/v1/agents/${agentId}${r.suffix}`, { token: member })).status).toBe(200);
-        await expectProblem(await call(r.method, `/v1/agents/${agentId}${r.suffix}`, { token: noRead }), 403, "insufficient_scope");
+        await expectProblem(
+          await call(r.method, `/v1/agents/${agentId}${r.suffix}`, { token: noRead }),
+          403,
+          "insufficient_scope",
+        );
       });
     } else {
       it(`${label}: a member is 403, and so is an admin's token without the admin scope`, async () => {
-        await expectProblem(await call(r.method, `/v1/agents/${agentId}${r.suffix}`, { token: member, body: r.body }), 403, "admin_required");
-        await expectProblem(await call(r.method, `/v1/agents/${agentId}${r.suffix}`, { token: adminNoAdminScope, body: r.body }), 403, "admin_required");
+        await expectProblem(
+          await call(r.method, `/v1/agents/${agentId}${r.suffix}`, { token: member, body: r.body }),
+          403,
+          "admin_required",
+        );
+        await expectProblem(
+          await call(r.method, `/v1/agents/${agentId}${r.suffix}`, { token: adminNoAdminScope, body: r.body }),
+          403,
+          "admin_required",
+        );
       });
     }
 
     it(`${label}: another workspace's agent and an unknown id are 404, a malformed id is 400`, async () => {
-      await expectProblem(await call(r.method, `/v1/agents/${agentId}${r.suffix}`, { token: otherAdmin, body: r.body }), 404, "not_found");
-      await expectProblem(await call(r.method, `/v1/agents/${UNKNOWN_ID}${r.suffix}`, { token: ws.adminToken, body: r.body }), 404, "not_found");
-      await expectProblem(await call(r.method, `/v1/agents/not-a-uuid${r.suffix}`, { token: ws.adminToken, body: r.body }), 400, "validation_failed");
+      await expectProblem(
+        await call(r.method, `/v1/agents/${agentId}${r.suffix}`, { token: otherAdmin, body: r.body }),
+        404,
+        "not_found",
+      );
+      await expectProblem(
+        await call(r.method, `/v1/agents/${UNKNOWN_ID}${r.suffix}`, { token: ws.adminToken, body: r.body }),
+        404,
+        "not_found",
+      );
+      await expectProblem(
+        await call(r.method, `/v1/agents/not-a-uuid${r.suffix}`, { token: ws.adminToken, body: r.body }),
+        400,
+        "validation_failed",
+      );
     });
   }
 
@@ -83,8 +115,15 @@ describe("who may call the agents routes", () => {
     expect((await call("GET", "/v1/agents", { token: member })).status).toBe(200);
     await expectProblem(await call("GET", "/v1/agents", { token: noRead }), 403, "insufficient_scope");
     await expectProblem(await call("GET", "/v1/agents"), 401);
-    await expectProblem(await call("POST", "/v1/agents", { token: member, body: { slug: "nope", display_name: "Nope" } }), 403, "admin_required");
-    await expectProblem(await call("POST", "/v1/agents", { token: adminNoAdminScope, body: { slug: "nope", display_name: "Nope" } }), 403);
+    await expectProblem(
+      await call("POST", "/v1/agents", { token: member, body: { slug: "nope", display_name: "Nope" } }),
+      403,
+      "admin_required",
+    );
+    await expectProblem(
+      await call("POST", "/v1/agents", { token: adminNoAdminScope, body: { slug: "nope", display_name: "Nope" } }),
+      403,
+    );
     const { results } = await env.DB.prepare("SELECT id FROM agents WHERE slug = 'nope'").all();
     expect(results).toHaveLength(0);
   });
@@ -107,7 +146,10 @@ describe("who may call the agents routes", () => {
 describe("POST /v1/agents", () => {
   it("creates an enabled, non-default agent with defaults for what was not sent and a generated avatar", async () => {
     const ws = await signupWorkspace();
-    const res = await call("POST", "/v1/agents", { token: ws.adminToken, body: { slug: "sales", display_name: "Sales Desk" } });
+    const res = await call("POST", "/v1/agents", {
+      token: ws.adminToken,
+      body: { slug: "sales", display_name: "Sales Desk" },
+    });
     expect(res.status).toBe(200);
     const agent = await parse(res, AgentRowSchema);
     expect(agent).toMatchObject({
@@ -136,8 +178,21 @@ describe("POST /v1/agents", () => {
     expect(await handlesOf(agent.id)).toEqual(["sales"]);
 
     const [event] = await auditEvents(ws.workspace.id, "agent.create");
-    expect(event).toMatchObject({ target: `agent:${agent.id}`, intent: "create", agent_id: agent.id, actor_kind: "token", actor_id: ws.user.id });
-    expect(event!.details).toEqual({ slug: "sales", display_name: "Sales Desk", aliases: [], runtime_profile: "standard", model: null, avatar: "monogram" });
+    expect(event).toMatchObject({
+      target: `agent:${agent.id}`,
+      intent: "create",
+      agent_id: agent.id,
+      actor_kind: "token",
+      actor_id: ws.user.id,
+    });
+    expect(event!.details).toEqual({
+      slug: "sales",
+      display_name: "Sales Desk",
+      aliases: [],
+      runtime_profile: "standard",
+      model: null,
+      avatar: "monogram",
+    });
   });
 
   it("the generated avatar is deterministic: same slug and name, same URL; another slug, another colour", async () => {
@@ -153,7 +208,8 @@ describe("POST /v1/agents", () => {
 
   it("takes every field of the create request", async () => {
     const ws = await signupWorkspace();
-    for (const s of ["web-search", "code-interpreter"]) expect((await call("PUT", `/v1/api/skills/${s}`, { token: ws.adminToken })).status).toBe(200);
+    for (const s of ["web-search", "code-interpreter"])
+      expect((await call("PUT", `/v1/api/skills/${s}`, { token: ws.adminToken })).status).toBe(200);
     expect((await call("PUT", "/v1/api/mcp/servers/github", { token: ws.adminToken })).status).toBe(200);
     const body = {
       slug: "support-bot",
@@ -191,10 +247,31 @@ describe("POST /v1/agents", () => {
 
   it("refuses initial skills or MCP servers that are not installed", async () => {
     const ws = await signupWorkspace();
-    const s = await expectProblem(await call("POST", "/v1/agents", { token: ws.adminToken, body: { slug: "a1", display_name: "A", skills: ["web-search"] } }), 400, "skill_not_installed");
+    const s = await expectProblem(
+      await call("POST", "/v1/agents", {
+        token: ws.adminToken,
+        body: { slug: "a1", display_name: "A", skills: ["web-search"] },
+      }),
+      400,
+      "skill_not_installed",
+    );
     expect(s.errors).toEqual([{ path: "skills.0", message: expect.stringContaining("web-search") }]);
-    await expectProblem(await call("POST", "/v1/agents", { token: ws.adminToken, body: { slug: "a1", display_name: "A", mcp_servers: ["linear"] } }), 400, "mcp_server_not_installed");
-    await expectProblem(await call("POST", "/v1/agents", { token: ws.adminToken, body: { slug: "a1", display_name: "A", skills: ["no-such-skill"] } }), 400, "skill_not_installed");
+    await expectProblem(
+      await call("POST", "/v1/agents", {
+        token: ws.adminToken,
+        body: { slug: "a1", display_name: "A", mcp_servers: ["linear"] },
+      }),
+      400,
+      "mcp_server_not_installed",
+    );
+    await expectProblem(
+      await call("POST", "/v1/agents", {
+        token: ws.adminToken,
+        body: { slug: "a1", display_name: "A", skills: ["no-such-skill"] },
+      }),
+      400,
+      "skill_not_installed",
+    );
     expect(await listAgents(ws.adminToken)).toHaveLength(1);
   });
 
@@ -210,22 +287,35 @@ describe("POST /v1/agents", () => {
     ["unknown runtime profile", { slug: "xx", display_name: "X", runtime_profile: "turbo" }],
     ["languages not BCP-47", { slug: "xx", display_name: "X", languages: ["en_US"] }],
     ["languages repeated after canonicalising", { slug: "xx", display_name: "X", languages: ["en-US", "en-us"] }],
-    ["more than 10 languages", { slug: "xx", display_name: "X", languages: ["en", "fr", "de", "es", "it", "pt", "nl", "sv", "da", "fi", "no"] }],
+    [
+      "more than 10 languages",
+      { slug: "xx", display_name: "X", languages: ["en", "fr", "de", "es", "it", "pt", "nl", "sv", "da", "fi", "no"] },
+    ],
     ["an empty caution", { slug: "xx", display_name: "X", cautions: [" "] }],
     ["a caution over 200", { slug: "xx", display_name: "X", cautions: ["x".repeat(201)] }],
     ["a multi-line caution", { slug: "xx", display_name: "X", cautions: ["one\ntwo"] }],
-    ["more than 20 cautions", { slug: "xx", display_name: "X", cautions: Array.from({ length: 21 }, (_, i) => `c${i}`) }],
+    [
+      "more than 20 cautions",
+      { slug: "xx", display_name: "X", cautions: Array.from({ length: 21 }, (_, i) => `c${i}`) },
+    ],
     ["cautions not a list", { slug: "xx", display_name: "X", cautions: "pricing" }],
     ["a relative avatar_url", { slug: "xx", display_name: "X", avatar_url: "/img/a.png" }],
     ["a javascript: avatar_url", { slug: "xx", display_name: "X", avatar_url: "javascript:alert(1)" }],
     ["an unknown field", { slug: "xx", display_name: "X", displayName: "typo" }],
-    ["more than 10 aliases", { slug: "xx", display_name: "X", aliases: Array.from({ length: 11 }, (_, i) => `al${i}`) }],
+    [
+      "more than 10 aliases",
+      { slug: "xx", display_name: "X", aliases: Array.from({ length: 11 }, (_, i) => `al${i}`) },
+    ],
     ["blank instructions", { slug: "xx", display_name: "X", instructions: "" }],
   ];
   for (const [name, body] of BAD_BODIES) {
     it(`400 for ${name}`, async () => {
       const ws = await signupWorkspace();
-      const p = await expectProblem(await call("POST", "/v1/agents", { token: ws.adminToken, body }), 400, "validation_failed");
+      const p = await expectProblem(
+        await call("POST", "/v1/agents", { token: ws.adminToken, body }),
+        400,
+        "validation_failed",
+      );
       expect(p.errors?.length).toBeGreaterThan(0);
       expect(await listAgents(ws.adminToken)).toHaveLength(1);
     });
@@ -233,23 +323,79 @@ describe("POST /v1/agents", () => {
 
   it("400 for a model outside its runtime profile, naming the field", async () => {
     const ws = await signupWorkspace();
-    const p = await expectProblem(await call("POST", "/v1/agents", { token: ws.adminToken, body: { slug: "xx", display_name: "X", model: "qwq-32b" } }), 400, "invalid_model");
+    const p = await expectProblem(
+      await call("POST", "/v1/agents", {
+        token: ws.adminToken,
+        body: { slug: "xx", display_name: "X", model: "qwq-32b" },
+      }),
+      400,
+      "invalid_model",
+    );
     expect(p.errors).toEqual([{ path: "model", message: expect.stringContaining("standard") }]);
-    await expectProblem(await call("POST", "/v1/agents", { token: ws.adminToken, body: { slug: "xx", display_name: "X", runtime_profile: "fast", model: "gpt-oss-120b" } }), 400, "invalid_model");
-    await expectProblem(await call("POST", "/v1/agents", { token: ws.adminToken, body: { slug: "xx", display_name: "X", model: "gpt-5" } }), 400, "invalid_model");
-    expect((await createAgent(ws.adminToken, { slug: "xx", display_name: "X", runtime_profile: "fast", model: "llama-3.1-8b" })).model).toBe("llama-3.1-8b");
+    await expectProblem(
+      await call("POST", "/v1/agents", {
+        token: ws.adminToken,
+        body: { slug: "xx", display_name: "X", runtime_profile: "fast", model: "gpt-oss-120b" },
+      }),
+      400,
+      "invalid_model",
+    );
+    await expectProblem(
+      await call("POST", "/v1/agents", {
+        token: ws.adminToken,
+        body: { slug: "xx", display_name: "X", model: "gpt-5" },
+      }),
+      400,
+      "invalid_model",
+    );
+    expect(
+      (
+        await createAgent(ws.adminToken, {
+          slug: "xx",
+          display_name: "X",
+          runtime_profile: "fast",
+          model: "llama-3.1-8b",
+        })
+      ).model,
+    ).toBe("llama-3.1-8b");
   });
 
   it("400 for malformed JSON and for a non-JSON body", async () => {
     const ws = await signupWorkspace();
-    await expectProblem(await call("POST", "/v1/agents", { token: ws.adminToken, rawBody: "{", headers: { "Content-Type": "application/json" } }), 400);
-    await expectProblem(await call("POST", "/v1/agents", { token: ws.adminToken, rawBody: "slug=x", headers: { "Content-Type": "text/plain" } }), 400);
+    await expectProblem(
+      await call("POST", "/v1/agents", {
+        token: ws.adminToken,
+        rawBody: "{",
+        headers: { "Content-Type": "application/json" },
+      }),
+      400,
+    );
+    await expectProblem(
+      await call("POST", "/v1/agents", {
+        token: ws.adminToken,
+        rawBody: "slug=x",
+        headers: { "Content-Type": "text/plain" },
+      }),
+      400,
+    );
   });
 });
 
 describe("handle rules for slug and aliases", () => {
   const VALID = ["ab", "a1", "42", "sales-bot", "a-b-c", "x".repeat(32), "bot-2"];
-  const INVALID = ["a", "x".repeat(33), "", "Sales", "sales_bot", "sales bot", "-sales", "sales-", "salés", "ab!", "a.b"];
+  const INVALID = [
+    "a",
+    "x".repeat(33),
+    "",
+    "Sales",
+    "sales_bot",
+    "sales bot",
+    "-sales",
+    "sales-",
+    "salés",
+    "ab!",
+    "a.b",
+  ];
   const RESERVED = ["admin", "system", "all", "everyone", "here", "channel", "help", "api"];
   let ws: Awaited<ReturnType<typeof signupWorkspace>>;
   beforeAll(async () => {
@@ -261,7 +407,11 @@ describe("handle rules for slug and aliases", () => {
       const a = await createAgent(ws.adminToken, { slug: h, display_name: "Valid" });
       expect(a.slug).toBe(h);
       await patch(ws.adminToken, a.id, { slug: `z${crypto.randomUUID().slice(0, 8)}` });
-      const b = await createAgent(ws.adminToken, { slug: `y${crypto.randomUUID().slice(0, 8)}`, display_name: "Valid", aliases: [] });
+      const b = await createAgent(ws.adminToken, {
+        slug: `y${crypto.randomUUID().slice(0, 8)}`,
+        display_name: "Valid",
+        aliases: [],
+      });
       // the first agent still holds h as an alias after its rename, so release it first
       await patch(ws.adminToken, a.id, { aliases: [] });
       const res = await patch(ws.adminToken, b.id, { aliases: [h] });
@@ -272,18 +422,40 @@ describe("handle rules for slug and aliases", () => {
 
   for (const h of INVALID) {
     it(`refuses "${h}" as a slug (invalid_slug) and as an alias (invalid_alias)`, async () => {
-      const s = await expectProblem(await call("POST", "/v1/agents", { token: ws.adminToken, body: { slug: h, display_name: "Bad" } }), 400, "invalid_slug");
+      const s = await expectProblem(
+        await call("POST", "/v1/agents", { token: ws.adminToken, body: { slug: h, display_name: "Bad" } }),
+        400,
+        "invalid_slug",
+      );
       expect(s.errors?.[0]?.path).toBe("slug");
-      const a = await expectProblem(await call("POST", "/v1/agents", { token: ws.adminToken, body: { slug: "fine-slug", display_name: "Bad", aliases: ["ok-alias", h] } }), 400, "invalid_alias");
+      const a = await expectProblem(
+        await call("POST", "/v1/agents", {
+          token: ws.adminToken,
+          body: { slug: "fine-slug", display_name: "Bad", aliases: ["ok-alias", h] },
+        }),
+        400,
+        "invalid_alias",
+      );
       expect(a.errors?.[0]?.path).toBe("aliases.1");
     });
   }
 
   for (const h of RESERVED) {
     it(`refuses the reserved word "${h}" as slug, alias and rename`, async () => {
-      const s = await expectProblem(await call("POST", "/v1/agents", { token: ws.adminToken, body: { slug: h, display_name: "Reserved" } }), 400, "invalid_slug");
+      const s = await expectProblem(
+        await call("POST", "/v1/agents", { token: ws.adminToken, body: { slug: h, display_name: "Reserved" } }),
+        400,
+        "invalid_slug",
+      );
       expect(s.detail).toContain("reserved");
-      await expectProblem(await call("POST", "/v1/agents", { token: ws.adminToken, body: { slug: "fine-slug", display_name: "R", aliases: [h] } }), 400, "invalid_alias");
+      await expectProblem(
+        await call("POST", "/v1/agents", {
+          token: ws.adminToken,
+          body: { slug: "fine-slug", display_name: "R", aliases: [h] },
+        }),
+        400,
+        "invalid_alias",
+      );
       const [assistant] = await listAgents(ws.adminToken);
       await expectProblem(await patch(ws.adminToken, assistant!.id, { slug: h }), 400, "invalid_slug");
       await expectProblem(await patch(ws.adminToken, assistant!.id, { aliases: [h] }), 400, "invalid_alias");
@@ -306,7 +478,10 @@ describe("handle rules for slug and aliases", () => {
       ["PATCH", { aliases: ["first"] }, "aliases.0"],
     ];
     for (const [method, body, path] of cases) {
-      const res = method === "POST" ? await call("POST", "/v1/agents", { token: w.adminToken, body }) : await patch(w.adminToken, b.id, body);
+      const res =
+        method === "POST"
+          ? await call("POST", "/v1/agents", { token: w.adminToken, body })
+          : await patch(w.adminToken, b.id, body);
       const p = await expectProblem(res, 400, "handle_taken");
       expect(p.errors?.[0]?.path, JSON.stringify(body)).toBe(path);
     }
@@ -318,8 +493,22 @@ describe("handle rules for slug and aliases", () => {
 
   it("refuses an alias that repeats the slug or another alias of the same request", async () => {
     const w = await signupWorkspace();
-    await expectProblem(await call("POST", "/v1/agents", { token: w.adminToken, body: { slug: "dup", display_name: "D", aliases: ["dup"] } }), 400, "handle_taken");
-    await expectProblem(await call("POST", "/v1/agents", { token: w.adminToken, body: { slug: "dup", display_name: "D", aliases: ["x1", "x1"] } }), 400, "handle_taken");
+    await expectProblem(
+      await call("POST", "/v1/agents", {
+        token: w.adminToken,
+        body: { slug: "dup", display_name: "D", aliases: ["dup"] },
+      }),
+      400,
+      "handle_taken",
+    );
+    await expectProblem(
+      await call("POST", "/v1/agents", {
+        token: w.adminToken,
+        body: { slug: "dup", display_name: "D", aliases: ["x1", "x1"] },
+      }),
+      400,
+      "handle_taken",
+    );
   });
 
   it("renaming keeps the old slug as an alias, holding it until the alias is dropped; renaming back swaps them", async () => {
@@ -328,7 +517,11 @@ describe("handle rules for slug and aliases", () => {
     const renamed = await parse(await patch(w.adminToken, a.id, { slug: "revenue" }), AgentRowSchema);
     expect(renamed).toMatchObject({ slug: "revenue", aliases: ["sales"] });
     expect(await handlesOf(a.id)).toEqual(["revenue", "sales"]);
-    await expectProblem(await call("POST", "/v1/agents", { token: w.adminToken, body: { slug: "sales", display_name: "Other" } }), 400, "handle_taken");
+    await expectProblem(
+      await call("POST", "/v1/agents", { token: w.adminToken, body: { slug: "sales", display_name: "Other" } }),
+      400,
+      "handle_taken",
+    );
 
     // renaming back to its own alias swaps slug and alias
     const back = await parse(await patch(w.adminToken, a.id, { slug: "sales" }), AgentRowSchema);
@@ -342,7 +535,10 @@ describe("handle rules for slug and aliases", () => {
     expect(await handlesOf(b.id)).toEqual(["revenue"]);
 
     // a rename that sends aliases keeps the old slug on top of them
-    const again = await parse(await patch(w.adminToken, a.id, { slug: "deals", aliases: ["pipeline"] }), AgentRowSchema);
+    const again = await parse(
+      await patch(w.adminToken, a.id, { slug: "deals", aliases: ["pipeline"] }),
+      AgentRowSchema,
+    );
     expect(again.aliases).toEqual(["pipeline", "sales"]);
     expect(await handlesOf(a.id)).toEqual(["deals", "pipeline", "sales"]);
     const [event] = await auditEvents(w.workspace.id, "agent.update");
@@ -360,21 +556,33 @@ describe("handle rules for slug and aliases", () => {
   it("under concurrent creates with one slug, the database lets exactly one through", async () => {
     const w = await signupWorkspace();
     const results = await Promise.all(
-      Array.from({ length: 6 }, (_, i) => call("POST", "/v1/agents", { token: w.adminToken, body: { slug: "race", display_name: `R${i}` } })),
+      Array.from({ length: 6 }, (_, i) =>
+        call("POST", "/v1/agents", { token: w.adminToken, body: { slug: "race", display_name: `R${i}` } }),
+      ),
     );
     const statuses = results.map((r) => r.status).sort();
     expect(statuses).toEqual([200, 400, 400, 400, 400, 400]);
     for (const r of results.filter((x) => x.status === 400)) await expectProblem(r, 400, "handle_taken");
-    const { results: rows } = await env.DB.prepare("SELECT count(*) AS n FROM agents a JOIN workspaces w ON w.id = a.workspace_id WHERE a.slug = 'race' AND w.id = ?").bind(w.workspace.id).all<{ n: number }>();
+    const { results: rows } = await env.DB.prepare(
+      "SELECT count(*) AS n FROM agents a JOIN workspaces w ON w.id = a.workspace_id WHERE a.slug = 'race' AND w.id = ?",
+    )
+      .bind(w.workspace.id)
+      .all<{ n: number }>();
     expect(rows[0]!.n).toBe(1);
   });
 
   it("under concurrent renames onto one handle, exactly one agent gets it", async () => {
     const w = await signupWorkspace();
-    const agents = await Promise.all([1, 2, 3, 4].map((i) => createAgent(w.adminToken, { slug: `r${i}x`, display_name: `R${i}` })));
+    const agents = await Promise.all(
+      [1, 2, 3, 4].map((i) => createAgent(w.adminToken, { slug: `r${i}x`, display_name: `R${i}` })),
+    );
     const results = await Promise.all(agents.map((a) => patch(w.adminToken, a.id, { aliases: ["shared"] })));
     expect(results.map((r) => r.status).sort()).toEqual([200, 400, 400, 400]);
-    const { results: rows } = await env.DB.prepare("SELECT agent_id FROM agent_handles WHERE workspace_id = ? AND handle = 'shared'").bind(w.workspace.id).all();
+    const { results: rows } = await env.DB.prepare(
+      "SELECT agent_id FROM agent_handles WHERE workspace_id = ? AND handle = 'shared'",
+    )
+      .bind(w.workspace.id)
+      .all();
     expect(rows).toHaveLength(1);
     const holders = (await listAgents(w.adminToken)).filter((a) => a.aliases.includes("shared"));
     expect(holders).toHaveLength(1);
@@ -416,10 +624,25 @@ describe("PATCH /v1/agents/{id}", () => {
       avatar_url: "https://cdn.example.com/x.png",
     });
     const after = await parse(
-      await patch(ws.adminToken, a.id, { description: null, instructions: null, tone: null, verbosity: null, model: null, avatar_url: null }),
+      await patch(ws.adminToken, a.id, {
+        description: null,
+        instructions: null,
+        tone: null,
+        verbosity: null,
+        model: null,
+        avatar_url: null,
+      }),
       AgentRowSchema,
     );
-    expect(after).toMatchObject({ description: null, instructions: null, tone: null, verbosity: null, model: null, avatar_url: null, runtime_profile: "fast" });
+    expect(after).toMatchObject({
+      description: null,
+      instructions: null,
+      tone: null,
+      verbosity: null,
+      model: null,
+      avatar_url: null,
+      runtime_profile: "fast",
+    });
     expect(after.instructions_is_default).toBe(false);
   });
 
@@ -435,31 +658,56 @@ describe("PATCH /v1/agents/{id}", () => {
   it("writing instructions makes instructions_is_default false on the seeded default agent", async () => {
     const ws = await signupWorkspace();
     const [assistant] = await listAgents(ws.adminToken);
-    expect(assistant).toMatchObject({ instructions: DEFAULT_AGENT_INSTRUCTIONS, instructions_is_default: true, is_default: true });
+    expect(assistant).toMatchObject({
+      instructions: DEFAULT_AGENT_INSTRUCTIONS,
+      instructions_is_default: true,
+      is_default: true,
+    });
     // other fields leave the flag alone
-    expect((await parse(await patch(ws.adminToken, assistant!.id, { tone: "casual" }), AgentRowSchema)).instructions_is_default).toBe(true);
+    expect(
+      (await parse(await patch(ws.adminToken, assistant!.id, { tone: "casual" }), AgentRowSchema))
+        .instructions_is_default,
+    ).toBe(true);
     // even writing the seeded text back counts as the admin's own
-    const after = await parse(await patch(ws.adminToken, assistant!.id, { instructions: DEFAULT_AGENT_INSTRUCTIONS }), AgentRowSchema);
+    const after = await parse(
+      await patch(ws.adminToken, assistant!.id, { instructions: DEFAULT_AGENT_INSTRUCTIONS }),
+      AgentRowSchema,
+    );
     expect(after).toMatchObject({ instructions: DEFAULT_AGENT_INSTRUCTIONS, instructions_is_default: false });
   });
 
   it("canonicalises languages and keeps their order", async () => {
     const ws = await signupWorkspace();
     const a = await createAgent(ws.adminToken, { slug: "polyglot", display_name: "P" });
-    const after = await parse(await patch(ws.adminToken, a.id, { languages: ["pt-br", "EN", "zh-hant-tw"] }), AgentRowSchema);
+    const after = await parse(
+      await patch(ws.adminToken, a.id, { languages: ["pt-br", "EN", "zh-hant-tw"] }),
+      AgentRowSchema,
+    );
     expect(after.languages).toEqual(["pt-BR", "en", "zh-Hant-TW"]);
-    const p = await expectProblem(await patch(ws.adminToken, a.id, { languages: ["en", "not a tag"] }), 400, "validation_failed");
+    const p = await expectProblem(
+      await patch(ws.adminToken, a.id, { languages: ["en", "not a tag"] }),
+      400,
+      "validation_failed",
+    );
     expect(p.errors?.[0]?.path).toBe("languages.1");
     expect((await parse(await patch(ws.adminToken, a.id, { languages: [] }), AgentRowSchema)).languages).toEqual([]);
   });
 
   it("keeps model and runtime profile consistent", async () => {
     const ws = await signupWorkspace();
-    const a = await createAgent(ws.adminToken, { slug: "thinker", display_name: "T", runtime_profile: "reasoning", model: "qwq-32b" });
+    const a = await createAgent(ws.adminToken, {
+      slug: "thinker",
+      display_name: "T",
+      runtime_profile: "reasoning",
+      model: "qwq-32b",
+    });
     // moving to a profile that does not offer the current model needs the model changed too
     await expectProblem(await patch(ws.adminToken, a.id, { runtime_profile: "fast" }), 400, "invalid_model");
     await expectProblem(await patch(ws.adminToken, a.id, { model: "llama-3.1-8b" }), 400, "invalid_model");
-    const moved = await parse(await patch(ws.adminToken, a.id, { runtime_profile: "fast", model: null }), AgentRowSchema);
+    const moved = await parse(
+      await patch(ws.adminToken, a.id, { runtime_profile: "fast", model: null }),
+      AgentRowSchema,
+    );
     expect(moved).toMatchObject({ runtime_profile: "fast", model: null });
     const pinned = await parse(await patch(ws.adminToken, a.id, { model: "llama-3.1-8b" }), AgentRowSchema);
     expect(pinned.model).toBe("llama-3.1-8b");
@@ -470,7 +718,14 @@ describe("PATCH /v1/agents/{id}", () => {
     const ws = await signupWorkspace();
     const a = await createAgent(ws.adminToken, { slug: "steady", display_name: "S" });
     expect(await parse(await patch(ws.adminToken, a.id, {}), AgentRowSchema)).toEqual(a);
-    for (const body of [{ tone: "loud" }, { avatar_url: "ftp://x/y.png" }, { cautions: ["ok", ""] }, { slug: "Bad Slug" }, { unknown: 1 }, { display_name: 5 }]) {
+    for (const body of [
+      { tone: "loud" },
+      { avatar_url: "ftp://x/y.png" },
+      { cautions: ["ok", ""] },
+      { slug: "Bad Slug" },
+      { unknown: 1 },
+      { display_name: 5 },
+    ]) {
       const res = await patch(ws.adminToken, a.id, body);
       expect(res.status, JSON.stringify(body)).toBe(400);
     }
@@ -490,10 +745,17 @@ describe("status and the default flag", () => {
     expect(again.status).toBe(200);
     expect((await parse(again, AgentRowSchema)).status).toBe("disabled");
 
-    await expectProblem(await call("DELETE", `/v1/agents/${assistant!.id}`, { token: ws.adminToken }), 400, "default_agent");
+    await expectProblem(
+      await call("DELETE", `/v1/agents/${assistant!.id}`, { token: ws.adminToken }),
+      400,
+      "default_agent",
+    );
     expect((await getAgent(ws.adminToken, assistant!.id)).status).toBe("enabled");
 
-    const enabled = await parse(await call("POST", `/v1/agents/${a.id}/enable`, { token: ws.adminToken }), AgentRowSchema);
+    const enabled = await parse(
+      await call("POST", `/v1/agents/${a.id}/enable`, { token: ws.adminToken }),
+      AgentRowSchema,
+    );
     expect(enabled.status).toBe("enabled");
     const noop = await parse(await call("POST", `/v1/agents/${a.id}/enable`, { token: ws.adminToken }), AgentRowSchema);
     expect(noop).toEqual(enabled);
@@ -514,10 +776,17 @@ describe("status and the default flag", () => {
     expect((await getAgent(ws.adminToken, assistant!.id)).is_default).toBe(false);
     // the old default can now be disabled, and a disabled agent cannot become default
     expect((await call("DELETE", `/v1/agents/${assistant!.id}`, { token: ws.adminToken })).status).toBe(200);
-    await expectProblem(await call("POST", `/v1/agents/${assistant!.id}/default`, { token: ws.adminToken }), 400, "agent_disabled");
+    await expectProblem(
+      await call("POST", `/v1/agents/${assistant!.id}/default`, { token: ws.adminToken }),
+      400,
+      "agent_disabled",
+    );
     expect((await getAgent(ws.adminToken, a.id)).is_default).toBe(true);
     // making the default the default again is a no-op
-    expect((await parse(await call("POST", `/v1/agents/${a.id}/default`, { token: ws.adminToken }), AgentRowSchema)).is_default).toBe(true);
+    expect(
+      (await parse(await call("POST", `/v1/agents/${a.id}/default`, { token: ws.adminToken }), AgentRowSchema))
+        .is_default,
+    ).toBe(true);
     const events = await auditEvents(ws.workspace.id, "agent.default");
     expect(events.map((e) => e.details)).toEqual([
       { slug: "next", previous_default_id: a.id },
@@ -527,11 +796,17 @@ describe("status and the default flag", () => {
 
   it("exactly one default under concurrent calls", async () => {
     const ws = await signupWorkspace();
-    const agents = await Promise.all(Array.from({ length: 6 }, (_, i) => createAgent(ws.adminToken, { slug: `c${i}c`, display_name: `C${i}` })));
+    const agents = await Promise.all(
+      Array.from({ length: 6 }, (_, i) => createAgent(ws.adminToken, { slug: `c${i}c`, display_name: `C${i}` })),
+    );
     for (let round = 0; round < 3; round++) {
-      const results = await Promise.all(agents.map((a) => call("POST", `/v1/agents/${a.id}/default`, { token: ws.adminToken })));
+      const results = await Promise.all(
+        agents.map((a) => call("POST", `/v1/agents/${a.id}/default`, { token: ws.adminToken })),
+      );
       expect(results.map((r) => r.status)).toEqual(agents.map(() => 200));
-      const { results: rows } = await env.DB.prepare("SELECT id FROM agents WHERE workspace_id = ? AND is_default = 1").bind(ws.workspace.id).all();
+      const { results: rows } = await env.DB.prepare("SELECT id FROM agents WHERE workspace_id = ? AND is_default = 1")
+        .bind(ws.workspace.id)
+        .all();
       expect(rows).toHaveLength(1);
     }
   });
@@ -544,7 +819,9 @@ describe("status and the default flag", () => {
         call("POST", `/v1/agents/${a.id}/default`, { token: ws.adminToken }),
         call("DELETE", `/v1/agents/${a.id}`, { token: ws.adminToken }),
       ]);
-      const { results } = await env.DB.prepare("SELECT status FROM agents WHERE workspace_id = ? AND is_default = 1").bind(ws.workspace.id).all<{ status: string }>();
+      const { results } = await env.DB.prepare("SELECT status FROM agents WHERE workspace_id = ? AND is_default = 1")
+        .bind(ws.workspace.id)
+        .all<{ status: string }>();
       expect(results).toEqual([{ status: "enabled" }]);
     }
   });
@@ -566,7 +843,10 @@ describe("status and the default flag", () => {
 describe("the OpenAPI document", () => {
   it("describes every agents route with its scope", async () => {
     const doc = (await (await call("GET", "/v1/openapi.json")).json()) as {
-      paths: Record<string, Record<string, { security?: unknown; requestBody?: unknown; responses: Record<string, unknown> }>>;
+      paths: Record<
+        string,
+        Record<string, { security?: unknown; requestBody?: unknown; responses: Record<string, unknown> }>
+      >;
       components: { schemas: Record<string, unknown> };
     };
     const read = [{ bearer: ["agents:read"] }];
@@ -603,7 +883,16 @@ describe("the OpenAPI document", () => {
     expect(doc.paths["/v1/agents/{id}"]!.patch!.responses["404"]).toBeDefined();
     expect(doc.paths["/v1/agents/{id}/suggest-instructions"]!.post!.responses["500"]).toBeDefined();
     expect(doc.paths["/v1/agents/{id}/avatar/generate"]!.post!.responses["500"]).toBeDefined();
-    for (const name of ["AgentRow", "CreateAgentRequest", "UpdateAgentRequest", "AvatarUploadRequest", "AgentSkills", "AgentMcpServers", "Skill", "McpServer"]) {
+    for (const name of [
+      "AgentRow",
+      "CreateAgentRequest",
+      "UpdateAgentRequest",
+      "AvatarUploadRequest",
+      "AgentSkills",
+      "AgentMcpServers",
+      "Skill",
+      "McpServer",
+    ]) {
       expect(doc.components.schemas[name], name).toBeDefined();
     }
   });

@@ -1,9 +1,9 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import { AUDIT_DETAIL_FIELDS } from "../src/audit/policy";
-import { call } from "./support/api";
 import { createAgent, IMAGES } from "./support/agents";
+import { call } from "./support/api";
 import { auditEvents } from "./support/audit";
-import { registerClient, REDIRECT } from "./support/oauth";
+import { REDIRECT, registerClient } from "./support/oauth";
 import { addUser, PASSWORD, signupWorkspace } from "./support/seed";
 
 /**
@@ -13,9 +13,16 @@ import { addUser, PASSWORD, signupWorkspace } from "./support/seed";
  */
 
 type Operation = { security?: Record<string, string[]>[]; requestBody?: unknown };
-const DOC = (await (await call("GET", "/v1/openapi.json")).json()) as { paths: Record<string, Record<string, Operation>> };
+const DOC = (await (await call("GET", "/v1/openapi.json")).json()) as {
+  paths: Record<string, Record<string, Operation>>;
+};
 const OPERATIONS = Object.entries(DOC.paths).flatMap(([path, ops]) =>
-  Object.entries(ops).map(([method, op]) => ({ method: method.toUpperCase(), path, op, key: `${method.toUpperCase()} ${path}` })),
+  Object.entries(ops).map(([method, op]) => ({
+    method: method.toUpperCase(),
+    path,
+    op,
+    key: `${method.toUpperCase()} ${path}`,
+  })),
 );
 
 /** Credentials of every kind this service issues, in their wire shape. */
@@ -45,9 +52,19 @@ const SUCCESS: Record<string, Success> = {
   "POST /v1/api/signup": {
     kind: "workspace.signup",
     run: async () => {
-      const body = await ok(await call("POST", "/v1/api/signup", { body: { workspace_name: "Audited Co", email: `s-${unique()}@example.com`, password: PASSWORD } }), 201);
+      const body = await ok(
+        await call("POST", "/v1/api/signup", {
+          body: { workspace_name: "Audited Co", email: `s-${unique()}@example.com`, password: PASSWORD },
+        }),
+        201,
+      );
       const workspace = body.workspace as { id: string };
-      return { workspaceId: workspace.id, target: `workspace:${workspace.id}`, intent: "create", secrets: [body.token as string] };
+      return {
+        workspaceId: workspace.id,
+        target: `workspace:${workspace.id}`,
+        intent: "create",
+        secrets: [body.token as string],
+      };
     },
   },
   "POST /v1/api/me/erase": {
@@ -61,21 +78,39 @@ const SUCCESS: Record<string, Success> = {
   "POST /v1/api/admin/users": {
     kind: "user.create",
     run: async (ws) => {
-      const user = await ok(await call("POST", "/v1/api/admin/users", { token: ws.adminToken, body: { email: `u-${unique()}@example.com`, role: "member", password: PASSWORD } }), 201);
+      const user = await ok(
+        await call("POST", "/v1/api/admin/users", {
+          token: ws.adminToken,
+          body: { email: `u-${unique()}@example.com`, role: "member", password: PASSWORD },
+        }),
+        201,
+      );
       return { target: `user:${user.id as string}`, intent: "create" };
     },
   },
   "POST /v1/api/admin/tokens": {
     kind: "token.create",
     run: async (ws) => {
-      const created = await ok(await call("POST", "/v1/api/admin/tokens", { token: ws.adminToken, body: { name: "audited", scopes: ["agents:read"] } }), 201);
+      const created = await ok(
+        await call("POST", "/v1/api/admin/tokens", {
+          token: ws.adminToken,
+          body: { name: "audited", scopes: ["agents:read"] },
+        }),
+        201,
+      );
       return { target: `token:${created.id as string}`, intent: "create", secrets: [created.token as string] };
     },
   },
   "DELETE /v1/api/admin/tokens/{id}": {
     kind: "token.revoke",
     run: async (ws) => {
-      const created = await ok(await call("POST", "/v1/api/admin/tokens", { token: ws.adminToken, body: { name: "to revoke", scopes: ["agents:read"] } }), 201);
+      const created = await ok(
+        await call("POST", "/v1/api/admin/tokens", {
+          token: ws.adminToken,
+          body: { name: "to revoke", scopes: ["agents:read"] },
+        }),
+        201,
+      );
       await ok(await call("DELETE", `/v1/api/admin/tokens/${created.id as string}`, { token: ws.adminToken }), 204);
       return { target: `token:${created.id as string}`, intent: "revoke", secrets: [created.token as string] };
     },
@@ -84,7 +119,12 @@ const SUCCESS: Record<string, Success> = {
     kind: "user.erase",
     run: async (ws) => {
       const member = await addUser(ws.adminToken, "member", ["agents:read"]);
-      await ok(await call("POST", `/v1/admin/users/${member.user.id}/erase`, { token: ws.adminToken, body: { confirm: true } }));
+      await ok(
+        await call("POST", `/v1/admin/users/${member.user.id}/erase`, {
+          token: ws.adminToken,
+          body: { confirm: true },
+        }),
+      );
       return { target: `user:${member.user.id}`, intent: "erase", secrets: [member.token] };
     },
   },
@@ -99,7 +139,9 @@ const SUCCESS: Record<string, Success> = {
     kind: "agent.update",
     run: async (ws) => {
       const agent = await newAgent(ws);
-      await ok(await call("PATCH", `/v1/agents/${agent.id}`, { token: ws.adminToken, body: { display_name: "Renamed" } }));
+      await ok(
+        await call("PATCH", `/v1/agents/${agent.id}`, { token: ws.adminToken, body: { display_name: "Renamed" } }),
+      );
       return { target: `agent:${agent.id}`, intent: "update" };
     },
   },
@@ -132,7 +174,12 @@ const SUCCESS: Record<string, Success> = {
     kind: "agent.avatar",
     run: async (ws) => {
       const agent = await newAgent(ws);
-      await ok(await call("POST", `/v1/agents/${agent.id}/avatar`, { token: ws.adminToken, body: { image_base64: IMAGES.gif } }));
+      await ok(
+        await call("POST", `/v1/agents/${agent.id}/avatar`, {
+          token: ws.adminToken,
+          body: { image_base64: IMAGES.gif },
+        }),
+      );
       return { target: `agent:${agent.id}`, intent: "set_avatar" };
     },
   },
@@ -183,7 +230,9 @@ const SUCCESS: Record<string, Success> = {
   "POST /v1/api/admin/workspace/slug": {
     kind: "workspace.slug",
     run: async (ws) => {
-      await ok(await call("POST", "/v1/api/admin/workspace/slug", { token: ws.adminToken, body: { slug: `ws-${unique()}` } }));
+      await ok(
+        await call("POST", "/v1/api/admin/workspace/slug", { token: ws.adminToken, body: { slug: `ws-${unique()}` } }),
+      );
       return { target: `workspace:${ws.workspace.id}`, intent: "rename" };
     },
   },
@@ -191,7 +240,11 @@ const SUCCESS: Record<string, Success> = {
     kind: "oauth.client.register",
     run: async (ws) => {
       const client = await registerClient(ws.adminToken, { token_endpoint_auth_method: "client_secret_post" });
-      return { target: `oauth_client:${client.client_id}`, intent: "register", secrets: [client.client_secret!, client.registration_access_token!] };
+      return {
+        target: `oauth_client:${client.client_id}`,
+        intent: "register",
+        secrets: [client.client_secret!, client.registration_access_token!],
+      };
     },
   },
   "PUT /v1/oauth/register/{client_id}": {
@@ -204,15 +257,26 @@ const SUCCESS: Record<string, Success> = {
           body: { redirect_uris: [REDIRECT], scope: "agents:read", client_name: "Renamed" },
         }),
       );
-      return { target: `oauth_client:${client.client_id}`, intent: "update", secrets: [client.registration_access_token!] };
+      return {
+        target: `oauth_client:${client.client_id}`,
+        intent: "update",
+        secrets: [client.registration_access_token!],
+      };
     },
   },
   "DELETE /v1/oauth/register/{client_id}": {
     kind: "oauth.client.delete",
     run: async (ws) => {
       const client = await registerClient(ws.adminToken);
-      await ok(await call("DELETE", `/v1/oauth/register/${client.client_id}`, { token: client.registration_access_token! }), 204);
-      return { target: `oauth_client:${client.client_id}`, intent: "delete", secrets: [client.registration_access_token!] };
+      await ok(
+        await call("DELETE", `/v1/oauth/register/${client.client_id}`, { token: client.registration_access_token! }),
+        204,
+      );
+      return {
+        target: `oauth_client:${client.client_id}`,
+        intent: "delete",
+        secrets: [client.registration_access_token!],
+      };
     },
   },
 };
@@ -223,7 +287,8 @@ const COVERED_ELSEWHERE: Record<string, string> = {
   "POST /v1/agents/{id}/suggest-instructions": "agents-llm.test.ts (agent.suggest)",
   "POST /v1/agent-browser/ask": "browser.test.ts (browser.ask, success and denied)",
   "POST /v1/oauth/revoke": "oauth-token.test.ts (oauth.grant.revoke)",
-  "POST /v1/oauth/token": "issues tokens from an audited consent; replays are audited as oauth.token.reuse (oauth-token.test.ts)",
+  "POST /v1/oauth/token":
+    "issues tokens from an audited consent; replays are audited as oauth.token.reuse (oauth-token.test.ts)",
   "POST /v1/oauth/introspect": "reads only",
 };
 
@@ -234,7 +299,9 @@ describe("audit events of state-changing operations", () => {
   });
 
   it("every non-GET operation of the document is covered here or named with where it is covered", () => {
-    const uncovered = OPERATIONS.filter((o) => o.method !== "GET" && !SUCCESS[o.key] && !COVERED_ELSEWHERE[o.key]).map((o) => o.key);
+    const uncovered = OPERATIONS.filter((o) => o.method !== "GET" && !SUCCESS[o.key] && !COVERED_ELSEWHERE[o.key]).map(
+      (o) => o.key,
+    );
     expect(uncovered).toEqual([]);
   });
 
@@ -256,7 +323,9 @@ describe("audit events of state-changing operations", () => {
 });
 
 describe("denied events of admin refusals", () => {
-  const ADMIN_OPERATIONS = OPERATIONS.filter((o) => o.op.security?.some((s) => Object.values(s).some((scopes) => scopes.includes("admin"))));
+  const ADMIN_OPERATIONS = OPERATIONS.filter((o) =>
+    o.op.security?.some((s) => Object.values(s).some((scopes) => scopes.includes("admin"))),
+  );
 
   it("the document has admin-only operations to check", () => {
     expect(ADMIN_OPERATIONS.length).toBeGreaterThan(20);
@@ -266,7 +335,9 @@ describe("denied events of admin refusals", () => {
     it(`${o.key}: a member is refused with 403 admin_required and the refusal is recorded`, async () => {
       const ws = await signupWorkspace();
       const member = await addUser(ws.adminToken, "member", ["agents:read", "conversations:read"]);
-      const path = o.path.replace(/\{([^}]+)\}/g, (_, name: string) => (name === "slug" ? "web-search" : crypto.randomUUID()));
+      const path = o.path.replace(/\{([^}]+)\}/g, (_, name: string) =>
+        name === "slug" ? "web-search" : crypto.randomUUID(),
+      );
       const res = await call(o.method, path, { token: member.token, body: o.op.requestBody ? {} : undefined });
       expect(res.status).toBe(403);
       expect(((await res.json()) as { code: string }).code).toBe("admin_required");
@@ -293,7 +364,11 @@ describe("the details allow-list", () => {
   it("names no field that could carry a token, a secret or a password", () => {
     const risky = Object.entries(AUDIT_DETAIL_FIELDS).flatMap(([kind, fields]) =>
       fields
-        .filter((f) => !VETTED.has(`${kind}.${f}`) && /token|secret|password|passwd|cookie|authorization|api_?key|credential|verifier|^code$|header/i.test(f))
+        .filter(
+          (f) =>
+            !VETTED.has(`${kind}.${f}`) &&
+            /token|secret|password|passwd|cookie|authorization|api_?key|credential|verifier|^code$|header/i.test(f),
+        )
         .map((f) => `${kind}.${f}`),
     );
     expect(risky).toEqual([]);

@@ -35,12 +35,21 @@ describe("AuditLog append under concurrency", () => {
     for (const r of results) expect(bySeq.get(r[0]!.seq)?.hash).toBe(r[0]!.hash);
     for (let seq = 2; seq <= 64; seq++) expect(bySeq.get(seq)?.prev_hash).toBe(bySeq.get(seq - 1)?.hash);
 
-    expect(await log.verify(1000)).toEqual({ ok: true, checked: 64, first_seq: 1, last_seq: 64, failure_seq: null, break_type: null });
+    expect(await log.verify(1000)).toEqual({
+      ok: true,
+      checked: 64,
+      first_seq: 1,
+      last_seq: 64,
+      failure_seq: null,
+      break_type: null,
+    });
   });
 
   it("keeps each multi-event append contiguous and in order when appends arrive together", async () => {
     const log = freshLog();
-    const results = await Promise.all(Array.from({ length: 10 }, (_, i) => log.append([event(i * 3), event(i * 3 + 1), event(i * 3 + 2)])));
+    const results = await Promise.all(
+      Array.from({ length: 10 }, (_, i) => log.append([event(i * 3), event(i * 3 + 1), event(i * 3 + 2)])),
+    );
     for (const written of results) {
       expect(written).toHaveLength(3);
       expect(written[1]!.seq).toBe(written[0]!.seq + 1);
@@ -48,7 +57,9 @@ describe("AuditLog append under concurrency", () => {
     }
     const listed = await listAll(log);
     for (const written of results) {
-      const details = written.map((w) => (JSON.parse(listed.events.find((e) => e.seq === w.seq)!.details) as { n: number }).n);
+      const details = written.map(
+        (w) => (JSON.parse(listed.events.find((e) => e.seq === w.seq)!.details) as { n: number }).n,
+      );
       expect(details[1]).toBe(details[0]! + 1);
       expect(details[2]).toBe(details[0]! + 2);
     }
@@ -107,32 +118,70 @@ async function chainOf(n: number) {
 describe("AuditLog verify", () => {
   it("verifies a chain longer than one read chunk, and only the last `limit` entries when asked", async () => {
     const log = await chainOf(4500);
-    expect(await log.verify(100_000)).toEqual({ ok: true, checked: 4500, first_seq: 1, last_seq: 4500, failure_seq: null, break_type: null });
-    expect(await log.verify(2500)).toEqual({ ok: true, checked: 2500, first_seq: 2001, last_seq: 4500, failure_seq: null, break_type: null });
+    expect(await log.verify(100_000)).toEqual({
+      ok: true,
+      checked: 4500,
+      first_seq: 1,
+      last_seq: 4500,
+      failure_seq: null,
+      break_type: null,
+    });
+    expect(await log.verify(2500)).toEqual({
+      ok: true,
+      checked: 2500,
+      first_seq: 2001,
+      last_seq: 4500,
+      failure_seq: null,
+      break_type: null,
+    });
   });
 
   it("verifies the chain as it was when verification started while appends interleave", async () => {
     const log = await chainOf(4500);
-    const [during, ...appended] = await Promise.all([log.verify(100_000), ...Array.from({ length: 10 }, (_, i) => log.append([event(5000 + i)]))]);
+    const [during, ...appended] = await Promise.all([
+      log.verify(100_000),
+      ...Array.from({ length: 10 }, (_, i) => log.append([event(5000 + i)])),
+    ]);
     expect(during).toMatchObject({ ok: true, checked: 4500, last_seq: 4500 });
-    expect(appended.map((w) => w[0]!.seq).sort((a, b) => a - b)).toEqual(Array.from({ length: 10 }, (_, i) => 4501 + i));
+    expect(appended.map((w) => w[0]!.seq).sort((a, b) => a - b)).toEqual(
+      Array.from({ length: 10 }, (_, i) => 4501 + i),
+    );
     expect(await log.verify(100_000)).toMatchObject({ ok: true, checked: 4510, last_seq: 4510 });
   });
 
   it("verifies an empty chain as ok with nothing checked", async () => {
-    expect(await freshLog().verify(10)).toEqual({ ok: true, checked: 0, first_seq: null, last_seq: null, failure_seq: null, break_type: null });
+    expect(await freshLog().verify(10)).toEqual({
+      ok: true,
+      checked: 0,
+      first_seq: null,
+      last_seq: null,
+      failure_seq: null,
+      break_type: null,
+    });
   });
 
   it("reports changed details as a content break at that entry", async () => {
     const log = await chainOf(10);
     await tamper(log, "UPDATE events SET details = ? WHERE seq = ?", '{"n":999}', 3);
-    expect(await log.verify(100)).toEqual({ ok: false, checked: 3, first_seq: 1, last_seq: 3, failure_seq: 3, break_type: "content" });
+    expect(await log.verify(100)).toEqual({
+      ok: false,
+      checked: 3,
+      first_seq: 1,
+      last_seq: 3,
+      failure_seq: 3,
+      break_type: "content",
+    });
   });
 
   it("reports a changed hashed field as a content break, even past the first read chunk", async () => {
     const log = await chainOf(2100);
     await tamper(log, "UPDATE events SET target = ? WHERE seq = ?", "agent:someone-else", 2050);
-    expect(await log.verify(100_000)).toMatchObject({ ok: false, checked: 2050, failure_seq: 2050, break_type: "content" });
+    expect(await log.verify(100_000)).toMatchObject({
+      ok: false,
+      checked: 2050,
+      failure_seq: 2050,
+      break_type: "content",
+    });
   });
 
   it("reports a rewritten prev_hash or a deleted entry as a linkage break", async () => {

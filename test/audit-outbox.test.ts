@@ -34,17 +34,28 @@ describe("audit outbox", () => {
 
     expect(await parkedCount(env, ws.workspace.id)).toBe(0);
     const [event] = await auditEvents(ws.workspace.id, "token.create");
-    expect(event).toMatchObject({ target: `token:${created.id}`, actor_id: ws.user.id, details: { name: "during outage" } });
+    expect(event).toMatchObject({
+      target: `token:${created.id}`,
+      actor_id: ws.user.id,
+      details: { name: "during outage" },
+    });
     expect(Date.parse(event!.occurred_at)).toBeLessThanOrEqual(parkedAt);
-    const verify = (await (await call("GET", "/v1/admin/audit/verify", { token: ws.adminToken })).json()) as { ok: boolean };
+    const verify = (await (await call("GET", "/v1/admin/audit/verify", { token: ws.adminToken })).json()) as {
+      ok: boolean;
+    };
     expect(verify.ok).toBe(true);
   });
 
   it("keeps parked events, counting attempts, while delivery keeps failing", async () => {
     const ws = await signupWorkspace();
-    await callWith({ AUDIT_LOG: unreachableAuditLog }, "POST", "/v1/api/admin/tokens", { token: ws.adminToken, body: { name: "x", scopes: ["agents:read"] } });
+    await callWith({ AUDIT_LOG: unreachableAuditLog }, "POST", "/v1/api/admin/tokens", {
+      token: ws.adminToken,
+      body: { name: "x", scopes: ["agents:read"] },
+    });
     await deliverOutbox({ ...env, AUDIT_LOG: unreachableAuditLog } as unknown as Env);
-    const row = await env.DB.prepare("SELECT attempts, last_error FROM audit_outbox WHERE workspace_id = ?").bind(ws.workspace.id).first<{ attempts: number; last_error: string }>();
+    const row = await env.DB.prepare("SELECT attempts, last_error FROM audit_outbox WHERE workspace_id = ?")
+      .bind(ws.workspace.id)
+      .first<{ attempts: number; last_error: string }>();
     expect(row).toMatchObject({ attempts: 1 });
     expect(row?.last_error).toContain("AuditLog unavailable");
     expect(await deliverOutbox(env)).toBeGreaterThanOrEqual(1);
@@ -58,12 +69,26 @@ describe("audit outbox", () => {
       await parkEvent(
         env,
         ws.workspace.id,
-        { kind: "backlog.event", outcome: "success", actorKind: "system", actorId: null, agentId: null, conversationId: null, target: `n:${i}`, intent: "test", subjectUserId: null, details: {}, occurredAt },
+        {
+          kind: "backlog.event",
+          outcome: "success",
+          actorKind: "system",
+          actorId: null,
+          agentId: null,
+          conversationId: null,
+          target: `n:${i}`,
+          intent: "test",
+          subjectUserId: null,
+          details: {},
+          occurredAt,
+        },
         new Error("outage"),
       );
     }
     await deliverOutbox({ ...env, AUDIT_LOG: unreachableAuditLog } as unknown as Env);
-    const attempts = await env.DB.prepare("SELECT DISTINCT attempts FROM audit_outbox WHERE workspace_id = ?").bind(ws.workspace.id).all<{ attempts: number }>();
+    const attempts = await env.DB.prepare("SELECT DISTINCT attempts FROM audit_outbox WHERE workspace_id = ?")
+      .bind(ws.workspace.id)
+      .all<{ attempts: number }>();
     expect(attempts.results).toEqual([{ attempts: 1 }]);
 
     await deliverOutbox(env);

@@ -3,9 +3,9 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { canonicalJson, detailsDigest, entryHash, GENESIS_HASH } from "../durable-objects/audit-log/chain";
 import type { AppendEvent } from "../durable-objects/audit-log/types";
-import { AuditListSchema, VerifyResultSchema } from "../src/audit/schemas";
-import { allowedDetails } from "../src/audit/policy";
 import { auditLog } from "../src/audit/client";
+import { allowedDetails } from "../src/audit/policy";
+import { AuditListSchema, VerifyResultSchema } from "../src/audit/schemas";
 import { call, expectProblem, parse } from "./support/api";
 import { addUser, signupWorkspace } from "./support/seed";
 
@@ -50,11 +50,20 @@ describe("hash chain", () => {
         prevHash: second.prev_hash,
       }),
     ).toBe(second.hash);
-    expect(await log.verify(10)).toEqual({ ok: true, checked: 2, first_seq: 1, last_seq: 2, failure_seq: null, break_type: null });
+    expect(await log.verify(10)).toEqual({
+      ok: true,
+      checked: 2,
+      first_seq: 1,
+      last_seq: 2,
+      failure_seq: null,
+      break_type: null,
+    });
   });
 
   it("canonicalizes details with sorted keys, so equal data digests equally", () => {
-    expect(canonicalJson({ b: 1, a: { d: [1, { z: 1, y: 2 }], c: null } })).toBe('{"a":{"c":null,"d":[1,{"y":2,"z":1}]},"b":1}');
+    expect(canonicalJson({ b: 1, a: { d: [1, { z: 1, y: 2 }], c: null } })).toBe(
+      '{"a":{"c":null,"d":[1,{"y":2,"z":1}]},"b":1}',
+    );
     const salt = "00".repeat(16);
     expect(detailsDigest(salt, canonicalJson({ a: 1, b: 2 }))).toBe(detailsDigest(salt, canonicalJson({ b: 2, a: 1 })));
   });
@@ -96,7 +105,14 @@ describe("hash chain", () => {
   it("anchors the window on the entry before it", async () => {
     const stub = auditLog(env, crypto.randomUUID());
     await stub.append(Array.from({ length: 10 }, (_, i) => event(i + 1)));
-    expect(await stub.verify(4)).toEqual({ ok: true, checked: 4, first_seq: 7, last_seq: 10, failure_seq: null, break_type: null });
+    expect(await stub.verify(4)).toEqual({
+      ok: true,
+      checked: 4,
+      first_seq: 7,
+      last_seq: 10,
+      failure_seq: null,
+      break_type: null,
+    });
     // Break the anchor's hash: the window's first prev_hash no longer matches it.
     await runInDurableObject(stub, (_obj, state) => {
       state.storage.sql.exec(`UPDATE events SET hash = '${"a".repeat(64)}' WHERE seq = 6`);
@@ -115,7 +131,13 @@ describe("hash chain", () => {
   });
 
   it("keeps only allow-listed detail fields per kind, so secrets never reach the log", () => {
-    const details = allowedDetails("token.create", { name: "ci", scopes: ["a"], token: "svc_pat_secret", password: "p", authorization: "Bearer x" });
+    const details = allowedDetails("token.create", {
+      name: "ci",
+      scopes: ["a"],
+      token: "svc_pat_secret",
+      password: "p",
+      authorization: "Bearer x",
+    });
     expect(details).toEqual({ name: "ci", scopes: ["a"] });
     expect(allowedDetails("unknown.kind", { anything: 1 })).toEqual({});
   });
@@ -126,16 +148,28 @@ describe("GET /v1/admin/audit", () => {
     const ws = await signupWorkspace();
     const responses = await Promise.all(
       Array.from({ length: 100 }, (_, i) =>
-        call("POST", "/v1/api/admin/tokens", { token: ws.adminToken, body: { name: `t${i}`, scopes: ["agents:read"] } }),
+        call("POST", "/v1/api/admin/tokens", {
+          token: ws.adminToken,
+          body: { name: `t${i}`, scopes: ["agents:read"] },
+        }),
       ),
     );
     expect(responses.every((r) => r.status === 201)).toBe(true);
-    const list = await parse(await call("GET", "/v1/admin/audit?kind=token.create&page_size=200", { token: ws.adminToken }), AuditListSchema);
+    const list = await parse(
+      await call("GET", "/v1/admin/audit?kind=token.create&page_size=200", { token: ws.adminToken }),
+      AuditListSchema,
+    );
     expect(list.total).toBe(100);
-    const all = await parse(await call("GET", "/v1/admin/audit?days=0&page_size=200", { token: ws.adminToken }), AuditListSchema);
+    const all = await parse(
+      await call("GET", "/v1/admin/audit?days=0&page_size=200", { token: ws.adminToken }),
+      AuditListSchema,
+    );
     const seqs = all.events.map((e) => e.seq).sort((a, b) => a - b);
     expect(seqs).toEqual(Array.from({ length: seqs.length }, (_, i) => i + 1));
-    const verify = await parse(await call("GET", "/v1/admin/audit/verify", { token: ws.adminToken }), VerifyResultSchema);
+    const verify = await parse(
+      await call("GET", "/v1/admin/audit/verify", { token: ws.adminToken }),
+      VerifyResultSchema,
+    );
     expect(verify).toMatchObject({ ok: true, checked: all.total, first_seq: 1, last_seq: all.total });
   });
 
@@ -143,13 +177,18 @@ describe("GET /v1/admin/audit", () => {
     const ws = await signupWorkspace();
     const member = await addUser(ws.adminToken, "member", ["agents:read"]);
     await expectProblem(await call("GET", "/v1/api/admin/users", { token: member.token }), 403);
-    const tokens = (await (await call("GET", "/v1/api/admin/tokens", { token: ws.adminToken })).json()) as { tokens: { id: string }[] };
+    const tokens = (await (await call("GET", "/v1/api/admin/tokens", { token: ws.adminToken })).json()) as {
+      tokens: { id: string }[];
+    };
     await call("DELETE", `/v1/api/admin/tokens/${tokens.tokens.find((t) => t.id)!.id}`, { token: ws.adminToken });
-    const res = await call("GET", "/v1/admin/audit", { token: (await addUser(ws.adminToken, "admin", ["admin"])).token });
+    const res = await call("GET", "/v1/admin/audit", {
+      token: (await addUser(ws.adminToken, "admin", ["admin"])).token,
+    });
     const text = await res.clone().text();
     const list = await parse(res, AuditListSchema);
     const kinds = list.events.map((e) => e.kind);
-    for (const k of ["workspace.signup", "user.create", "token.create", "access.denied", "token.revoke"]) expect(kinds).toContain(k);
+    for (const k of ["workspace.signup", "user.create", "token.create", "access.denied", "token.revoke"])
+      expect(kinds).toContain(k);
     const denied = list.events.find((e) => e.kind === "access.denied")!;
     expect(denied).toMatchObject({ outcome: "denied", actor_kind: "token", actor_id: member.user.id });
     expect(text).not.toContain(ws.adminToken);
@@ -168,7 +207,8 @@ describe("GET /v1/admin/audit", () => {
       event(2, { kind: "agent.update", outcome: "denied", actorKind: "token" }),
       event(3, { kind: "conversation.create", conversationId }),
     ]);
-    const get = async (qs: string) => parse(await call("GET", `/v1/admin/audit?${qs}`, { token: ws.adminToken }), AuditListSchema);
+    const get = async (qs: string) =>
+      parse(await call("GET", `/v1/admin/audit?${qs}`, { token: ws.adminToken }), AuditListSchema);
     expect((await get("kind=agent.update")).total).toBe(2);
     expect((await get("kind=agent.update&outcome=denied")).events.map((e) => e.outcome)).toEqual(["denied"]);
     expect((await get("actor_kind=token&kind=agent.update")).total).toBe(1);
@@ -196,7 +236,8 @@ describe("GET /v1/admin/audit", () => {
     await runInDurableObject(stub, (_obj, state) => {
       state.storage.sql.exec("UPDATE events SET occurred_at = '2020-01-01T00:00:00.000Z' WHERE kind = 'old.event'");
     });
-    const get = async (qs: string) => parse(await call("GET", `/v1/admin/audit?kind=old.event${qs}`, { token: ws.adminToken }), AuditListSchema);
+    const get = async (qs: string) =>
+      parse(await call("GET", `/v1/admin/audit?kind=old.event${qs}`, { token: ws.adminToken }), AuditListSchema);
     expect((await get("")).total).toBe(0);
     expect((await get("&days=0")).total).toBe(1);
     expect((await get("&days=-5")).total).toBe(1);
@@ -212,19 +253,40 @@ describe("GET /v1/admin/audit", () => {
     const member = await addUser(a.adminToken, "member", ["agents:read"]);
     await expectProblem(await call("GET", "/v1/admin/audit", { token: member.token }), 403, "admin_required");
     await expectProblem(await call("GET", "/v1/admin/audit/verify", { token: member.token }), 403, "admin_required");
-    await expectProblem(await call("GET", "/v1/admin/audit?page=abc", { token: a.adminToken }), 400, "validation_failed");
-    await expectProblem(await call("GET", "/v1/admin/audit?agent_id=nope", { token: a.adminToken }), 400, "validation_failed");
-    await expectProblem(await call("GET", "/v1/admin/audit/verify?limit=x", { token: a.adminToken }), 400, "validation_failed");
-    const list = await parse(await call("GET", "/v1/admin/audit?days=0&page_size=200", { token: a.adminToken }), AuditListSchema);
+    await expectProblem(
+      await call("GET", "/v1/admin/audit?page=abc", { token: a.adminToken }),
+      400,
+      "validation_failed",
+    );
+    await expectProblem(
+      await call("GET", "/v1/admin/audit?agent_id=nope", { token: a.adminToken }),
+      400,
+      "validation_failed",
+    );
+    await expectProblem(
+      await call("GET", "/v1/admin/audit/verify?limit=x", { token: a.adminToken }),
+      400,
+      "validation_failed",
+    );
+    const list = await parse(
+      await call("GET", "/v1/admin/audit?days=0&page_size=200", { token: a.adminToken }),
+      AuditListSchema,
+    );
     expect(JSON.stringify(list)).not.toContain(b.workspace.id);
   });
 
   it("clamps the verify limit to 1-100000", async () => {
     const ws = await signupWorkspace();
     await auditLog(env, ws.workspace.id).append([event(1), event(2), event(3)]);
-    const one = await parse(await call("GET", "/v1/admin/audit/verify?limit=0", { token: ws.adminToken }), VerifyResultSchema);
+    const one = await parse(
+      await call("GET", "/v1/admin/audit/verify?limit=0", { token: ws.adminToken }),
+      VerifyResultSchema,
+    );
     expect(one.checked).toBe(1);
-    const big = await parse(await call("GET", "/v1/admin/audit/verify?limit=99999999", { token: ws.adminToken }), VerifyResultSchema);
+    const big = await parse(
+      await call("GET", "/v1/admin/audit/verify?limit=99999999", { token: ws.adminToken }),
+      VerifyResultSchema,
+    );
     expect(big.ok).toBe(true);
     expect(big.first_seq).toBe(1);
   });

@@ -1,10 +1,10 @@
-import { MockLanguageModelV4 } from "ai/test";
 import { env } from "cloudflare:workers";
+import { MockLanguageModelV4 } from "ai/test";
 import { describe, expect, it } from "vitest";
 import { METHODS } from "../durable-objects/protocol";
 import { resolveBearer } from "../src/auth/resolve";
 import { askBrowser } from "../src/browser/service";
-import { computerTools, type BrowserTurn } from "../src/browser/tools";
+import { type BrowserTurn, computerTools } from "../src/browser/tools";
 import { connectExtension, TINY_PNG } from "./support/browser";
 import { signupWorkspace } from "./support/seed";
 
@@ -36,7 +36,8 @@ function scripted(...steps: ((options: CallOptions) => GenerateResult)[]) {
   return new MockLanguageModelV4({ doGenerate: async (options) => steps[Math.min(n++, steps.length - 1)]!(options) });
 }
 
-const toolResults = (options: CallOptions) => options.prompt.flatMap((m) => (m.role === "tool" ? m.content.filter((p) => p.type === "tool-result") : []));
+const toolResults = (options: CallOptions) =>
+  options.prompt.flatMap((m) => (m.role === "tool" ? m.content.filter((p) => p.type === "tool-result") : []));
 
 async function connected() {
   const ws = await signupWorkspace();
@@ -62,14 +63,22 @@ describe("askBrowser with a mock model", () => {
     ext.succeed(frame.id!, { data: TINY_PNG });
     const outcome = await pending;
 
-    expect(outcome).toMatchObject({ reply: "A blank page.", steps: 2, finish: "answered", methods: ["computer.screenshot"] });
+    expect(outcome).toMatchObject({
+      reply: "A blank page.",
+      steps: 2,
+      finish: "answered",
+      methods: ["computer.screenshot"],
+    });
     expect(model.doGenerateCalls).toHaveLength(2);
     const offered = (model.doGenerateCalls[0]!.tools ?? []).map((t) => t.name).sort();
     expect(offered).toEqual(METHODS.map((m) => m.replace(".", "_")).sort());
     expect(offered.every((n) => n.startsWith("computer_"))).toBe(true);
     const [result] = toolResults(model.doGenerateCalls[1]!);
     expect(result).toMatchObject({ toolCallId: "shot-1", toolName: "computer_screenshot" });
-    expect(result!.output).toEqual({ type: "content", value: [{ type: "file", mediaType: "image/png", data: { type: "data", data: TINY_PNG } }] });
+    expect(result!.output).toEqual({
+      type: "content",
+      value: [{ type: "file", mediaType: "image/png", data: { type: "data", data: TINY_PNG } }],
+    });
   });
 
   it("shows the model its own invalid tool input as an error, without sending a command", async () => {
@@ -100,15 +109,22 @@ describe("askBrowser with a mock model", () => {
 
   it("answers 503 when no model is configured", async () => {
     const { caller } = await connected();
-    await expect(askBrowser(env, caller, { prompt: "hi" }, { model: () => null })).rejects.toMatchObject({ status: 503, code: "model_not_configured" });
+    await expect(askBrowser(env, caller, { prompt: "hi" }, { model: () => null })).rejects.toMatchObject({
+      status: 503,
+      code: "model_not_configured",
+    });
   });
 });
 
 describe("computer tools", () => {
   it("exist only for a browser-session turn holding svc:computer", () => {
     const run = async () => ({ ok: true as const, result: {} });
-    expect(() => computerTools({ browserSession: true, scopes: new Set(["agents:read"]) }, run)).toThrow(/svc:computer/);
-    expect(() => computerTools({ browserSession: false, scopes: new Set(["svc:computer"]) } as unknown as BrowserTurn, run)).toThrow();
+    expect(() => computerTools({ browserSession: true, scopes: new Set(["agents:read"]) }, run)).toThrow(
+      /svc:computer/,
+    );
+    expect(() =>
+      computerTools({ browserSession: false, scopes: new Set(["svc:computer"]) } as unknown as BrowserTurn, run),
+    ).toThrow();
     const tools = computerTools({ browserSession: true, scopes: new Set(["svc:computer"]) }, run);
     expect(Object.keys(tools).sort()).toEqual(METHODS.map((m) => m.replace(".", "_")).sort());
   });

@@ -1,4 +1,3 @@
-import { auditEvents } from "./support/audit";
 import { evictDurableObject, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
@@ -6,6 +5,7 @@ import type { Attachment, BrowserSession } from "../durable-objects/browser-sess
 import { CLOSE, LIMITS, PING_FRAME, PONG_FRAME } from "../durable-objects/protocol";
 import { runEraseSteps } from "../src/admin/erasure";
 import { deliverOutbox, parkedCount } from "../src/audit/outbox";
+import { auditEvents } from "./support/audit";
 import { connectExtension, eventually, sessionOf, TINY_PNG } from "./support/browser";
 import { signupWorkspace } from "./support/seed";
 
@@ -27,7 +27,14 @@ describe("BrowserSession: connection", () => {
     expect(Date.parse(info!.connectedAt)).toBeGreaterThan(0);
 
     const [event] = await auditKinds(ws.workspace.id, "browser.connect");
-    expect(event).toMatchObject({ kind: "browser.connect", outcome: "success", actor_kind: "token", actor_id: ws.user.id, target: `browser_session:${info!.connectionId}`, intent: "connect" });
+    expect(event).toMatchObject({
+      kind: "browser.connect",
+      outcome: "success",
+      actor_kind: "token",
+      actor_id: ws.user.id,
+      target: `browser_session:${info!.connectionId}`,
+      intent: "connect",
+    });
     expect(Object.keys(event!.details)).toEqual(["token_id"]);
   });
 
@@ -53,7 +60,10 @@ describe("BrowserSession: connection", () => {
     expect(first.backlog).toBe(0);
 
     const [gone] = await auditKinds(ws.workspace.id, "browser.disconnect");
-    expect(gone).toMatchObject({ target: `browser_session:${before!.connectionId}`, details: { cause: "replaced", code: CLOSE.replaced } });
+    expect(gone).toMatchObject({
+      target: `browser_session:${before!.connectionId}`,
+      details: { cause: "replaced", code: CLOSE.replaced },
+    });
   });
 
   it("answers the ping frame without waking the object", async () => {
@@ -109,12 +119,20 @@ describe("BrowserSession: commands", () => {
     expect(Date.now() - started).toBeLessThan(3_000);
     const frame = await ext.next();
     ext.succeed(frame.id!, { data: TINY_PNG });
-    expect(await ext.next()).toMatchObject({ type: "event", method: "session.error", params: { error: "unknown id", id: frame.id } });
+    expect(await ext.next()).toMatchObject({
+      type: "event",
+      method: "session.error",
+      params: { error: "unknown id", id: frame.id },
+    });
   });
 
   it("fails every pending command at once when the socket closes, and audits the disconnect", async () => {
     const { ws, ext, stub } = await connectedUser();
-    const pending = [stub.command("computer.url", {}), stub.command("computer.read", {}), stub.command("computer.screenshot", {})];
+    const pending = [
+      stub.command("computer.url", {}),
+      stub.command("computer.read", {}),
+      stub.command("computer.screenshot", {}),
+    ];
     for (let i = 0; i < pending.length; i++) await ext.next();
     const started = Date.now();
     ext.close(1001, "tab closed");
@@ -137,10 +155,22 @@ describe("BrowserSession: commands", () => {
 
   it("validates the method and its parameters before sending anything", async () => {
     const { ext, stub } = await connectedUser();
-    expect(await stub.command("computer.teleport" as "computer.url", {})).toMatchObject({ ok: false, error: "invalid argument" });
-    expect(await stub.command("computer.click", { x: -1, y: 2 })).toMatchObject({ ok: false, error: "invalid argument" });
-    expect(await stub.command("computer.navigate", { url: "javascript:alert(1)" })).toMatchObject({ ok: false, error: "invalid argument" });
-    expect(await stub.command("computer.type", { text: "x", extra: true })).toMatchObject({ ok: false, error: "invalid argument" });
+    expect(await stub.command("computer.teleport" as "computer.url", {})).toMatchObject({
+      ok: false,
+      error: "invalid argument",
+    });
+    expect(await stub.command("computer.click", { x: -1, y: 2 })).toMatchObject({
+      ok: false,
+      error: "invalid argument",
+    });
+    expect(await stub.command("computer.navigate", { url: "javascript:alert(1)" })).toMatchObject({
+      ok: false,
+      error: "invalid argument",
+    });
+    expect(await stub.command("computer.type", { text: "x", extra: true })).toMatchObject({
+      ok: false,
+      error: "invalid argument",
+    });
     await new Promise((r) => setTimeout(r, 50));
     expect(ext.backlog).toBe(0);
   });
@@ -158,7 +188,16 @@ describe("BrowserSession: commands", () => {
 describe("BrowserSession: untrusted frames", () => {
   it("answers malformed frames with an error event and keeps working", async () => {
     const { ext, stub } = await connectedUser();
-    const bad: unknown[] = ["not json", "[]", { type: "success" }, { type: "success", id: "7", result: {} }, { type: "error", id: 1 }, { type: "event" }, { type: "nonsense", id: 1 }, "null"];
+    const bad: unknown[] = [
+      "not json",
+      "[]",
+      { type: "success" },
+      { type: "success", id: "7", result: {} },
+      { type: "error", id: 1 },
+      { type: "event" },
+      { type: "nonsense", id: 1 },
+      "null",
+    ];
     for (const frame of bad) {
       ext.send(frame);
       const answer = await ext.next();
@@ -222,7 +261,14 @@ describe("BrowserSession: hibernation", () => {
       return { count: sockets.length, attachment: sockets[0]!.deserializeAttachment() as Attachment };
     });
     expect(attachment.count).toBe(1);
-    expect(attachment.attachment).toMatchObject({ userId, workspaceId: ws.workspace.id, connectionId: before!.connectionId, userAgent: "Hibernating/2", nextId: 2, retired: false });
+    expect(attachment.attachment).toMatchObject({
+      userId,
+      workspaceId: ws.workspace.id,
+      connectionId: before!.connectionId,
+      userAgent: "Hibernating/2",
+      nextId: 2,
+      retired: false,
+    });
     expect(await stub.isConnected()).toBe(true);
 
     const second = stub.command("computer.read", {});
@@ -247,7 +293,11 @@ describe("BrowserSession: audit", () => {
 
     await deliverOutbox(env);
     const [event] = await auditKinds(ws.workspace.id, "browser.disconnect");
-    expect(event).toMatchObject({ actor_id: ws.user.id, intent: "disconnect", details: { cause: "ended", code: CLOSE.ended } });
+    expect(event).toMatchObject({
+      actor_id: ws.user.id,
+      intent: "disconnect",
+      details: { cause: "ended", code: CLOSE.ended },
+    });
     expect(await parkedCount(env, ws.workspace.id)).toBe(0);
   });
 });

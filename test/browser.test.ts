@@ -1,12 +1,12 @@
-import { auditEvents } from "./support/audit";
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it } from "vitest";
 import { CLOSE, METHODS } from "../durable-objects/protocol";
 import { AskReplySchema } from "../src/browser/schemas";
+import { MAX_ASK_STEPS } from "../src/browser/service";
 import { agents } from "../src/db/schema";
 import { db } from "../src/platform/db";
-import { MAX_ASK_STEPS } from "../src/browser/service";
 import { call, expectProblem, parse } from "./support/api";
+import { auditEvents } from "./support/audit";
 import { connectExtension, connectHeaders, type FakeExtension, sessionOf, TINY_PNG } from "./support/browser";
 import { fakeLlm, toolMessages } from "./support/scripted-llm";
 import { addUser, issueToken, signupWorkspace } from "./support/seed";
@@ -19,13 +19,19 @@ afterEach(() => {
 });
 
 const ASK = "/v1/agent-browser/ask";
-const ask = (token: string | undefined, body: unknown, headers?: Record<string, string>) => call("POST", ASK, { token, body, headers });
+const ask = (token: string | undefined, body: unknown, headers?: Record<string, string>) =>
+  call("POST", ASK, { token, body, headers });
 
 /** Answers the next command the extension receives with `result` (or an error). */
-async function serveOne(ext: FakeExtension, method: string, result: Record<string, unknown> | { error: string; message: string }) {
+async function serveOne(
+  ext: FakeExtension,
+  method: string,
+  result: Record<string, unknown> | { error: string; message: string },
+) {
   const frame = await ext.next();
   expect(frame.method).toBe(method);
-  if ("error" in result && typeof result.error === "string") ext.fail(frame.id!, result.error, result.message as string);
+  if ("error" in result && typeof result.error === "string")
+    ext.fail(frame.id!, result.error, result.message as string);
   else ext.succeed(frame.id!, result);
   return frame;
 }
@@ -51,14 +57,17 @@ describe("GET /v1/agent-browser/connect", () => {
 
   it("answers a request that is not a WebSocket upgrade with 426", async () => {
     const ws = await signupWorkspace();
-    const res = await call("GET", "/v1/agent-browser/connect", { headers: { "Sec-WebSocket-Protocol": `svc-pat.${ws.adminToken}` } });
+    const res = await call("GET", "/v1/agent-browser/connect", {
+      headers: { "Sec-WebSocket-Protocol": `svc-pat.${ws.adminToken}` },
+    });
     await expectProblem(res, 426, "upgrade_required");
     expect(res.headers.get("Upgrade")).toBe("websocket");
   });
 
   it("refuses a missing, unknown, OAuth or revoked token with 403", async () => {
     const ws = await signupWorkspace();
-    const connect = (headers: Record<string, string>) => call("GET", "/v1/agent-browser/connect", { headers: { Upgrade: "websocket", ...headers } });
+    const connect = (headers: Record<string, string>) =>
+      call("GET", "/v1/agent-browser/connect", { headers: { Upgrade: "websocket", ...headers } });
     await expectProblem(await connect({}), 403, "pat_required");
     await expectProblem(await connect({ "Sec-WebSocket-Protocol": "svc-pat." }), 403, "pat_required");
     await expectProblem(await connect({ "Sec-WebSocket-Protocol": "graphql-ws" }), 403, "pat_required");
@@ -78,7 +87,9 @@ describe("GET /v1/agent-browser/connect", () => {
   });
 
   it("is documented in the OpenAPI document with its statuses", async () => {
-    const doc = (await (await call("GET", "/v1/openapi.json")).json()) as { paths: Record<string, Record<string, { responses: Record<string, unknown>; security: unknown }>> };
+    const doc = (await (await call("GET", "/v1/openapi.json")).json()) as {
+      paths: Record<string, Record<string, { responses: Record<string, unknown>; security: unknown }>>;
+    };
     const connect = doc.paths["/v1/agent-browser/connect"]!.get!;
     expect(Object.keys(connect.responses).sort()).toEqual(["101", "403", "426"]);
     const askOp = doc.paths["/v1/agent-browser/ask"]!.post!;
@@ -94,7 +105,11 @@ describe("POST /v1/agent-browser/ask: refusals", () => {
     await expectProblem(await ask(`svc_pat_${"B".repeat(43)}`, { prompt: "hi" }), 403, "invalid_token");
     await expectProblem(await ask(`svc_at_${"B".repeat(43)}`, { prompt: "hi" }), 403);
     await expectProblem(await ask(undefined, { prompt: "hi" }, { Authorization: "Basic abc" }), 403, "pat_required");
-    await expectProblem(await ask(undefined, { prompt: "hi" }, { Cookie: "svc_session=whatever" }), 403, "pat_required");
+    await expectProblem(
+      await ask(undefined, { prompt: "hi" }, { Cookie: "svc_session=whatever" }),
+      403,
+      "pat_required",
+    );
     expect(llm!.requests).toHaveLength(0);
   });
 
@@ -103,7 +118,11 @@ describe("POST /v1/agent-browser/ask: refusals", () => {
     script({ text: "never" });
     await expectProblem(await ask(ws.adminToken, { prompt: "What page am I on?" }), 403, "browser_not_connected");
     const [event] = await auditEvents(ws.workspace.id, "browser.ask");
-    expect(event).toMatchObject({ outcome: "denied", target: `user:${ws.user.id}`, details: { finish: "not_connected", steps: 0 } });
+    expect(event).toMatchObject({
+      outcome: "denied",
+      target: `user:${ws.user.id}`,
+      details: { finish: "not_connected", steps: 0 },
+    });
     expect(llm!.requests).toHaveLength(0);
   });
 
@@ -123,7 +142,14 @@ describe("POST /v1/agent-browser/ask: refusals", () => {
       { prompt: "hi", tools: ["shell"] },
     ];
     for (const body of bad) await expectProblem(await ask(ws.adminToken, body), 400, "validation_failed");
-    await expectProblem(await call("POST", ASK, { token: ws.adminToken, rawBody: "{not json", headers: { "Content-Type": "application/json" } }), 400);
+    await expectProblem(
+      await call("POST", ASK, {
+        token: ws.adminToken,
+        rawBody: "{not json",
+        headers: { "Content-Type": "application/json" },
+      }),
+      400,
+    );
     expect(ext.backlog).toBe(0);
   });
 
@@ -141,7 +167,9 @@ describe("POST /v1/agent-browser/ask: refusals", () => {
     const ws = await signupWorkspace();
     const member = await addUser(ws.adminToken, "member", ["agents:read"]);
     const ext = await connectExtension(member.token);
-    const { tokens } = (await (await call("GET", "/v1/api/admin/tokens", { token: ws.adminToken })).json()) as { tokens: { id: string; user_id: string }[] };
+    const { tokens } = (await (await call("GET", "/v1/api/admin/tokens", { token: ws.adminToken })).json()) as {
+      tokens: { id: string; user_id: string }[];
+    };
     const socketToken = tokens.find((t) => t.user_id === member.user.id)!;
     const other = await issueToken(ws.adminToken, member.user.id, ["agents:read"], "second token");
     await call("DELETE", `/v1/api/admin/tokens/${socketToken.id}`, { token: ws.adminToken });
@@ -178,7 +206,11 @@ describe("POST /v1/agent-browser/ask: isolation", () => {
     const b = await signupWorkspace();
     const extA = await connectExtension(a.adminToken);
     script({ text: "nothing to do" });
-    await expectProblem(await ask(b.adminToken, { prompt: "hi", agent_slug: "assistant" }), 403, "browser_not_connected");
+    await expectProblem(
+      await ask(b.adminToken, { prompt: "hi", agent_slug: "assistant" }),
+      403,
+      "browser_not_connected",
+    );
     expect(extA.backlog).toBe(0);
   });
 });
@@ -187,7 +219,9 @@ describe("POST /v1/agent-browser/ask: the turn, through the configured OpenAI-co
   it("offers only the computer tools, sends the screenshot command, returns the result to the model and the reply to the caller", async () => {
     const ws = await signupWorkspace();
     const ext = await connectExtension(ws.adminToken);
-    script({ tool: "computer_screenshot" }, (req) => ({ text: toolMessages(req).length === 1 ? "I see a tiny blank page." : "I saw nothing." }));
+    script({ tool: "computer_screenshot" }, (req) => ({
+      text: toolMessages(req).length === 1 ? "I see a tiny blank page." : "I saw nothing.",
+    }));
 
     const pending = ask(ws.adminToken, { prompt: "What is on my screen?" });
     const frame = await serveOne(ext, "computer.screenshot", { data: TINY_PNG });
@@ -211,7 +245,13 @@ describe("POST /v1/agent-browser/ask: the turn, through the configured OpenAI-co
       outcome: "success",
       intent: "ask",
       actor_id: ws.user.id,
-      details: { agent_slug: "assistant", steps: 2, tool_calls: 1, methods: ["computer.screenshot"], finish: "answered" },
+      details: {
+        agent_slug: "assistant",
+        steps: 2,
+        tool_calls: 1,
+        methods: ["computer.screenshot"],
+        finish: "answered",
+      },
     });
     expect(event!.agent_id).toMatch(/^[0-9a-f-]{36}$/);
     expect(JSON.stringify(event)).not.toContain(TINY_PNG);
@@ -228,7 +268,9 @@ describe("POST /v1/agent-browser/ask: the turn, through the configured OpenAI-co
       { tool: "computer_key", args: { key: "Enter" } },
       { tool: "computer_scroll", args: { x: 10, y: 10, dx: 0, dy: 400 } },
       { tool: "computer_read" },
-      (req) => ({ text: JSON.stringify(toolMessages(req).at(-1)).includes("3 results") ? "There are 3 results." : "unknown" }),
+      (req) => ({
+        text: JSON.stringify(toolMessages(req).at(-1)).includes("3 results") ? "There are 3 results." : "unknown",
+      }),
     );
     const pending = ask(ws.adminToken, { prompt: "Search the shop" });
     expect((await serveOne(ext, "computer.navigate", {})).params).toEqual({ url: "https://shop.test/search" });
@@ -240,7 +282,14 @@ describe("POST /v1/agent-browser/ask: the turn, through the configured OpenAI-co
     expect(await parse(await pending, AskReplySchema)).toEqual({ reply: "There are 3 results.", steps: 7 });
 
     const [event] = await auditEvents(ws.workspace.id, "browser.ask");
-    expect(event!.details.methods).toEqual(["computer.navigate", "computer.click", "computer.type", "computer.key", "computer.scroll", "computer.read"]);
+    expect(event!.details.methods).toEqual([
+      "computer.navigate",
+      "computer.click",
+      "computer.type",
+      "computer.key",
+      "computer.scroll",
+      "computer.read",
+    ]);
     expect(JSON.stringify(event)).not.toContain("secret search words");
     expect(JSON.stringify(event)).not.toContain("3 results");
   });
@@ -266,13 +315,20 @@ describe("POST /v1/agent-browser/ask: the turn, through the configured OpenAI-co
     await db(env)
       .insert(agents)
       .values([
-        agent("shopper", { aliases: JSON.stringify(["buyer"]), model: "shopper-model", instructions: "Always compare prices." }),
+        agent("shopper", {
+          aliases: JSON.stringify(["buyer"]),
+          model: "shopper-model",
+          instructions: "Always compare prices.",
+        }),
         agent("sleepy", { status: "disabled" }),
       ])
       .run();
 
     script({ text: "hello from the shopper" });
-    const reply = await parse(await ask(ws.adminToken, { prompt: "hi", agent_slug: "buyer", timeout_ms: 5_000 }), AskReplySchema);
+    const reply = await parse(
+      await ask(ws.adminToken, { prompt: "hi", agent_slug: "buyer", timeout_ms: 5_000 }),
+      AskReplySchema,
+    );
     expect(reply).toEqual({ reply: "hello from the shopper", steps: 1 });
     expect(llm!.requests[0]!.model).toBe("shopper-model");
     expect(String(llm!.requests[0]!.messages[0]!.content)).toContain("Always compare prices.");
@@ -335,7 +391,8 @@ describe("POST /v1/agent-browser/ask: the turn, through the configured OpenAI-co
     const ext = await connectExtension(ws.adminToken);
     script({ tool: "computer_url" });
     const pending = ask(ws.adminToken, { prompt: "Loop forever" });
-    for (let i = 0; i < MAX_ASK_STEPS; i++) await serveOne(ext, "computer.url", { url: "https://loop.test/", title: "Loop" });
+    for (let i = 0; i < MAX_ASK_STEPS; i++)
+      await serveOne(ext, "computer.url", { url: "https://loop.test/", title: "Loop" });
     const reply = await parse(await pending, AskReplySchema);
     expect(reply.steps).toBe(MAX_ASK_STEPS);
     expect(reply.reply).toMatch(new RegExp(`stopped after ${MAX_ASK_STEPS} steps`));

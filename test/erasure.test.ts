@@ -14,7 +14,10 @@ async function signInSession(email: string): Promise<string> {
     rawBody: new URLSearchParams({ email, password: PASSWORD, csrf_token: csrf }).toString(),
   });
   expect(res.status).toBe(303);
-  return res.headers.getSetCookie().find((c) => c.startsWith("svc_session="))!.split(";")[0]!;
+  return res.headers
+    .getSetCookie()
+    .find((c) => c.startsWith("svc_session="))!
+    .split(";")[0]!;
 }
 
 describe("POST /v1/admin/users/{id}/erase", () => {
@@ -24,9 +27,15 @@ describe("POST /v1/admin/users/{id}/erase", () => {
     const session = await signInSession(victim.email);
     expect((await call("GET", "/v1/api/me", { headers: { Cookie: session } })).status).toBe(200);
     // a failed sign-in also carries the email in its details
-    await call("POST", "/v1/signin", { headers: { "Content-Type": "application/x-www-form-urlencoded" }, rawBody: `email=${encodeURIComponent(victim.email)}&password=x` });
+    await call("POST", "/v1/signin", {
+      headers: { "Content-Type": "application/x-www-form-urlencoded" },
+      rawBody: `email=${encodeURIComponent(victim.email)}&password=x`,
+    });
 
-    const res = await call("POST", `/v1/admin/users/${victim.user.id}/erase`, { token: ws.adminToken, body: { confirm: true, reason: "GDPR request" } });
+    const res = await call("POST", `/v1/admin/users/${victim.user.id}/erase`, {
+      token: ws.adminToken,
+      body: { confirm: true, reason: "GDPR request" },
+    });
     expect(res.status).toBe(200);
     const summary = await parse(res, ErasureSummarySchema);
     expect(summary).toMatchObject({ user_id: victim.user.id, erased: true });
@@ -37,11 +46,15 @@ describe("POST /v1/admin/users/{id}/erase", () => {
     await expectProblem(await call("GET", "/v1/api/me", { token: victim.token }), 401);
     expect((await call("GET", "/v1/api/me", { headers: { Cookie: session } })).status).toBe(401);
 
-    const row = await env.DB.prepare("SELECT email, name, password_hash, erased_at FROM users WHERE id = ?").bind(victim.user.id).first();
+    const row = await env.DB.prepare("SELECT email, name, password_hash, erased_at FROM users WHERE id = ?")
+      .bind(victim.user.id)
+      .first();
     expect(row).toMatchObject({ email: null, name: null, password_hash: null });
     expect(row?.erased_at).toBeTruthy();
 
-    const auditText = await (await call("GET", "/v1/admin/audit?days=0&page_size=200", { token: ws.adminToken })).text();
+    const auditText = await (
+      await call("GET", "/v1/admin/audit?days=0&page_size=200", { token: ws.adminToken })
+    ).text();
     expect(auditText).not.toContain(victim.email);
     expect(auditText).not.toContain("member user");
     const list = AuditListSchema.parse(JSON.parse(auditText));
@@ -50,28 +63,72 @@ describe("POST /v1/admin/users/{id}/erase", () => {
     expect(erase.details).toMatchObject({ self: false });
     expect(JSON.stringify(erase.details)).not.toContain("GDPR");
 
-    const verify = await parse(await call("GET", "/v1/admin/audit/verify", { token: ws.adminToken }), VerifyResultSchema);
+    const verify = await parse(
+      await call("GET", "/v1/admin/audit/verify", { token: ws.adminToken }),
+      VerifyResultSchema,
+    );
     expect(verify.ok).toBe(true);
 
     // The email is free again.
-    expect((await call("POST", "/v1/api/admin/users", { token: ws.adminToken, body: { email: victim.email, role: "member" } })).status).toBe(201);
+    expect(
+      (
+        await call("POST", "/v1/api/admin/users", {
+          token: ws.adminToken,
+          body: { email: victim.email, role: "member" },
+        })
+      ).status,
+    ).toBe(201);
   });
 
   it("refuses self-erase (400), foreign and unknown users (404), unconfirmed requests (400) and members (403)", async () => {
     const a = await signupWorkspace();
     const b = await signupWorkspace();
-    await expectProblem(await call("POST", `/v1/admin/users/${a.user.id}/erase`, { token: a.adminToken, body: { confirm: true } }), 400, "self_erase");
-    await expectProblem(await call("POST", `/v1/admin/users/${b.user.id}/erase`, { token: a.adminToken, body: { confirm: true } }), 404, "not_found");
-    await expectProblem(await call("POST", `/v1/admin/users/${crypto.randomUUID()}/erase`, { token: a.adminToken, body: { confirm: true } }), 404, "not_found");
-    await expectProblem(await call("POST", `/v1/admin/users/not-a-uuid/erase`, { token: a.adminToken, body: { confirm: true } }), 400, "validation_failed");
+    await expectProblem(
+      await call("POST", `/v1/admin/users/${a.user.id}/erase`, { token: a.adminToken, body: { confirm: true } }),
+      400,
+      "self_erase",
+    );
+    await expectProblem(
+      await call("POST", `/v1/admin/users/${b.user.id}/erase`, { token: a.adminToken, body: { confirm: true } }),
+      404,
+      "not_found",
+    );
+    await expectProblem(
+      await call("POST", `/v1/admin/users/${crypto.randomUUID()}/erase`, {
+        token: a.adminToken,
+        body: { confirm: true },
+      }),
+      404,
+      "not_found",
+    );
+    await expectProblem(
+      await call("POST", `/v1/admin/users/not-a-uuid/erase`, { token: a.adminToken, body: { confirm: true } }),
+      400,
+      "validation_failed",
+    );
     const member = await addUser(a.adminToken, "member", ["agents:read"]);
-    await expectProblem(await call("POST", `/v1/admin/users/${member.user.id}/erase`, { token: a.adminToken, body: { confirm: false } }), 400, "validation_failed");
-    await expectProblem(await call("POST", `/v1/admin/users/${member.user.id}/erase`, { token: a.adminToken, body: {} }), 400, "validation_failed");
-    await expectProblem(await call("POST", `/v1/admin/users/${a.user.id}/erase`, { token: member.token, body: { confirm: true } }), 403, "admin_required");
+    await expectProblem(
+      await call("POST", `/v1/admin/users/${member.user.id}/erase`, { token: a.adminToken, body: { confirm: false } }),
+      400,
+      "validation_failed",
+    );
+    await expectProblem(
+      await call("POST", `/v1/admin/users/${member.user.id}/erase`, { token: a.adminToken, body: {} }),
+      400,
+      "validation_failed",
+    );
+    await expectProblem(
+      await call("POST", `/v1/admin/users/${a.user.id}/erase`, { token: member.token, body: { confirm: true } }),
+      403,
+      "admin_required",
+    );
     // b's admin untouched; a second erase of the same user is 404
     expect((await call("GET", "/v1/api/me", { token: b.adminToken })).status).toBe(200);
     await call("POST", `/v1/admin/users/${member.user.id}/erase`, { token: a.adminToken, body: { confirm: true } });
-    await expectProblem(await call("POST", `/v1/admin/users/${member.user.id}/erase`, { token: a.adminToken, body: { confirm: true } }), 404);
+    await expectProblem(
+      await call("POST", `/v1/admin/users/${member.user.id}/erase`, { token: a.adminToken, body: { confirm: true } }),
+      404,
+    );
   });
 });
 
@@ -83,21 +140,34 @@ describe("POST /v1/api/me/erase", () => {
     const summary = await parse(res, ErasureSummarySchema);
     expect(summary.user_id).toBe(member.user.id);
     await expectProblem(await call("GET", "/v1/api/me", { token: member.token }), 401);
-    const list = await parse(await call("GET", "/v1/admin/audit?kind=user.erase", { token: ws.adminToken }), AuditListSchema);
+    const list = await parse(
+      await call("GET", "/v1/admin/audit?kind=user.erase", { token: ws.adminToken }),
+      AuditListSchema,
+    );
     expect(list.events[0]).toMatchObject({ actor_id: member.user.id, details: { self: true } });
   });
 
   it("refuses the last admin with 400 but lets an admin go when another remains", async () => {
     const ws = await signupWorkspace();
-    await expectProblem(await call("POST", "/v1/api/me/erase", { token: ws.adminToken, body: { confirm: true } }), 400, "last_admin");
+    await expectProblem(
+      await call("POST", "/v1/api/me/erase", { token: ws.adminToken, body: { confirm: true } }),
+      400,
+      "last_admin",
+    );
     expect((await call("GET", "/v1/api/me", { token: ws.adminToken })).status).toBe(200);
     await addUser(ws.adminToken, "admin", ["admin"]);
-    expect((await call("POST", "/v1/api/me/erase", { token: ws.adminToken, body: { confirm: true } })).status).toBe(200);
+    expect((await call("POST", "/v1/api/me/erase", { token: ws.adminToken, body: { confirm: true } })).status).toBe(
+      200,
+    );
   });
 
   it("requires authentication and confirmation", async () => {
     await expectProblem(await call("POST", "/v1/api/me/erase", { body: { confirm: true } }), 401);
     const ws = await signupWorkspace();
-    await expectProblem(await call("POST", "/v1/api/me/erase", { token: ws.adminToken, body: { confirm: "yes" } }), 400, "validation_failed");
+    await expectProblem(
+      await call("POST", "/v1/api/me/erase", { token: ws.adminToken, body: { confirm: "yes" } }),
+      400,
+      "validation_failed",
+    );
   });
 });

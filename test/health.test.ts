@@ -21,7 +21,11 @@ describe("service basics", () => {
   it("serves the OpenAPI 3.1 document at version 1.0.0 with scopes per operation", async () => {
     const res = await call("GET", "/v1/openapi.json");
     expect(res.status).toBe(200);
-    const doc = (await res.json()) as { openapi: string; info: { version: string }; paths: Record<string, Record<string, { security?: unknown }>> };
+    const doc = (await res.json()) as {
+      openapi: string;
+      info: { version: string };
+      paths: Record<string, Record<string, { security?: unknown }>>;
+    };
     expect(doc.openapi).toMatch(/^3\.1/);
     expect(doc.info.version).toBe("1.0.0");
     expect(doc.paths["/v1/agents"]?.get?.security).toEqual([{ bearer: ["agents:read"] }]);

@@ -1,9 +1,9 @@
 import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
 import { auditLog } from "../src/audit/client";
-import { call } from "./support/api";
 import { createAgent, IMAGES } from "./support/agents";
-import { registerClient, REDIRECT } from "./support/oauth";
+import { call } from "./support/api";
+import { REDIRECT, registerClient } from "./support/oauth";
 import { addUser, PASSWORD, signupWorkspace } from "./support/seed";
 
 /**
@@ -37,22 +37,39 @@ type OpenApiDoc = { paths: Record<string, Record<string, Operation>>; components
 const docRes = await call("GET", "/v1/openapi.json");
 const DOC = (await docRes.json()) as OpenApiDoc;
 const OPERATIONS = Object.entries(DOC.paths).flatMap(([path, ops]) =>
-  Object.entries(ops).map(([method, op]) => ({ method: method.toUpperCase(), path, op, key: `${method.toUpperCase()} ${path}` })),
+  Object.entries(ops).map(([method, op]) => ({
+    method: method.toUpperCase(),
+    path,
+    op,
+    key: `${method.toUpperCase()} ${path}`,
+  })),
 );
 
 /** Where the hostile checks do not apply, and why. */
 const SKIPPED: Record<string, string> = {
-  "GET /v1/agent-browser/connect": "a WebSocket upgrade: no body, no parameters; its refusals are tested in browser.test.ts",
+  "GET /v1/agent-browser/connect":
+    "a WebSocket upgrade: no body, no parameters; its refusals are tested in browser.test.ts",
 };
 
 const KB100 = "x".repeat(100 * 1024);
 const unique = () => crypto.randomUUID().slice(0, 8);
 const UNKNOWN_UUID = "0190f5e2-7c1a-7000-8000-000000000000";
-const NOT_UUIDS = ["not-a-uuid", "0190f5e2-7c1a-7000-8000-00000000000g", "%E2%80%AE%00", "..%2F..%2Fetc", "x".repeat(5000), "' OR 1=1 --"];
+const NOT_UUIDS = [
+  "not-a-uuid",
+  "0190f5e2-7c1a-7000-8000-00000000000g",
+  "%E2%80%AE%00",
+  "..%2F..%2Fetc",
+  "x".repeat(5000),
+  "' OR 1=1 --",
+];
 
 type Shape = "problem" | "oauth" | "html";
 const shapeOf = (path: string, method: string): Shape =>
-  path === "/v1/oauth/authorize" && method === "GET" ? "html" : path.startsWith("/v1/oauth/") || path.startsWith("/.well-known/") ? "oauth" : "problem";
+  path === "/v1/oauth/authorize" && method === "GET"
+    ? "html"
+    : path.startsWith("/v1/oauth/") || path.startsWith("/.well-known/")
+      ? "oauth"
+      : "problem";
 
 function resolve(schema: Schema | undefined): Schema {
   let s = schema ?? {};
@@ -73,7 +90,14 @@ function jsonType(schema: Schema | undefined): string | undefined {
   return literal === undefined ? undefined : typeof literal;
 }
 
-const WRONG: Record<string, unknown> = { string: 12345, number: "12", integer: "12", boolean: "true", array: "a,b", object: ["x"] };
+const WRONG: Record<string, unknown> = {
+  string: 12345,
+  number: "12",
+  integer: "12",
+  boolean: "true",
+  array: "a,b",
+  object: ["x"],
+};
 
 function bodySchema(op: Operation): Schema | undefined {
   const content = op.requestBody?.content;
@@ -106,7 +130,9 @@ beforeAll(async () => {
   tokenClientId = tokenClient.client_id;
   const tokensA = await call("GET", "/v1/api/admin/tokens", { token: A.adminToken });
   const tokenB = await call("GET", "/v1/api/admin/tokens", { token: B.adminToken });
-  const memberTokenA = ((await tokensA.json()) as { tokens: { id: string; user_id: string }[] }).tokens.find((t) => t.user_id === memberA.user.id)!;
+  const memberTokenA = ((await tokensA.json()) as { tokens: { id: string; user_id: string }[] }).tokens.find(
+    (t) => t.user_id === memberA.user.id,
+  )!;
   const adminTokenB = ((await tokenB.json()) as { tokens: { id: string; user_id: string }[] }).tokens[0]!;
   own.agent = agentA.id;
   foreign.agent = agentB.id;
@@ -121,14 +147,21 @@ beforeAll(async () => {
   own.workspace = A.workspace.id;
   foreign.workspace = B.workspace.id;
   own.avatarHash = /\/v1\/avatars\/[^/]+\/([0-9a-f]{64})$/.exec(agentA.avatar_url!)![1]!;
-  const skills = (await (await call("GET", "/v1/api/skills", { token: A.adminToken })).json()) as { skills: { slug: string }[] };
-  const servers = (await (await call("GET", "/v1/api/mcp/servers", { token: A.adminToken })).json()) as { mcp_servers: { slug: string }[] };
+  const skills = (await (await call("GET", "/v1/api/skills", { token: A.adminToken })).json()) as {
+    skills: { slug: string }[];
+  };
+  const servers = (await (await call("GET", "/v1/api/mcp/servers", { token: A.adminToken })).json()) as {
+    mcp_servers: { slug: string }[];
+  };
   skillSlug = skills.skills[0]!.slug;
   mcpSlug = servers.mcp_servers[0]!.slug;
 });
 
 /** The resource each path parameter names, per path. */
-function paramKind(path: string, name: string): "agent" | "user" | "token" | "client" | "workspace" | "avatarHash" | "skill" | "mcp" {
+function paramKind(
+  path: string,
+  name: string,
+): "agent" | "user" | "token" | "client" | "workspace" | "avatarHash" | "skill" | "mcp" {
   if (path.startsWith("/v1/agents/{id}")) return "agent";
   if (path === "/v1/admin/users/{id}/erase") return "user";
   if (path === "/v1/api/admin/tokens/{id}") return "token";
@@ -144,12 +177,17 @@ function ownValue(path: string, name: string): string {
   return kind === "skill" ? skillSlug : kind === "mcp" ? mcpSlug : own[kind]!;
 }
 
-const fill = (path: string, values: (name: string) => string) => path.replace(/\{([^}]+)\}/g, (_, name: string) => values(name));
+const fill = (path: string, values: (name: string) => string) =>
+  path.replace(/\{([^}]+)\}/g, (_, name: string) => values(name));
 
 /** A body each JSON-body operation accepts, so that one bad part at a time can be tested. */
 function validBody(key: string): Record<string, unknown> {
   const bodies: Record<string, () => Record<string, unknown>> = {
-    "POST /v1/api/signup": () => ({ workspace_name: "Valid Co", email: `v-${unique()}@example.com`, password: PASSWORD }),
+    "POST /v1/api/signup": () => ({
+      workspace_name: "Valid Co",
+      email: `v-${unique()}@example.com`,
+      password: PASSWORD,
+    }),
     "POST /v1/api/me/erase": () => ({ confirm: true }),
     "POST /v1/api/admin/users": () => ({ email: `u-${unique()}@example.com`, role: "member" }),
     "POST /v1/api/admin/tokens": () => ({ name: "valid", scopes: ["agents:read"] }),
@@ -164,7 +202,11 @@ function validBody(key: string): Record<string, unknown> {
     "POST /v1/agent-browser/ask": () => ({ prompt: "What page is open?" }),
     "POST /v1/oauth/register": () => ({ redirect_uris: [REDIRECT], scope: "agents:read" }),
     "PUT /v1/oauth/register/{client_id}": () => ({ redirect_uris: [REDIRECT], scope: "agents:read" }),
-    "POST /v1/oauth/token": () => ({ grant_type: "refresh_token", refresh_token: "svc_rt_unknown", client_id: tokenClientId }),
+    "POST /v1/oauth/token": () => ({
+      grant_type: "refresh_token",
+      refresh_token: "svc_rt_unknown",
+      client_id: tokenClientId,
+    }),
     "POST /v1/oauth/introspect": () => ({ token: "svc_at_unknown", client_id: tokenClientId }),
     "POST /v1/oauth/revoke": () => ({ token: "svc_at_unknown", client_id: tokenClientId }),
   };
@@ -176,12 +218,20 @@ function validBody(key: string): Record<string, unknown> {
 /** The credential a path takes: the registration access token for client management, else the admin's PAT. */
 const tokenFor = (path: string) => (path === "/v1/oauth/register/{client_id}" ? registrationToken : A.adminToken);
 
-type Case = { label: string; path: string; body?: BodyInit; contentType?: string | null; audited?: boolean; expect?: "4xx" | 404 };
+type Case = {
+  label: string;
+  path: string;
+  body?: BodyInit;
+  contentType?: string | null;
+  audited?: boolean;
+  expect?: "4xx" | 404;
+};
 
 async function check(op: (typeof OPERATIONS)[number], c: Case, failures: string[]): Promise<void> {
   const headers: Record<string, string> = {};
   if (c.contentType) headers["Content-Type"] = c.contentType;
-  const before = c.audited === false ? (await auditLog(env, A.workspace.id).list({ days: 0 }, { page: 1, pageSize: 1 })).total : 0;
+  const before =
+    c.audited === false ? (await auditLog(env, A.workspace.id).list({ days: 0 }, { page: 1, pageSize: 1 })).total : 0;
   const res = await call(op.method, c.path, { token: tokenFor(op.path), headers, rawBody: c.body });
   const text = await res.text();
   const where = `${op.key} [${c.label}] → ${res.status}`;
@@ -198,14 +248,16 @@ async function check(op: (typeof OPERATIONS)[number], c: Case, failures: string[
   if (res.status >= 500) {
     // Only a 5xx the operation documents, with its own code (never the catch-all), is an answer.
     const documented = String(res.status) in op.op.responses;
-    if (!documented || json?.code === "internal_error" || json?.error === "server_error") return void fail("undocumented or unexpected 5xx");
+    if (!documented || json?.code === "internal_error" || json?.error === "server_error")
+      return void fail("undocumented or unexpected 5xx");
   }
   if (c.expect === "4xx" && (res.status < 400 || res.status >= 500)) fail("expected a 4xx");
   if (c.expect === 404 && res.status !== 404) fail("expected 404");
   if (res.status >= 400) {
     if (shape === "problem") {
       if (!type.startsWith("application/problem+json")) fail(`not application/problem+json but ${type}`);
-      else if (json?.status !== res.status || typeof json.code !== "string" || typeof json.title !== "string") fail("not a problem body");
+      else if (json?.status !== res.status || typeof json.code !== "string" || typeof json.title !== "string")
+        fail("not a problem body");
     } else if (shape === "oauth") {
       if (!type.startsWith("application/json")) fail(`not application/json but ${type}`);
       else if (typeof json?.error !== "string") fail("not an OAuth error body");
@@ -228,14 +280,29 @@ function pathCases(op: (typeof OPERATIONS)[number]): Case[] {
     const others = (n: string) => encodeURIComponent(ownValue(op.path, n));
     for (const bad of NOT_UUIDS) {
       const value = bad.includes("%") ? bad : encodeURIComponent(bad);
-      cases.push({ label: `{${name}}=${bad.slice(0, 20)}`, path: fill(op.path, (n) => (n === name ? value : others(n))), ...bodyOf(), expect: "4xx" });
+      cases.push({
+        label: `{${name}}=${bad.slice(0, 20)}`,
+        path: fill(op.path, (n) => (n === name ? value : others(n))),
+        ...bodyOf(),
+        expect: "4xx",
+      });
     }
     if (kind === "skill" || kind === "mcp" || kind === "avatarHash") continue;
     // The avatar download is public by design: another workspace's avatar is served to anyone.
     if (kind === "workspace") continue;
     const unknownValue = kind === "client" ? "svc_client_00000000000000000000000000000000" : UNKNOWN_UUID;
-    cases.push({ label: `{${name}} unknown`, path: fill(op.path, (n) => (n === name ? unknownValue : others(n))), ...bodyOf(), expect: 404 });
-    cases.push({ label: `{${name}} of another workspace`, path: fill(op.path, (n) => (n === name ? foreign[kind]! : others(n))), ...bodyOf(), expect: 404 });
+    cases.push({
+      label: `{${name}} unknown`,
+      path: fill(op.path, (n) => (n === name ? unknownValue : others(n))),
+      ...bodyOf(),
+      expect: 404,
+    });
+    cases.push({
+      label: `{${name}} of another workspace`,
+      path: fill(op.path, (n) => (n === name ? foreign[kind]! : others(n))),
+      ...bodyOf(),
+      expect: 404,
+    });
   }
   return cases;
 }
@@ -248,7 +315,9 @@ function queryCases(op: (typeof OPERATIONS)[number]): Case[] {
     const t = jsonType(p.schema);
     const numeric = t === "integer" || t === "number";
     const wrong = numeric ? "twelve" : "%00%FF{}";
-    const extremes = numeric ? ["999999999999999999", "-999999999999999999", "1e3", "0x10", "1.5"] : ["%F0%9F%98%80%E2%80%AE%00"];
+    const extremes = numeric
+      ? ["999999999999999999", "-999999999999999999", "1e3", "0x10", "1.5"]
+      : ["%F0%9F%98%80%E2%80%AE%00"];
     return [
       ...extremes.map((v) => ({ label: `?${p.name}=${v}`, path: `${base}?${p.name}=${v}` })),
       { label: `?${p.name} wrong type`, path: `${base}?${p.name}=${wrong}` },
@@ -287,10 +356,37 @@ function bodyCases(op: (typeof OPERATIONS)[number]): Case[] {
     { label: "JSON null", path, body: "null", contentType: json, audited, expect },
     { label: "JSON number", path, body: "42", contentType: json, audited, expect },
     { label: "empty body", path, body: "", contentType: json, audited, expect },
-    { label: "invalid UTF-8", path, body: new Uint8Array([0x7b, 0x22, 0xff, 0xfe, 0x22, 0x3a, 0x31, 0x7d]), contentType: json, audited },
-    { label: "deeply nested", path, body: `${"[".repeat(5000)}${"]".repeat(5000)}`, contentType: json, audited, expect },
-    { label: "body over 2 MiB", path, body: JSON.stringify({ pad: "x".repeat(2 * 1024 * 1024 + 10) }), contentType: json, audited, expect },
-    { label: "body over 2 MiB, streamed without Content-Length", path, body: streamOf(JSON.stringify({ pad: "x".repeat(2 * 1024 * 1024 + 10) })), contentType: json, audited, expect },
+    {
+      label: "invalid UTF-8",
+      path,
+      body: new Uint8Array([0x7b, 0x22, 0xff, 0xfe, 0x22, 0x3a, 0x31, 0x7d]),
+      contentType: json,
+      audited,
+    },
+    {
+      label: "deeply nested",
+      path,
+      body: `${"[".repeat(5000)}${"]".repeat(5000)}`,
+      contentType: json,
+      audited,
+      expect,
+    },
+    {
+      label: "body over 2 MiB",
+      path,
+      body: JSON.stringify({ pad: "x".repeat(2 * 1024 * 1024 + 10) }),
+      contentType: json,
+      audited,
+      expect,
+    },
+    {
+      label: "body over 2 MiB, streamed without Content-Length",
+      path,
+      body: streamOf(JSON.stringify({ pad: "x".repeat(2 * 1024 * 1024 + 10) })),
+      contentType: json,
+      audited,
+      expect,
+    },
   ];
   if (!takesJson) return cases;
 
@@ -299,16 +395,36 @@ function bodyCases(op: (typeof OPERATIONS)[number]): Case[] {
   const valid = () => validBody(op.key);
   const problemShaped = shapeOf(op.path, op.method) === "problem";
   const wrongTypes = Object.fromEntries(props.map(([k, s]) => [k, WRONG[jsonType(s) ?? ""] ?? { unexpected: true }]));
-  cases.push({ label: "every field of the wrong type", path, body: JSON.stringify(wrongTypes), contentType: json, audited, expect });
+  cases.push({
+    label: "every field of the wrong type",
+    path,
+    body: JSON.stringify(wrongTypes),
+    contentType: json,
+    audited,
+    expect,
+  });
   for (const [k, s] of props) {
     const t = jsonType(s);
     const big = t === "string" ? KB100 : t === "array" && jsonType(resolve(s).items) === "string" ? [KB100] : undefined;
     if (big === undefined) continue;
     // Every string of the JSON API is bounded far below 100 KB; OAuth takes opaque values.
     const bounded = problemShaped ? { audited: false, expect: "4xx" as const } : {};
-    cases.push({ label: `${k}: 100 KB`, path, body: JSON.stringify({ ...valid(), [k]: big }), contentType: json, ...bounded });
+    cases.push({
+      label: `${k}: 100 KB`,
+      path,
+      body: JSON.stringify({ ...valid(), [k]: big }),
+      contentType: json,
+      ...bounded,
+    });
   }
-  cases.push({ label: "only unknown fields", path, body: '{"zz_unknown": 1, "__proto__": {"role": "admin"}, "constructor": {"prototype": {}}}', contentType: json, audited, expect });
+  cases.push({
+    label: "only unknown fields",
+    path,
+    body: '{"zz_unknown": 1, "__proto__": {"role": "admin"}, "constructor": {"prototype": {}}}',
+    contentType: json,
+    audited,
+    expect,
+  });
   // Unknown fields beside a valid body are refused (decisions.md): a misspelt optional field
   // must not silently fall back to its default. OAuth registration ignores them (RFC 7591 §2).
   cases.push({
@@ -318,9 +434,23 @@ function bodyCases(op: (typeof OPERATIONS)[number]): Case[] {
     contentType: json,
     ...(problemShaped ? { audited: false, expect: "4xx" as const } : {}),
   });
-  cases.push({ label: "Content-Type text/plain", path, body: JSON.stringify(valid()), contentType: "text/plain", audited, expect });
+  cases.push({
+    label: "Content-Type text/plain",
+    path,
+    body: JSON.stringify(valid()),
+    contentType: "text/plain",
+    audited,
+    expect,
+  });
   cases.push({ label: "no Content-Type", path, body: JSON.stringify(valid()), contentType: null, audited, expect });
-  cases.push({ label: "Content-Type multipart", path, body: JSON.stringify(valid()), contentType: "multipart/form-data; boundary=x", audited, expect });
+  cases.push({
+    label: "Content-Type multipart",
+    path,
+    body: JSON.stringify(valid()),
+    contentType: "multipart/form-data; boundary=x",
+    audited,
+    expect,
+  });
   // Last, since they may be accepted and change state: edge values inside an otherwise valid
   // body, each accepted or refused but never a 5xx.
   for (const [k, s] of props) {
@@ -332,10 +462,19 @@ function bodyCases(op: (typeof OPERATIONS)[number]): Case[] {
         : t === "integer" || t === "number"
           ? [1e308, -1, 0, 1.5, 2 ** 53 + 1]
           : t === "array"
-            ? [Array.from({ length: max }, (_, i) => `v${i}`), Array.from({ length: max + 1 }, (_, i) => `v${i}`), ["dup", "dup"]]
+            ? [
+                Array.from({ length: max }, (_, i) => `v${i}`),
+                Array.from({ length: max + 1 }, (_, i) => `v${i}`),
+                ["dup", "dup"],
+              ]
             : [];
     for (const edge of edges) {
-      cases.push({ label: `${k}: ${JSON.stringify(edge).slice(0, 30)}`, path, body: JSON.stringify({ ...valid(), [k]: edge }), contentType: json });
+      cases.push({
+        label: `${k}: ${JSON.stringify(edge).slice(0, 30)}`,
+        path,
+        body: JSON.stringify({ ...valid(), [k]: edge }),
+        contentType: json,
+      });
     }
   }
   return cases;
@@ -401,9 +540,17 @@ describe("hostile input on the HTML forms (not in the JSON document)", () => {
         ["JSON", '{"email": "a@b.c", "password": "x"}', "application/json"],
         ["broken form", "%%%%=&&&", "application/x-www-form-urlencoded"],
         ["100 KB fields", `email=${KB100}&password=${KB100}&client_id=${KB100}`, "application/x-www-form-urlencoded"],
-        ["truncated multipart", '--x\r\nContent-Disposition: form-data; name="email"\r\n\r\n', "multipart/form-data; boundary=x"],
+        [
+          "truncated multipart",
+          '--x\r\nContent-Disposition: form-data; name="email"\r\n\r\n',
+          "multipart/form-data; boundary=x",
+        ],
         ["no body", "", undefined],
-        ["over 1 MiB, streamed", streamOf(`email=${"x".repeat(1024 * 1024 + 10)}`), "application/x-www-form-urlencoded"],
+        [
+          "over 1 MiB, streamed",
+          streamOf(`email=${"x".repeat(1024 * 1024 + 10)}`),
+          "application/x-www-form-urlencoded",
+        ],
       ];
       for (const [label, body, type] of bodies) {
         const res = await call("POST", path, { rawBody: body, headers: type ? { "Content-Type": type } : {} });

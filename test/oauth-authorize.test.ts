@@ -1,9 +1,8 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { consentCsrfToken, type AuthorizeRequest } from "../src/oauth/authorize";
+import { type AuthorizeRequest, consentCsrfToken } from "../src/oauth/authorize";
 import { hashToken } from "../src/platform/crypto";
 import { call } from "./support/api";
-import { addUser, PASSWORD, signupWorkspace } from "./support/seed";
 import {
   auditEvents,
   authorizePath,
@@ -19,12 +18,16 @@ import {
   signIn,
   tokensFor,
 } from "./support/oauth";
+import { addUser, PASSWORD, signupWorkspace } from "./support/seed";
 
 const ISS = "https://svc.test";
 
 async function setup(metadata: Record<string, unknown> = {}) {
   const ws = await signupWorkspace();
-  const client = await registerClient(ws.adminToken, { scope: "agents:read conversations:read memory:read", ...metadata });
+  const client = await registerClient(ws.adminToken, {
+    scope: "agents:read conversations:read memory:read",
+    ...metadata,
+  });
   const session = await signIn(ws.email);
   return { ws, client, session };
 }
@@ -80,7 +83,12 @@ describe("authorize: sign-in", () => {
     const csrf = /svc_csrf=([^;]+)/.exec(page.headers.getSetCookie().join("\n"))![1]!;
     expect(html).toContain(`value="${path.replaceAll("&", "&amp;")}"`);
     const post = await call("POST", "/v1/signin", {
-      rawBody: new URLSearchParams({ email: ws.email, password: PASSWORD, csrf_token: csrf, return_to: path }).toString(),
+      rawBody: new URLSearchParams({
+        email: ws.email,
+        password: PASSWORD,
+        csrf_token: csrf,
+        return_to: path,
+      }).toString(),
       headers: { "Content-Type": "application/x-www-form-urlencoded", Cookie: `svc_csrf=${csrf}` },
     });
     expect(post.status).toBe(303);
@@ -93,7 +101,9 @@ describe("authorize: sign-in", () => {
 
   it("treats an expired or revoked session as signed out", async () => {
     const { client, session } = await setup();
-    await env.DB.prepare("UPDATE sessions SET revoked_at = ? WHERE token_hash = ?").bind(new Date().toISOString(), hashToken(session)).run();
+    await env.DB.prepare("UPDATE sessions SET revoked_at = ? WHERE token_hash = ?")
+      .bind(new Date().toISOString(), hashToken(session))
+      .run();
     const res = await authorize(session, params(client));
     expect(res.status).toBe(302);
     expect(res.headers.get("Location")).toMatch(/^\/v1\/signin\?return_to=/);
@@ -104,14 +114,19 @@ describe("authorize: errors that must not redirect", () => {
   it("shows a 400 page for a missing, unknown or duplicated client_id", async () => {
     const { client, session } = await setup();
     await expectErrorPage(await authorize(session, params(client, { client_id: undefined })));
-    expect(await expectErrorPage(await authorize(session, params(client, { client_id: "svc_client_nope" })))).toContain("unknown");
+    expect(await expectErrorPage(await authorize(session, params(client, { client_id: "svc_client_nope" })))).toContain(
+      "unknown",
+    );
     const dup = `${authorizePath(params(client))}&client_id=${client.client_id}`;
     await expectErrorPage(await call("GET", dup, { headers: sessionCookie(session) }));
   });
 
   it("shows a 400 page for a deleted client", async () => {
     const { client, session } = await setup();
-    expect((await call("DELETE", `/v1/oauth/register/${client.client_id}`, { token: client.registration_access_token })).status).toBe(204);
+    expect(
+      (await call("DELETE", `/v1/oauth/register/${client.client_id}`, { token: client.registration_access_token }))
+        .status,
+    ).toBe(204);
     await expectErrorPage(await authorize(session, params(client)));
   });
 
@@ -133,7 +148,12 @@ describe("authorize: errors that must not redirect", () => {
 
   it("checks client and redirect before anything else, signed in or not", async () => {
     const { client } = await setup();
-    await expectErrorPage(await authorize(undefined, params(client, { redirect_uri: "https://evil.example/cb", code_challenge: undefined })));
+    await expectErrorPage(
+      await authorize(
+        undefined,
+        params(client, { redirect_uri: "https://evil.example/cb", code_challenge: undefined }),
+      ),
+    );
   });
 });
 
@@ -158,15 +178,21 @@ describe("authorize: errors that go back to the client", () => {
 
   it("redirects a repeated parameter with invalid_request", async () => {
     const { client, session } = await setup();
-    const res = await call("GET", `${authorizePath(params(client))}&scope=agents:read&scope=memory:read`, { headers: sessionCookie(session) });
+    const res = await call("GET", `${authorizePath(params(client))}&scope=agents:read&scope=memory:read`, {
+      headers: sessionCookie(session),
+    });
     expectRedirectError(res, "invalid_request");
   });
 
   it("survives malformed percent-encoding: a 400 page before the redirect is verified, an error redirect after", async () => {
     const { client, session } = await setup();
-    const bad = await call("GET", "/v1/oauth/authorize?client_id=%ZZ&redirect_uri=%E0%A4%A", { headers: sessionCookie(session) });
+    const bad = await call("GET", "/v1/oauth/authorize?client_id=%ZZ&redirect_uri=%E0%A4%A", {
+      headers: sessionCookie(session),
+    });
     await expectErrorPage(bad);
-    const res = await call("GET", `${authorizePath(params(client, { state: undefined }))}&state=%E0%A4%A&scope=%ZZ`, { headers: sessionCookie(session) });
+    const res = await call("GET", `${authorizePath(params(client, { state: undefined }))}&state=%E0%A4%A&scope=%ZZ`, {
+      headers: sessionCookie(session),
+    });
     expect(res.status).toBe(302);
     const location = new URL(res.headers.get("Location")!);
     expect(location.origin + location.pathname).toBe(REDIRECT);
@@ -178,7 +204,14 @@ describe("authorize: errors that go back to the client", () => {
     const ws = await signupWorkspace();
     const client = await registerClient(ws.adminToken, { redirect_uris: ["https://app.example/cb?tenant=a"] });
     const session = await signIn(ws.email);
-    const res = await authorize(session, params(client, { redirect_uri: "https://app.example/cb?tenant=a", state: undefined, code_challenge_method: "plain" }));
+    const res = await authorize(
+      session,
+      params(client, {
+        redirect_uri: "https://app.example/cb?tenant=a",
+        state: undefined,
+        code_challenge_method: "plain",
+      }),
+    );
     const location = new URL(res.headers.get("Location")!);
     expect(location.searchParams.get("tenant")).toBe("a");
     expect(location.searchParams.has("state")).toBe(false);
@@ -187,7 +220,10 @@ describe("authorize: errors that go back to the client", () => {
 
   it("accepts an absent code_challenge_method and response_type (S256 and code by default)", async () => {
     const { client, session } = await setup();
-    const res = await authorize(session, params(client, { code_challenge_method: undefined, response_type: undefined }));
+    const res = await authorize(
+      session,
+      params(client, { code_challenge_method: undefined, response_type: undefined }),
+    );
     expect(res.status).toBe(200);
   });
 });
@@ -236,17 +272,37 @@ describe("authorize: consent", () => {
     expect(location.searchParams.get("state")).toBe("xyz-123");
     expect(location.searchParams.get("iss")).toBe(ISS);
 
-    const code = await env.DB.prepare("SELECT * FROM oauth_codes WHERE code_hash = ?").bind(hashToken(location.searchParams.get("code")!)).first<Record<string, string>>();
-    expect(code).toMatchObject({ client_id: client.client_id, user_id: ws.user.id, workspace_id: ws.workspace.id, redirect_uri: REDIRECT, code_challenge: p.code_challenge, consumed_at: null });
+    const code = await env.DB.prepare("SELECT * FROM oauth_codes WHERE code_hash = ?")
+      .bind(hashToken(location.searchParams.get("code")!))
+      .first<Record<string, string>>();
+    expect(code).toMatchObject({
+      client_id: client.client_id,
+      user_id: ws.user.id,
+      workspace_id: ws.workspace.id,
+      redirect_uri: REDIRECT,
+      code_challenge: p.code_challenge,
+      consumed_at: null,
+    });
     // Requested ∩ allowed, in the client's order.
     expect(JSON.parse(code!.scopes!)).toEqual(["agents:read", "memory:read"]);
     expect(Date.parse(code!.expires_at!) - Date.parse(code!.created_at!)).toBe(600_000);
 
-    const consent = await env.DB.prepare("SELECT scopes FROM oauth_consents WHERE user_id = ? AND client_id = ?").bind(ws.user.id, client.client_id).first<{ scopes: string }>();
+    const consent = await env.DB.prepare("SELECT scopes FROM oauth_consents WHERE user_id = ? AND client_id = ?")
+      .bind(ws.user.id, client.client_id)
+      .first<{ scopes: string }>();
     expect(JSON.parse(consent!.scopes)).toEqual(["agents:read", "memory:read"]);
     const [event] = await auditEvents(ws.workspace.id, "oauth.consent.grant");
-    expect(event).toMatchObject({ actor_kind: "user", actor_id: ws.user.id, target: `oauth_client:${client.client_id}`, outcome: "success" });
-    expect(event!.details).toEqual({ client_id: client.client_id, client_name: "Test App", scopes: ["agents:read", "memory:read"] });
+    expect(event).toMatchObject({
+      actor_kind: "user",
+      actor_id: ws.user.id,
+      target: `oauth_client:${client.client_id}`,
+      outcome: "success",
+    });
+    expect(event!.details).toEqual({
+      client_id: client.client_id,
+      client_name: "Test App",
+      scopes: ["agents:read", "memory:read"],
+    });
   });
 
   it("remembers consent and asks again only when the requested scopes grow", async () => {
@@ -301,7 +357,9 @@ describe("authorize: consent", () => {
     expect(location.searchParams.get("state")).toBe("xyz-123");
     expect(location.searchParams.get("iss")).toBe(ISS);
     expect(location.searchParams.get("code")).toBeNull();
-    const consent = await env.DB.prepare("SELECT COUNT(*) AS n FROM oauth_consents WHERE user_id = ?").bind(ws.user.id).first<{ n: number }>();
+    const consent = await env.DB.prepare("SELECT COUNT(*) AS n FROM oauth_consents WHERE user_id = ?")
+      .bind(ws.user.id)
+      .first<{ n: number }>();
     expect(consent?.n).toBe(0);
     const [event] = await auditEvents(ws.workspace.id, "oauth.consent.deny");
     expect(event).toMatchObject({ outcome: "denied", target: `oauth_client:${client.client_id}` });
@@ -323,7 +381,9 @@ describe("authorize: consent", () => {
     expect((await postConsent(session, html, "approve", { code_challenge: newPkce().challenge })).status).toBe(403);
     expect((await postConsent(session, html, "approve", { state: "other" })).status).toBe(403);
 
-    const consents = await env.DB.prepare("SELECT COUNT(*) AS n FROM oauth_consents WHERE user_id = ?").bind(ws.user.id).first<{ n: number }>();
+    const consents = await env.DB.prepare("SELECT COUNT(*) AS n FROM oauth_consents WHERE user_id = ?")
+      .bind(ws.user.id)
+      .first<{ n: number }>();
     expect(consents?.n).toBe(0);
     expect((await postConsent(session, html, "approve")).status).toBe(303);
   });
@@ -380,7 +440,12 @@ describe("authorize: after our own sign-in form", () => {
     const ws = await signupWorkspace();
     const session = await signIn(ws.email);
     const p = params({ client_id: "svc_client_cli" }, { redirect_uri: "http://127.0.0.1:7777/callback" });
-    const sameOrigin = { ...sessionCookie(session), "Sec-Fetch-Site": "same-origin", "Sec-Fetch-Mode": "navigate", "Sec-Fetch-Dest": "document" };
+    const sameOrigin = {
+      ...sessionCookie(session),
+      "Sec-Fetch-Site": "same-origin",
+      "Sec-Fetch-Mode": "navigate",
+      "Sec-Fetch-Dest": "document",
+    };
     const res = await call("GET", authorizePath(p), { headers: sameOrigin });
     expect(res.status).toBe(200);
     expect(res.headers.get("Referrer-Policy")).toBe("no-referrer");
@@ -393,7 +458,9 @@ describe("authorize: after our own sign-in form", () => {
     expect(location.searchParams.get("state")).toBe("xyz-123");
 
     // A navigation from the client's site still gets the plain 302.
-    const crossSite = await call("GET", authorizePath(p), { headers: { ...sameOrigin, "Sec-Fetch-Site": "cross-site" } });
+    const crossSite = await call("GET", authorizePath(p), {
+      headers: { ...sameOrigin, "Sec-Fetch-Site": "cross-site" },
+    });
     expect(crossSite.status).toBe(302);
   });
 });
@@ -402,14 +469,20 @@ describe("authorize: first-party CLI client", () => {
   it("skips consent and accepts loopback redirects on any port", async () => {
     const ws = await signupWorkspace();
     const session = await signIn(ws.email);
-    for (const redirect of ["http://127.0.0.1:53682/callback", "http://localhost:9/callback", "http://127.0.0.1/callback"]) {
+    for (const redirect of [
+      "http://127.0.0.1:53682/callback",
+      "http://localhost:9/callback",
+      "http://127.0.0.1/callback",
+    ]) {
       const res = await authorize(session, params({ client_id: "svc_client_cli" }, { redirect_uri: redirect }));
       expect(res.status).toBe(302);
       const location = new URL(res.headers.get("Location")!);
       expect(location.origin + location.pathname).toBe(new URL(redirect).origin + "/callback");
       expect(location.searchParams.get("code")).toBeTruthy();
     }
-    const consents = await env.DB.prepare("SELECT COUNT(*) AS n FROM oauth_consents WHERE user_id = ?").bind(ws.user.id).first<{ n: number }>();
+    const consents = await env.DB.prepare("SELECT COUNT(*) AS n FROM oauth_consents WHERE user_id = ?")
+      .bind(ws.user.id)
+      .first<{ n: number }>();
     expect(consents?.n).toBe(0);
   });
 
@@ -419,13 +492,28 @@ describe("authorize: first-party CLI client", () => {
     const { verifier, challenge } = newPkce();
     const redirectUri = "http://127.0.0.1:41234/callback";
     const { code } = await obtainCode(session, { client_id: "svc_client_cli" }, { challenge, redirectUri });
-    const tokens = (await (await exchange({ client_id: "svc_client_cli" }, code, verifier, redirectUri)).json()) as { scope: string };
+    const tokens = (await (await exchange({ client_id: "svc_client_cli" }, code, verifier, redirectUri)).json()) as {
+      scope: string;
+    };
     expect(tokens.scope.split(" ")).toContain("admin");
     expect(tokens.scope.split(" ")).not.toContain("svc:computer");
-    for (const bad of ["http://127.0.0.1:41234/other", "https://127.0.0.1/callback", "http://127.0.0.2/callback", "http://127.0.0.1:41234/callback?x=1"]) {
+    for (const bad of [
+      "http://127.0.0.1:41234/other",
+      "https://127.0.0.1/callback",
+      "http://127.0.0.2/callback",
+      "http://127.0.0.1:41234/callback?x=1",
+    ]) {
       await expectErrorPage(await authorize(session, params({ client_id: "svc_client_cli" }, { redirect_uri: bad })));
     }
-    expectRedirectError(await authorize(session, params({ client_id: "svc_client_cli" }, { redirect_uri: redirectUri, scope: "svc:computer" })), "invalid_scope", "xyz-123", redirectUri);
+    expectRedirectError(
+      await authorize(
+        session,
+        params({ client_id: "svc_client_cli" }, { redirect_uri: redirectUri, scope: "svc:computer" }),
+      ),
+      "invalid_scope",
+      "xyz-123",
+      redirectUri,
+    );
   });
 
   it("matches a third-party client's loopback redirect on any port too (RFC 8252)", async () => {

@@ -6,8 +6,8 @@ import { exports } from "cloudflare:workers";
 import * as oauth from "oauth4webapi";
 import { describe, expect, it } from "vitest";
 import { freshIp, ORIGIN } from "./support/api";
-import { signupWorkspace } from "./support/seed";
 import { postConsent, sessionCookie, signIn } from "./support/oauth";
+import { signupWorkspace } from "./support/seed";
 
 const fetcher = (url: string, init?: RequestInit) => {
   const headers = new Headers(init?.headers);
@@ -29,7 +29,12 @@ async function browser(session: string, authorizationUrl: URL): Promise<URL> {
   return new URL(res.headers.get("Location")!);
 }
 
-async function authorizationUrl(as: oauth.AuthorizationServer, client: oauth.Client, redirectUri: string, scope?: string) {
+async function authorizationUrl(
+  as: oauth.AuthorizationServer,
+  client: oauth.Client,
+  redirectUri: string,
+  scope?: string,
+) {
   const codeVerifier = oauth.generateRandomCodeVerifier();
   const state = oauth.generateRandomState();
   const url = new URL(as.authorization_endpoint!);
@@ -67,15 +72,33 @@ describe("metadata", () => {
 
   it("publishes RFC 9728 protected resource metadata, and the API's 401 points to it", async () => {
     const rs = await oauth.processResourceDiscoveryResponse(issuer, await oauth.resourceDiscoveryRequest(issuer, opts));
-    expect(rs).toMatchObject({ resource: "https://svc.test", authorization_servers: ["https://svc.test"], bearer_methods_supported: ["header"] });
+    expect(rs).toMatchObject({
+      resource: "https://svc.test",
+      authorization_servers: ["https://svc.test"],
+      bearer_methods_supported: ["header"],
+    });
     const res = await fetcher(`${ORIGIN}/v1/api/me`);
     expect(res.status).toBe(401);
-    expect(res.headers.get("WWW-Authenticate")).toBe('Bearer resource_metadata="https://svc.test/.well-known/oauth-protected-resource"');
+    expect(res.headers.get("WWW-Authenticate")).toBe(
+      'Bearer resource_metadata="https://svc.test/.well-known/oauth-protected-resource"',
+    );
   });
 
   it("documents the OAuth endpoints in the OpenAPI document", async () => {
-    const doc = (await (await fetcher(`${ORIGIN}/v1/openapi.json`)).json()) as { paths: Record<string, Record<string, { security?: unknown }>>; components: { securitySchemes: Record<string, unknown> } };
-    for (const path of ["/v1/oauth/register", "/v1/oauth/register/{client_id}", "/v1/oauth/authorize", "/v1/oauth/token", "/v1/oauth/introspect", "/v1/oauth/revoke", "/.well-known/oauth-authorization-server", "/.well-known/oauth-protected-resource"]) {
+    const doc = (await (await fetcher(`${ORIGIN}/v1/openapi.json`)).json()) as {
+      paths: Record<string, Record<string, { security?: unknown }>>;
+      components: { securitySchemes: Record<string, unknown> };
+    };
+    for (const path of [
+      "/v1/oauth/register",
+      "/v1/oauth/register/{client_id}",
+      "/v1/oauth/authorize",
+      "/v1/oauth/token",
+      "/v1/oauth/introspect",
+      "/v1/oauth/revoke",
+      "/.well-known/oauth-authorization-server",
+      "/.well-known/oauth-protected-resource",
+    ]) {
       expect(doc.paths[path], path).toBeDefined();
     }
     expect(doc.paths["/v1/oauth/register/{client_id}"]?.get?.security).toEqual([{ registration_access_token: [] }]);
@@ -99,7 +122,13 @@ describe("the whole flow with oauth4webapi", () => {
 
       const registration = await oauth.dynamicClientRegistrationRequest(
         as,
-        { redirect_uris: [redirectUri], token_endpoint_auth_method: variant.method, grant_types: ["authorization_code", "refresh_token"], scope: "agents:read conversations:read", client_name: `lib ${variant.method}` },
+        {
+          redirect_uris: [redirectUri],
+          token_endpoint_auth_method: variant.method,
+          grant_types: ["authorization_code", "refresh_token"],
+          scope: "agents:read conversations:read",
+          client_name: `lib ${variant.method}`,
+        },
         { ...opts, initialAccessToken: ws.adminToken },
       );
       const client = (await oauth.processDynamicClientRegistrationResponse(registration)) as oauth.Client;
@@ -111,33 +140,78 @@ describe("the whole flow with oauth4webapi", () => {
       const callback = await browser(session, url);
       const params = oauth.validateAuthResponse(as, client, callback, state);
 
-      const tokens = await oauth.processAuthorizationCodeResponse(as, client, await oauth.authorizationCodeGrantRequest(as, client, clientAuth, params, redirectUri, codeVerifier, opts));
+      const tokens = await oauth.processAuthorizationCodeResponse(
+        as,
+        client,
+        await oauth.authorizationCodeGrantRequest(as, client, clientAuth, params, redirectUri, codeVerifier, opts),
+      );
       expect(tokens.token_type).toBe("bearer");
       expect(tokens.expires_in).toBe(3600);
       expect(tokens.scope).toBe("agents:read");
       expect(tokens.refresh_token).toMatch(/^svc_rt_/);
 
-      const meRes = await oauth.protectedResourceRequest(tokens.access_token, "GET", new URL(`${ORIGIN}/v1/api/me`), undefined, undefined, opts);
+      const meRes = await oauth.protectedResourceRequest(
+        tokens.access_token,
+        "GET",
+        new URL(`${ORIGIN}/v1/api/me`),
+        undefined,
+        undefined,
+        opts,
+      );
       expect(meRes.status).toBe(200);
       expect(await meRes.json()).toMatchObject({ auth: "oauth", scopes: ["agents:read"], user: { id: ws.user.id } });
 
-      const refreshed = await oauth.processRefreshTokenResponse(as, client, await oauth.refreshTokenGrantRequest(as, client, clientAuth, tokens.refresh_token!, opts));
+      const refreshed = await oauth.processRefreshTokenResponse(
+        as,
+        client,
+        await oauth.refreshTokenGrantRequest(as, client, clientAuth, tokens.refresh_token!, opts),
+      );
       expect(refreshed.scope).toBe("agents:read");
       expect(refreshed.refresh_token).not.toBe(tokens.refresh_token);
 
-      const active = await oauth.processIntrospectionResponse(as, client, await oauth.introspectionRequest(as, client, clientAuth, refreshed.access_token, opts));
-      expect(active).toMatchObject({ active: true, client_id: client.client_id, username: ws.email, sub: ws.user.id, scope: "agents:read", token_type: "Bearer" });
+      const active = await oauth.processIntrospectionResponse(
+        as,
+        client,
+        await oauth.introspectionRequest(as, client, clientAuth, refreshed.access_token, opts),
+      );
+      expect(active).toMatchObject({
+        active: true,
+        client_id: client.client_id,
+        username: ws.email,
+        sub: ws.user.id,
+        scope: "agents:read",
+        token_type: "Bearer",
+      });
 
-      await oauth.processRevocationResponse(await oauth.revocationRequest(as, client, clientAuth, refreshed.refresh_token!, opts));
-      const inactive = await oauth.processIntrospectionResponse(as, client, await oauth.introspectionRequest(as, client, clientAuth, refreshed.access_token, opts));
+      await oauth.processRevocationResponse(
+        await oauth.revocationRequest(as, client, clientAuth, refreshed.refresh_token!, opts),
+      );
+      const inactive = await oauth.processIntrospectionResponse(
+        as,
+        client,
+        await oauth.introspectionRequest(as, client, clientAuth, refreshed.access_token, opts),
+      );
       expect(inactive).toEqual({ active: false });
-      const after = await oauth.protectedResourceRequest(refreshed.access_token, "GET", new URL(`${ORIGIN}/v1/api/me`), undefined, undefined, opts).catch((e: unknown) => e);
+      const after = await oauth
+        .protectedResourceRequest(
+          refreshed.access_token,
+          "GET",
+          new URL(`${ORIGIN}/v1/api/me`),
+          undefined,
+          undefined,
+          opts,
+        )
+        .catch((e: unknown) => e);
       const status = after instanceof Response ? after.status : (after as oauth.WWWAuthenticateChallengeError).status;
       expect(status).toBe(401);
 
       // The library sees a replayed code as invalid_grant.
       const replay = await oauth
-        .processAuthorizationCodeResponse(as, client, await oauth.authorizationCodeGrantRequest(as, client, clientAuth, params, redirectUri, codeVerifier, opts))
+        .processAuthorizationCodeResponse(
+          as,
+          client,
+          await oauth.authorizationCodeGrantRequest(as, client, clientAuth, params, redirectUri, codeVerifier, opts),
+        )
         .catch((e: unknown) => e);
       expect(replay).toBeInstanceOf(oauth.ResponseBodyError);
       expect((replay as oauth.ResponseBodyError).error).toBe("invalid_grant");
@@ -148,10 +222,22 @@ describe("the whole flow with oauth4webapi", () => {
     const ws = await signupWorkspace();
     const as = await discover();
     const client = (await oauth.processDynamicClientRegistrationResponse(
-      await oauth.dynamicClientRegistrationRequest(as, { redirect_uris: ["https://client.example/cb"], token_endpoint_auth_method: "client_secret_post", scope: "agents:read" }, { ...opts, initialAccessToken: ws.adminToken }),
+      await oauth.dynamicClientRegistrationRequest(
+        as,
+        {
+          redirect_uris: ["https://client.example/cb"],
+          token_endpoint_auth_method: "client_secret_post",
+          scope: "agents:read",
+        },
+        { ...opts, initialAccessToken: ws.adminToken },
+      ),
     )) as oauth.Client;
     const err = await oauth
-      .processIntrospectionResponse(as, client, await oauth.introspectionRequest(as, client, oauth.ClientSecretPost("svc_csec_wrong"), "svc_at_x", opts))
+      .processIntrospectionResponse(
+        as,
+        client,
+        await oauth.introspectionRequest(as, client, oauth.ClientSecretPost("svc_csec_wrong"), "svc_at_x", opts),
+      )
       .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(oauth.ResponseBodyError);
     expect((err as oauth.ResponseBodyError).error).toBe("invalid_client");
@@ -163,7 +249,11 @@ describe("the whole flow with oauth4webapi", () => {
     const session = await signIn(ws.email);
     const as = await discover();
     const client = (await oauth.processDynamicClientRegistrationResponse(
-      await oauth.dynamicClientRegistrationRequest(as, { redirect_uris: ["https://client.example/cb"], scope: "agents:read" }, { ...opts, initialAccessToken: ws.adminToken }),
+      await oauth.dynamicClientRegistrationRequest(
+        as,
+        { redirect_uris: ["https://client.example/cb"], scope: "agents:read" },
+        { ...opts, initialAccessToken: ws.adminToken },
+      ),
     )) as oauth.Client;
     const { url, state } = await authorizationUrl(as, client, "https://client.example/cb");
     const page = await fetcher(url.href, { headers: sessionCookie(session) });
@@ -185,13 +275,26 @@ describe("the whole flow with oauth4webapi", () => {
     const as = await discover();
     const client: oauth.Client = { client_id: "svc_client_cli", token_endpoint_auth_method: "none" };
     const redirectUri = "http://127.0.0.1:49152/callback";
-    const { url, codeVerifier, state } = await authorizationUrl(as, client, redirectUri, "agents:read conversations:write");
+    const { url, codeVerifier, state } = await authorizationUrl(
+      as,
+      client,
+      redirectUri,
+      "agents:read conversations:write",
+    );
     const first = await fetcher(url.href, { headers: sessionCookie(session) });
     expect(first.status).toBe(302);
     const params = oauth.validateAuthResponse(as, client, new URL(first.headers.get("Location")!), state);
-    const tokens = await oauth.processAuthorizationCodeResponse(as, client, await oauth.authorizationCodeGrantRequest(as, client, oauth.None(), params, redirectUri, codeVerifier, opts));
+    const tokens = await oauth.processAuthorizationCodeResponse(
+      as,
+      client,
+      await oauth.authorizationCodeGrantRequest(as, client, oauth.None(), params, redirectUri, codeVerifier, opts),
+    );
     expect(tokens.scope).toBe("agents:read conversations:write");
-    const refreshed = await oauth.processRefreshTokenResponse(as, client, await oauth.refreshTokenGrantRequest(as, client, oauth.None(), tokens.refresh_token!, opts));
+    const refreshed = await oauth.processRefreshTokenResponse(
+      as,
+      client,
+      await oauth.refreshTokenGrantRequest(as, client, oauth.None(), tokens.refresh_token!, opts),
+    );
     expect(refreshed.access_token).toMatch(/^svc_at_/);
   });
 });

@@ -3,13 +3,14 @@ import { describe, expect, it } from "vitest";
 import { ClientInfoSchema } from "../src/oauth/schemas";
 import { hashToken } from "../src/platform/crypto";
 import { call, parse } from "./support/api";
-import { addUser, signupWorkspace } from "./support/seed";
 import { auditEvents, expectOAuthError, REDIRECT, registerClient, sessionCookie, signIn } from "./support/oauth";
+import { addUser, signupWorkspace } from "./support/seed";
 
 const register = (token: string | undefined, body: unknown, headers: Record<string, string> = {}) =>
   call("POST", "/v1/oauth/register", { token, body, headers });
 
-const clientRow = (clientId: string) => env.DB.prepare("SELECT * FROM oauth_clients WHERE client_id = ?").bind(clientId).first<Record<string, unknown>>();
+const clientRow = (clientId: string) =>
+  env.DB.prepare("SELECT * FROM oauth_clients WHERE client_id = ?").bind(clientId).first<Record<string, unknown>>();
 
 describe("POST /v1/oauth/register", () => {
   it("registers a public client with the spec's defaults and stores only hashes", async () => {
@@ -83,7 +84,13 @@ describe("POST /v1/oauth/register", () => {
 
   it("uses the default name for a blank client_name and ignores first_party and unknown metadata", async () => {
     const ws = await signupWorkspace();
-    const res = await register(ws.adminToken, { redirect_uris: [REDIRECT], scope: "agents:read", client_name: "   ", first_party: true, logo_uri: "https://x.example/l.png" });
+    const res = await register(ws.adminToken, {
+      redirect_uris: [REDIRECT],
+      scope: "agents:read",
+      client_name: "   ",
+      first_party: true,
+      logo_uri: "https://x.example/l.png",
+    });
     const info = await parse(res, ClientInfoSchema.strict());
     expect(info.client_name).toBe("Unnamed app");
     expect((await clientRow(info.client_id))?.first_party).toBe(0);
@@ -91,7 +98,12 @@ describe("POST /v1/oauth/register", () => {
 
   it("accepts loopback http redirect URIs and https ones with a query", async () => {
     const ws = await signupWorkspace();
-    const uris = ["http://127.0.0.1/cb", "http://localhost:8080/cb", "http://[::1]:9000/cb", "https://app.example/cb?tenant=a"];
+    const uris = [
+      "http://127.0.0.1/cb",
+      "http://localhost:8080/cb",
+      "http://[::1]:9000/cb",
+      "https://app.example/cb?tenant=a",
+    ];
     const info = await registerClient(ws.adminToken, { redirect_uris: uris });
     expect(info.redirect_uris).toEqual(uris);
   });
@@ -115,8 +127,14 @@ describe("POST /v1/oauth/register", () => {
   it("is 401 in the OAuth shape without valid credentials", async () => {
     const none = await register(undefined, { redirect_uris: [REDIRECT], scope: "agents:read" });
     await expectOAuthError(none, 401, "invalid_token");
-    expect(none.headers.get("WWW-Authenticate")).toContain('resource_metadata="https://svc.test/.well-known/oauth-protected-resource"');
-    await expectOAuthError(await register("svc_pat_nope", { redirect_uris: [REDIRECT], scope: "agents:read" }), 401, "invalid_token");
+    expect(none.headers.get("WWW-Authenticate")).toContain(
+      'resource_metadata="https://svc.test/.well-known/oauth-protected-resource"',
+    );
+    await expectOAuthError(
+      await register("svc_pat_nope", { redirect_uris: [REDIRECT], scope: "agents:read" }),
+      401,
+      "invalid_token",
+    );
   });
 
   const badRedirects: [string, unknown][] = [
@@ -179,7 +197,11 @@ describe("POST /v1/oauth/register", () => {
       headers: { "Content-Type": "application/x-www-form-urlencoded" },
     });
     await expectOAuthError(form, 400, "invalid_client_metadata");
-    const malformed = await call("POST", "/v1/oauth/register", { token: ws.adminToken, rawBody: "{nope", headers: { "Content-Type": "application/json" } });
+    const malformed = await call("POST", "/v1/oauth/register", {
+      token: ws.adminToken,
+      rawBody: "{nope",
+      headers: { "Content-Type": "application/json" },
+    });
     await expectOAuthError(malformed, 400, "invalid_client_metadata");
     const array = await register(ws.adminToken, [REDIRECT]);
     await expectOAuthError(array, 400, "invalid_client_metadata");
@@ -187,13 +209,19 @@ describe("POST /v1/oauth/register", () => {
 
   it("caps an account at 50 active clients, atomically, and frees a place when one is deleted", async () => {
     const ws = await signupWorkspace();
-    const attempts = await Promise.all(Array.from({ length: 53 }, () => register(ws.adminToken, { redirect_uris: [REDIRECT], scope: "agents:read" })));
+    const attempts = await Promise.all(
+      Array.from({ length: 53 }, () => register(ws.adminToken, { redirect_uris: [REDIRECT], scope: "agents:read" })),
+    );
     const created = attempts.filter((r) => r.status === 201);
     const refused = attempts.filter((r) => r.status !== 201);
     expect(created).toHaveLength(50);
     expect(refused).toHaveLength(3);
     for (const r of refused) await expectOAuthError(r, 400, "client_limit_reached");
-    const count = await env.DB.prepare("SELECT COUNT(*) AS n FROM oauth_clients WHERE workspace_id = ? AND disabled_at IS NULL").bind(ws.workspace.id).first<{ n: number }>();
+    const count = await env.DB.prepare(
+      "SELECT COUNT(*) AS n FROM oauth_clients WHERE workspace_id = ? AND disabled_at IS NULL",
+    )
+      .bind(ws.workspace.id)
+      .first<{ n: number }>();
     expect(count?.n).toBe(50);
 
     // Another workspace is not affected by this one's cap.
@@ -201,16 +229,27 @@ describe("POST /v1/oauth/register", () => {
     expect((await register(other.adminToken, { redirect_uris: [REDIRECT], scope: "agents:read" })).status).toBe(201);
 
     const first = await parse(created[0]!, ClientInfoSchema);
-    const del = await call("DELETE", `/v1/oauth/register/${first.client_id}`, { token: first.registration_access_token });
+    const del = await call("DELETE", `/v1/oauth/register/${first.client_id}`, {
+      token: first.registration_access_token,
+    });
     expect(del.status).toBe(204);
     expect((await register(ws.adminToken, { redirect_uris: [REDIRECT], scope: "agents:read" })).status).toBe(201);
-    await expectOAuthError(await register(ws.adminToken, { redirect_uris: [REDIRECT], scope: "agents:read" }), 400, "client_limit_reached");
+    await expectOAuthError(
+      await register(ws.adminToken, { redirect_uris: [REDIRECT], scope: "agents:read" }),
+      400,
+      "client_limit_reached",
+    );
   });
 });
 
 describe("client management with the registration access token", () => {
-  const manage = (method: string, client: { client_id: string }, token?: string, body?: unknown, headers?: Record<string, string>) =>
-    call(method, `/v1/oauth/register/${client.client_id}`, { token, body, headers });
+  const manage = (
+    method: string,
+    client: { client_id: string },
+    token?: string,
+    body?: unknown,
+    headers?: Record<string, string>,
+  ) => call(method, `/v1/oauth/register/${client.client_id}`, { token, body, headers });
 
   it("reads the client without its secret or registration token", async () => {
     const ws = await signupWorkspace();
@@ -267,13 +306,20 @@ describe("client management with the registration access token", () => {
     const b = await registerClient(ws.adminToken);
     await expectOAuthError(await manage("GET", b, a.registration_access_token), 404, "not_found");
     await expectOAuthError(await manage("DELETE", b, a.registration_access_token), 404, "not_found");
-    await expectOAuthError(await manage("GET", { client_id: "svc_client_missing" }, a.registration_access_token), 404, "not_found");
+    await expectOAuthError(
+      await manage("GET", { client_id: "svc_client_missing" }, a.registration_access_token),
+      404,
+      "not_found",
+    );
     expect((await clientRow(b.client_id))?.disabled_at).toBeNull();
   });
 
   it("replaces name, redirect URIs and scope, re-validated, and audits it", async () => {
     const ws = await signupWorkspace();
-    const client = await registerClient(ws.adminToken, { token_endpoint_auth_method: "client_secret_basic", grant_types: ["authorization_code", "refresh_token"] });
+    const client = await registerClient(ws.adminToken, {
+      token_endpoint_auth_method: "client_secret_basic",
+      grant_types: ["authorization_code", "refresh_token"],
+    });
     const res = await manage("PUT", client, client.registration_access_token, {
       client_id: client.client_id,
       redirect_uris: ["https://new.example/cb"],
@@ -286,7 +332,12 @@ describe("client management with the registration access token", () => {
     });
     expect(res.status).toBe(200);
     const info = await parse(res, ClientInfoSchema.strict());
-    expect(info).toMatchObject({ client_name: "Renamed", redirect_uris: ["https://new.example/cb"], scope: "agents:read memory:read", token_endpoint_auth_method: "client_secret_basic" });
+    expect(info).toMatchObject({
+      client_name: "Renamed",
+      redirect_uris: ["https://new.example/cb"],
+      scope: "agents:read memory:read",
+      token_endpoint_auth_method: "client_secret_basic",
+    });
     expect(info.client_secret).toBeUndefined();
     const row = await clientRow(client.client_id);
     expect(row?.secret_hash).toBe(hashToken(client.client_secret!));
@@ -294,11 +345,21 @@ describe("client management with the registration access token", () => {
     expect(read.client_name).toBe("Renamed");
 
     const [event] = await auditEvents(ws.workspace.id, "oauth.client.update");
-    expect(event).toMatchObject({ actor_kind: "oauth_client", actor_id: client.client_id, target: `oauth_client:${client.client_id}` });
+    expect(event).toMatchObject({
+      actor_kind: "oauth_client",
+      actor_id: client.client_id,
+      target: `oauth_client:${client.client_id}`,
+    });
     expect(event!.details).toMatchObject({ client_name: "Renamed", scope: "agents:read memory:read" });
 
     // Omitting client_name resets it to the default, like registration.
-    const reset = await parse(await manage("PUT", client, client.registration_access_token, { redirect_uris: [REDIRECT], scope: "agents:read" }), ClientInfoSchema);
+    const reset = await parse(
+      await manage("PUT", client, client.registration_access_token, {
+        redirect_uris: [REDIRECT],
+        scope: "agents:read",
+      }),
+      ClientInfoSchema,
+    );
     expect(reset.client_name).toBe("Unnamed app");
   });
 
@@ -316,8 +377,16 @@ describe("client management with the registration access token", () => {
   for (const [name, change, error] of badUpdates) {
     it(`refuses an update with ${name}`, async () => {
       const ws = await signupWorkspace();
-      const client = await registerClient(ws.adminToken, { token_endpoint_auth_method: "client_secret_post", grant_types: ["authorization_code", "refresh_token"] });
-      const res = await manage("PUT", client, client.registration_access_token, { redirect_uris: [REDIRECT], scope: "agents:read", client_name: "X", ...change });
+      const client = await registerClient(ws.adminToken, {
+        token_endpoint_auth_method: "client_secret_post",
+        grant_types: ["authorization_code", "refresh_token"],
+      });
+      const res = await manage("PUT", client, client.registration_access_token, {
+        redirect_uris: [REDIRECT],
+        scope: "agents:read",
+        client_name: "X",
+        ...change,
+      });
       await expectOAuthError(res, 400, error);
       const row = await clientRow(client.client_id);
       expect(row?.name).toBe("Test App");
@@ -346,6 +415,10 @@ describe("client management with the registration access token", () => {
     await expectOAuthError(await manage("GET", client, client.registration_access_token), 401, "invalid_token");
     await expectOAuthError(await manage("DELETE", client, client.registration_access_token), 401, "invalid_token");
     const [event] = await auditEvents(ws.workspace.id, "oauth.client.delete");
-    expect(event).toMatchObject({ target: `oauth_client:${client.client_id}`, intent: "delete", details: { client_id: client.client_id, revoked_grants: 0 } });
+    expect(event).toMatchObject({
+      target: `oauth_client:${client.client_id}`,
+      intent: "delete",
+      details: { client_id: client.client_id, revoked_grants: 0 },
+    });
   });
 });

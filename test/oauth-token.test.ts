@@ -6,7 +6,6 @@ import { IntrospectionSchema, TokenResponseSchema } from "../src/oauth/schemas";
 import { pkceChallenge } from "../src/oauth/tokens";
 import { hashToken } from "../src/platform/crypto";
 import { call, parse } from "./support/api";
-import { addUser, signupWorkspace } from "./support/seed";
 import {
   auditEvents,
   exchange,
@@ -18,15 +17,19 @@ import {
   REDIRECT,
   registerClient,
   signIn,
-  tokensFor,
   type TokenCallOpts,
+  tokensFor,
 } from "./support/oauth";
+import { addUser, signupWorkspace } from "./support/seed";
 
 type Client = { client_id: string; client_secret?: string; registration_access_token?: string };
 
 async function setup(metadata: Record<string, unknown> = {}) {
   const ws = await signupWorkspace();
-  const client = await registerClient(ws.adminToken, { grant_types: ["authorization_code", "refresh_token"], ...metadata });
+  const client = await registerClient(ws.adminToken, {
+    grant_types: ["authorization_code", "refresh_token"],
+    ...metadata,
+  });
   const session = await signIn(ws.email);
   return { ws, client, session };
 }
@@ -38,11 +41,36 @@ async function freshCode(session: string, client: Client, scope?: string) {
 }
 
 const refresh = (client: Client, refreshToken: string, opts: TokenCallOpts = {}) =>
-  oauthPost("/v1/oauth/token", { grant_type: "refresh_token", refresh_token: refreshToken, client_id: client.client_id, client_secret: client.client_secret }, opts);
+  oauthPost(
+    "/v1/oauth/token",
+    {
+      grant_type: "refresh_token",
+      refresh_token: refreshToken,
+      client_id: client.client_id,
+      client_secret: client.client_secret,
+    },
+    opts,
+  );
 const introspect = (client: Client, token: string | undefined, opts: TokenCallOpts = {}) =>
-  oauthPost("/v1/oauth/introspect", { token, client_id: opts.basic ? undefined : client.client_id, client_secret: opts.basic ? undefined : client.client_secret }, opts);
+  oauthPost(
+    "/v1/oauth/introspect",
+    {
+      token,
+      client_id: opts.basic ? undefined : client.client_id,
+      client_secret: opts.basic ? undefined : client.client_secret,
+    },
+    opts,
+  );
 const revoke = (client: Client, token: string | undefined, opts: TokenCallOpts = {}) =>
-  oauthPost("/v1/oauth/revoke", { token, client_id: opts.basic ? undefined : client.client_id, client_secret: opts.basic ? undefined : client.client_secret }, opts);
+  oauthPost(
+    "/v1/oauth/revoke",
+    {
+      token,
+      client_id: opts.basic ? undefined : client.client_id,
+      client_secret: opts.basic ? undefined : client.client_secret,
+    },
+    opts,
+  );
 
 function expectNoStore(res: Response) {
   expect(res.headers.get("Cache-Control")).toBe("no-store");
@@ -54,7 +82,9 @@ async function expectActive(token: string, active: boolean) {
 }
 
 const grantOf = (accessToken: string) =>
-  env.DB.prepare("SELECT g.* FROM oauth_grants g JOIN oauth_tokens t ON t.grant_id = g.id WHERE t.token_hash = ?").bind(hashToken(accessToken)).first<Record<string, string | null>>();
+  env.DB.prepare("SELECT g.* FROM oauth_grants g JOIN oauth_tokens t ON t.grant_id = g.id WHERE t.token_hash = ?")
+    .bind(hashToken(accessToken))
+    .first<Record<string, string | null>>();
 
 describe("token: authorization_code", () => {
   it("exchanges a code for exactly the spec's TokenResp, not cacheable, tokens stored as hashes", async () => {
@@ -70,8 +100,14 @@ describe("token: authorization_code", () => {
     expect(body.refresh_token).toMatch(/^svc_rt_[A-Za-z0-9_-]{43}$/);
     expect(body.scope).toBe("agents:read conversations:read");
 
-    const rows = await env.DB.prepare("SELECT t.* FROM oauth_tokens t JOIN oauth_grants g ON g.id = t.grant_id WHERE g.user_id = ?").bind(ws.user.id).all<Record<string, string>>();
-    expect(rows.results.map((r) => r.token_hash).sort()).toEqual([hashToken(body.access_token), hashToken(body.refresh_token)].sort());
+    const rows = await env.DB.prepare(
+      "SELECT t.* FROM oauth_tokens t JOIN oauth_grants g ON g.id = t.grant_id WHERE g.user_id = ?",
+    )
+      .bind(ws.user.id)
+      .all<Record<string, string>>();
+    expect(rows.results.map((r) => r.token_hash).sort()).toEqual(
+      [hashToken(body.access_token), hashToken(body.refresh_token)].sort(),
+    );
     expect(JSON.stringify(rows.results)).not.toContain(body.access_token.slice(7));
     const access = rows.results.find((r) => r.kind === "access")!;
     const refreshRow = rows.results.find((r) => r.kind === "refresh")!;
@@ -80,15 +116,34 @@ describe("token: authorization_code", () => {
 
     const identity = await me(body.access_token);
     expect(identity.status).toBe(200);
-    expect(await identity.json()).toMatchObject({ auth: "oauth", user: { id: ws.user.id }, workspace: { id: ws.workspace.id }, scopes: ["agents:read", "conversations:read"] });
+    expect(await identity.json()).toMatchObject({
+      auth: "oauth",
+      user: { id: ws.user.id },
+      workspace: { id: ws.workspace.id },
+      scopes: ["agents:read", "conversations:read"],
+    });
   });
 
   it("takes a JSON body through the same rules as a form", async () => {
     const { client, session } = await setup();
     const { code, verifier } = await freshCode(session, client);
-    const bad = await oauthPost("/v1/oauth/token", { grant_type: "authorization_code", code, code_verifier: verifier, client_id: client.client_id }, { json: true });
+    const bad = await oauthPost(
+      "/v1/oauth/token",
+      { grant_type: "authorization_code", code, code_verifier: verifier, client_id: client.client_id },
+      { json: true },
+    );
     await expectOAuthError(bad, 400, "invalid_request");
-    const res = await oauthPost("/v1/oauth/token", { grant_type: "authorization_code", code, code_verifier: verifier, redirect_uri: REDIRECT, client_id: client.client_id }, { json: true });
+    const res = await oauthPost(
+      "/v1/oauth/token",
+      {
+        grant_type: "authorization_code",
+        code,
+        code_verifier: verifier,
+        redirect_uri: REDIRECT,
+        client_id: client.client_id,
+      },
+      { json: true },
+    );
     expect(res.status).toBe(200);
     expectNoStore(res);
     await parse(res, TokenResponseSchema.strict());
@@ -96,11 +151,24 @@ describe("token: authorization_code", () => {
 
   it("refuses bodies that are neither form nor JSON, malformed JSON, non-string values and repeated parameters", async () => {
     const { client } = await setup();
-    const text = await call("POST", "/v1/oauth/token", { rawBody: "grant_type=authorization_code", headers: { "Content-Type": "text/plain" } });
+    const text = await call("POST", "/v1/oauth/token", {
+      rawBody: "grant_type=authorization_code",
+      headers: { "Content-Type": "text/plain" },
+    });
     expectNoStore(text);
     await expectOAuthError(text, 400, "invalid_request");
-    await expectOAuthError(await call("POST", "/v1/oauth/token", { rawBody: "{", headers: { "Content-Type": "application/json" } }), 400, "invalid_request");
-    await expectOAuthError(await call("POST", "/v1/oauth/token", { body: { grant_type: "refresh_token", refresh_token: 5, client_id: client.client_id } }), 400, "invalid_request");
+    await expectOAuthError(
+      await call("POST", "/v1/oauth/token", { rawBody: "{", headers: { "Content-Type": "application/json" } }),
+      400,
+      "invalid_request",
+    );
+    await expectOAuthError(
+      await call("POST", "/v1/oauth/token", {
+        body: { grant_type: "refresh_token", refresh_token: 5, client_id: client.client_id },
+      }),
+      400,
+      "invalid_request",
+    );
     await expectOAuthError(await call("POST", "/v1/oauth/token", { body: ["grant_type"] }), 400, "invalid_request");
     const dup = await call("POST", "/v1/oauth/token", {
       rawBody: `grant_type=refresh_token&refresh_token=a&refresh_token=b&client_id=${client.client_id}`,
@@ -113,11 +181,19 @@ describe("token: authorization_code", () => {
     const { client, ws } = await setup();
     const huge = "x".repeat(1024 * 1024 + 1);
     for (const path of ["/v1/oauth/token", "/v1/oauth/introspect", "/v1/oauth/revoke"]) {
-      const res = await oauthPost(path, { grant_type: "refresh_token", refresh_token: huge, token: huge, client_id: client.client_id });
+      const res = await oauthPost(path, {
+        grant_type: "refresh_token",
+        refresh_token: huge,
+        token: huge,
+        client_id: client.client_id,
+      });
       expectNoStore(res);
       await expectOAuthError(res, 413, "invalid_request");
     }
-    const reg = await call("POST", "/v1/oauth/register", { token: ws.adminToken, body: { redirect_uris: [REDIRECT], scope: "agents:read", client_name: huge } });
+    const reg = await call("POST", "/v1/oauth/register", {
+      token: ws.adminToken,
+      body: { redirect_uris: [REDIRECT], scope: "agents:read", client_name: huge },
+    });
     await expectOAuthError(reg, 413, "invalid_request");
   });
 
@@ -125,8 +201,17 @@ describe("token: authorization_code", () => {
     const { client, session } = await setup();
     const { code, verifier } = await freshCode(session, client);
     const form = { "Content-Type": "application/x-www-form-urlencoded" };
-    const body = new URLSearchParams({ grant_type: "authorization_code", code, code_verifier: verifier, redirect_uri: REDIRECT });
-    for (const repeated of [`client_id=&client_id=${client.client_id}`, `client_id=${client.client_id}&client_id=`, `client_id=${client.client_id}&grant_type=`]) {
+    const body = new URLSearchParams({
+      grant_type: "authorization_code",
+      code,
+      code_verifier: verifier,
+      redirect_uri: REDIRECT,
+    });
+    for (const repeated of [
+      `client_id=&client_id=${client.client_id}`,
+      `client_id=${client.client_id}&client_id=`,
+      `client_id=${client.client_id}&grant_type=`,
+    ]) {
       const res = await call("POST", "/v1/oauth/token", { rawBody: `${body}&${repeated}`, headers: form });
       const error = await expectOAuthError(res, 400, "invalid_request");
       expect(error.error_description).toMatch(/more than once/);
@@ -137,14 +222,45 @@ describe("token: authorization_code", () => {
   it("requires grant_type, code, code_verifier and redirect_uri, and a well-formed verifier", async () => {
     const { client, session } = await setup();
     const { code, verifier } = await freshCode(session, client);
-    const base = { grant_type: "authorization_code", code, code_verifier: verifier, redirect_uri: REDIRECT, client_id: client.client_id };
-    await expectOAuthError(await oauthPost("/v1/oauth/token", { ...base, grant_type: undefined }), 400, "invalid_request");
+    const base = {
+      grant_type: "authorization_code",
+      code,
+      code_verifier: verifier,
+      redirect_uri: REDIRECT,
+      client_id: client.client_id,
+    };
+    await expectOAuthError(
+      await oauthPost("/v1/oauth/token", { ...base, grant_type: undefined }),
+      400,
+      "invalid_request",
+    );
     await expectOAuthError(await oauthPost("/v1/oauth/token", { ...base, code: undefined }), 400, "invalid_request");
-    await expectOAuthError(await oauthPost("/v1/oauth/token", { ...base, code_verifier: undefined }), 400, "invalid_request");
-    await expectOAuthError(await oauthPost("/v1/oauth/token", { ...base, redirect_uri: undefined }), 400, "invalid_request");
-    await expectOAuthError(await oauthPost("/v1/oauth/token", { ...base, code_verifier: "short" }), 400, "invalid_request");
-    await expectOAuthError(await oauthPost("/v1/oauth/token", { ...base, code_verifier: verifier + "!" }), 400, "invalid_request");
-    for (const grant of ["client_credentials", "password", "implicit", "urn:ietf:params:oauth:grant-type:device_code"]) {
+    await expectOAuthError(
+      await oauthPost("/v1/oauth/token", { ...base, code_verifier: undefined }),
+      400,
+      "invalid_request",
+    );
+    await expectOAuthError(
+      await oauthPost("/v1/oauth/token", { ...base, redirect_uri: undefined }),
+      400,
+      "invalid_request",
+    );
+    await expectOAuthError(
+      await oauthPost("/v1/oauth/token", { ...base, code_verifier: "short" }),
+      400,
+      "invalid_request",
+    );
+    await expectOAuthError(
+      await oauthPost("/v1/oauth/token", { ...base, code_verifier: verifier + "!" }),
+      400,
+      "invalid_request",
+    );
+    for (const grant of [
+      "client_credentials",
+      "password",
+      "implicit",
+      "urn:ietf:params:oauth:grant-type:device_code",
+    ]) {
       const res = await oauthPost("/v1/oauth/token", { ...base, grant_type: grant });
       expectNoStore(res);
       await expectOAuthError(res, 400, "unsupported_grant_type");
@@ -155,7 +271,11 @@ describe("token: authorization_code", () => {
 
   it("refuses an unknown code", async () => {
     const { client } = await setup();
-    await expectOAuthError(await exchange(client, "svc_code_" + "x".repeat(43), newPkce().verifier), 400, "invalid_grant");
+    await expectOAuthError(
+      await exchange(client, "svc_code_" + "x".repeat(43), newPkce().verifier),
+      400,
+      "invalid_grant",
+    );
   });
 
   it("refuses a wrong verifier without burning the code", async () => {
@@ -191,7 +311,9 @@ describe("token: authorization_code", () => {
     const { client, session } = await setup();
     const { code, verifier } = await freshCode(session, client);
     // Clock control: age the code past its 10 minutes.
-    await env.DB.prepare("UPDATE oauth_codes SET expires_at = ? WHERE code_hash = ?").bind(new Date(Date.now() - 1000).toISOString(), hashToken(code)).run();
+    await env.DB.prepare("UPDATE oauth_codes SET expires_at = ? WHERE code_hash = ?")
+      .bind(new Date(Date.now() - 1000).toISOString(), hashToken(code))
+      .run();
     const body = await expectOAuthError(await exchange(client, code, verifier), 400, "invalid_grant");
     expect(body.error_description).toMatch(/expired/);
   });
@@ -208,7 +330,12 @@ describe("token: authorization_code", () => {
     await expectOAuthError(await refresh(client, first.refresh_token), 400, "invalid_grant");
     expect((await grantOf(first.access_token))?.revoke_reason).toBe("code_reuse");
     const [event] = await auditEvents(ws.workspace.id, "oauth.token.reuse");
-    expect(event).toMatchObject({ outcome: "denied", actor_kind: "oauth_client", actor_id: client.client_id, details: { client_id: client.client_id, token_kind: "code", family_revoked: true } });
+    expect(event).toMatchObject({
+      outcome: "denied",
+      actor_kind: "oauth_client",
+      actor_id: client.client_id,
+      details: { client_id: client.client_id, token_kind: "code", family_revoked: true },
+    });
   });
 
   it("lets exactly one of several racing exchanges of one code succeed", async () => {
@@ -218,7 +345,9 @@ describe("token: authorization_code", () => {
     const ok = results.filter((r) => r.status === 200);
     expect(ok).toHaveLength(1);
     for (const r of results.filter((r) => r.status !== 200)) await expectOAuthError(r, 400, "invalid_grant");
-    const grants = await env.DB.prepare("SELECT COUNT(*) AS n FROM oauth_grants WHERE client_id = ?").bind(client.client_id).first<{ n: number }>();
+    const grants = await env.DB.prepare("SELECT COUNT(*) AS n FROM oauth_grants WHERE client_id = ?")
+      .bind(client.client_id)
+      .first<{ n: number }>();
     expect(grants?.n).toBe(1);
     // The losers are replays of a used code, so the family they raced for is revoked too.
     const winner = await parse(ok[0]!, TokenResponseSchema);
@@ -232,16 +361,28 @@ describe("token: client authentication", () => {
     const { code, verifier } = await freshCode(session, client);
     const base = { grant_type: "authorization_code", code, code_verifier: verifier, redirect_uri: REDIRECT };
 
-    const wrong = await oauthPost("/v1/oauth/token", { ...base, client_id: client.client_id, client_secret: "svc_csec_wrong" });
+    const wrong = await oauthPost("/v1/oauth/token", {
+      ...base,
+      client_id: client.client_id,
+      client_secret: "svc_csec_wrong",
+    });
     await expectOAuthError(wrong, 401, "invalid_client");
     expect(wrong.headers.get("WWW-Authenticate")).toBeNull();
     expectNoStore(wrong);
-    await expectOAuthError(await oauthPost("/v1/oauth/token", { ...base, client_id: client.client_id }), 401, "invalid_client");
+    await expectOAuthError(
+      await oauthPost("/v1/oauth/token", { ...base, client_id: client.client_id }),
+      401,
+      "invalid_client",
+    );
     const viaBasic = await oauthPost("/v1/oauth/token", base, { basic: [client.client_id, client.client_secret!] });
     await expectOAuthError(viaBasic, 401, "invalid_client");
     expect(viaBasic.headers.get("WWW-Authenticate")).toMatch(/^Basic /);
 
-    const ok = await oauthPost("/v1/oauth/token", { ...base, client_id: client.client_id, client_secret: client.client_secret });
+    const ok = await oauthPost("/v1/oauth/token", {
+      ...base,
+      client_id: client.client_id,
+      client_secret: client.client_secret,
+    });
     expect(ok.status).toBe(200);
   });
 
@@ -256,14 +397,38 @@ describe("token: client authentication", () => {
     const garbage = await oauthPost("/v1/oauth/token", base, { headers: { Authorization: "Basic !!!" } });
     await expectOAuthError(garbage, 401, "invalid_client");
     expect(garbage.headers.get("WWW-Authenticate")).toMatch(/^Basic /);
-    const inBody = await oauthPost("/v1/oauth/token", { ...base, client_id: client.client_id, client_secret: client.client_secret });
+    const inBody = await oauthPost("/v1/oauth/token", {
+      ...base,
+      client_id: client.client_id,
+      client_secret: client.client_secret,
+    });
     await expectOAuthError(inBody, 401, "invalid_client");
     expect(inBody.headers.get("WWW-Authenticate")).toBeNull();
-    await expectOAuthError(await oauthPost("/v1/oauth/token", { ...base, client_secret: client.client_secret }, { basic: [client.client_id, client.client_secret!] }), 400, "invalid_request");
-    await expectOAuthError(await oauthPost("/v1/oauth/token", { ...base, client_id: "svc_client_other" }, { basic: [client.client_id, client.client_secret!] }), 400, "invalid_request");
+    await expectOAuthError(
+      await oauthPost(
+        "/v1/oauth/token",
+        { ...base, client_secret: client.client_secret },
+        { basic: [client.client_id, client.client_secret!] },
+      ),
+      400,
+      "invalid_request",
+    );
+    await expectOAuthError(
+      await oauthPost(
+        "/v1/oauth/token",
+        { ...base, client_id: "svc_client_other" },
+        { basic: [client.client_id, client.client_secret!] },
+      ),
+      400,
+      "invalid_request",
+    );
 
     // client_id repeated in the body alongside Basic is allowed when it matches.
-    const ok = await oauthPost("/v1/oauth/token", { ...base, client_id: client.client_id }, { basic: [client.client_id, client.client_secret!] });
+    const ok = await oauthPost(
+      "/v1/oauth/token",
+      { ...base, client_id: client.client_id },
+      { basic: [client.client_id, client.client_secret!] },
+    );
     expect(ok.status).toBe(200);
   });
 
@@ -271,8 +436,16 @@ describe("token: client authentication", () => {
     const { client, session } = await setup();
     const { code, verifier } = await freshCode(session, client);
     const base = { grant_type: "authorization_code", code, code_verifier: verifier, redirect_uri: REDIRECT };
-    await expectOAuthError(await oauthPost("/v1/oauth/token", { ...base, client_id: client.client_id, client_secret: "anything" }), 401, "invalid_client");
-    await expectOAuthError(await oauthPost("/v1/oauth/token", { ...base, client_id: "svc_client_unknown" }), 401, "invalid_client");
+    await expectOAuthError(
+      await oauthPost("/v1/oauth/token", { ...base, client_id: client.client_id, client_secret: "anything" }),
+      401,
+      "invalid_client",
+    );
+    await expectOAuthError(
+      await oauthPost("/v1/oauth/token", { ...base, client_id: "svc_client_unknown" }),
+      401,
+      "invalid_client",
+    );
     await expectOAuthError(await oauthPost("/v1/oauth/token", base), 401, "invalid_client");
     expect((await exchange(client, code, verifier)).status).toBe(200);
   });
@@ -307,10 +480,16 @@ describe("token: client authentication edge cases", () => {
     ];
     for (const path of ["/v1/oauth/token", "/v1/oauth/introspect", "/v1/oauth/revoke"]) {
       for (const Authorization of headers) {
-        const res = await oauthPost(path, { grant_type: "refresh_token", refresh_token: "svc_rt_x", token: "svc_at_x" }, { headers: { Authorization } });
+        const res = await oauthPost(
+          path,
+          { grant_type: "refresh_token", refresh_token: "svc_rt_x", token: "svc_at_x" },
+          { headers: { Authorization } },
+        );
         expectNoStore(res);
         await expectOAuthError(res, 401, "invalid_client");
-        expect(res.headers.get("WWW-Authenticate"), `${path} ${Authorization}`).toBe('Basic realm="oauth", charset="UTF-8"');
+        expect(res.headers.get("WWW-Authenticate"), `${path} ${Authorization}`).toBe(
+          'Basic realm="oauth", charset="UTF-8"',
+        );
       }
     }
   });
@@ -318,7 +497,11 @@ describe("token: client authentication edge cases", () => {
   it("decodes form-encoded Basic credentials (RFC 6749 §2.3.1)", async () => {
     const { client } = await setup({ token_endpoint_auth_method: "client_secret_basic" });
     const encoded = (s: string) => s.replaceAll("_", "%5F");
-    const res = await oauthPost("/v1/oauth/introspect", { token: "svc_at_unknown" }, { headers: { Authorization: `Basic ${btoa(`${encoded(client.client_id)}:${encoded(client.client_secret!)}`)}` } });
+    const res = await oauthPost(
+      "/v1/oauth/introspect",
+      { token: "svc_at_unknown" },
+      { headers: { Authorization: `Basic ${btoa(`${encoded(client.client_id)}:${encoded(client.client_secret!)}`)}` } },
+    );
     expect(res.status).toBe(200);
     expect(await res.json()).toEqual({ active: false });
   });
@@ -326,7 +509,8 @@ describe("token: client authentication edge cases", () => {
   it("accepts code_verifier of 43 to 128 unreserved characters and refuses anything else, without burning the code", async () => {
     const { client, session } = await setup();
     const unreserved = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~";
-    const verifierOf = (n: number) => Array.from({ length: n }, (_, i) => unreserved[(i * 7) % unreserved.length]).join("");
+    const verifierOf = (n: number) =>
+      Array.from({ length: n }, (_, i) => unreserved[(i * 7) % unreserved.length]).join("");
     for (const [length, bad] of [
       [43, (v: string) => [v.slice(1), v.slice(1) + "+", v.slice(1) + "%", v.slice(1) + "é"]],
       [128, (v: string) => [v + "A", v.slice(1) + "/"]],
@@ -341,13 +525,23 @@ describe("token: client authentication edge cases", () => {
   it("refuses JSON bodies whose values are not strings, and counts null as absent", async () => {
     const { client } = await setup();
     for (const value of [{ a: 1 }, ["x"], true, 5]) {
-      await expectOAuthError(await call("POST", "/v1/oauth/introspect", { body: { token: value, client_id: client.client_id } }), 400, "invalid_request");
+      await expectOAuthError(
+        await call("POST", "/v1/oauth/introspect", { body: { token: value, client_id: client.client_id } }),
+        400,
+        "invalid_request",
+      );
     }
-    const nulls = await call("POST", "/v1/oauth/introspect", { body: { token: null, client_id: client.client_id, client_secret: null } });
+    const nulls = await call("POST", "/v1/oauth/introspect", {
+      body: { token: null, client_id: client.client_id, client_secret: null },
+    });
     expect(nulls.status).toBe(200);
     expect(await nulls.json()).toEqual({ active: false });
     for (const body of ["[]", "null", '"token"', "{"]) {
-      await expectOAuthError(await call("POST", "/v1/oauth/revoke", { rawBody: body, headers: { "Content-Type": "application/json" } }), 400, "invalid_request");
+      await expectOAuthError(
+        await call("POST", "/v1/oauth/revoke", { rawBody: body, headers: { "Content-Type": "application/json" } }),
+        400,
+        "invalid_request",
+      );
     }
   });
 });
@@ -356,7 +550,11 @@ describe("token: browser-based clients", () => {
   it("answers CORS preflights and requests from any origin on token and revoke, never with credentials", async () => {
     for (const path of ["/v1/oauth/token", "/v1/oauth/revoke"]) {
       const preflight = await call("OPTIONS", path, {
-        headers: { Origin: "https://spa.example", "Access-Control-Request-Method": "POST", "Access-Control-Request-Headers": "content-type" },
+        headers: {
+          Origin: "https://spa.example",
+          "Access-Control-Request-Method": "POST",
+          "Access-Control-Request-Headers": "content-type",
+        },
       });
       expect(preflight.status).toBe(204);
       expect(preflight.headers.get("Access-Control-Allow-Origin")).toBe("*");
@@ -365,11 +563,23 @@ describe("token: browser-based clients", () => {
     }
     const { client, session } = await setup();
     const { code, verifier } = await freshCode(session, client);
-    const res = await oauthPost("/v1/oauth/token", { grant_type: "authorization_code", code, code_verifier: verifier, redirect_uri: REDIRECT, client_id: client.client_id }, { headers: { Origin: "https://spa.example" } });
+    const res = await oauthPost(
+      "/v1/oauth/token",
+      {
+        grant_type: "authorization_code",
+        code,
+        code_verifier: verifier,
+        redirect_uri: REDIRECT,
+        client_id: client.client_id,
+      },
+      { headers: { Origin: "https://spa.example" } },
+    );
     expect(res.status).toBe(200);
     expect(res.headers.get("Access-Control-Allow-Origin")).toBe("*");
     // Registration is not open to other origins.
-    const reg = await call("OPTIONS", "/v1/oauth/register", { headers: { Origin: "https://spa.example", "Access-Control-Request-Method": "POST" } });
+    const reg = await call("OPTIONS", "/v1/oauth/register", {
+      headers: { Origin: "https://spa.example", "Access-Control-Request-Method": "POST" },
+    });
     expect(reg.headers.get("Access-Control-Allow-Origin")).toBeNull();
   });
 });
@@ -378,13 +588,21 @@ describe("token: rate limit", () => {
   it("limits one address to 300 token requests a minute, answering 429 in the OAuth shape", async () => {
     const headers = { "CF-Connecting-IP": "203.0.113.77", "Content-Type": "application/x-www-form-urlencoded" };
     const statuses: number[] = [];
-    for (let i = 0; i < 300; i++) statuses.push((await call("POST", "/v1/oauth/token", { rawBody: "grant_type=refresh_token", headers })).status);
+    for (let i = 0; i < 300; i++)
+      statuses.push((await call("POST", "/v1/oauth/token", { rawBody: "grant_type=refresh_token", headers })).status);
     expect(statuses.every((s) => s === 401)).toBe(true);
     const limited = await call("POST", "/v1/oauth/token", { rawBody: "grant_type=refresh_token", headers });
     await expectOAuthError(limited, 429, "rate_limited");
     expect(limited.headers.get("Retry-After")).toBe("60");
     // Other addresses are unaffected.
-    await expectOAuthError(await call("POST", "/v1/oauth/token", { rawBody: "grant_type=refresh_token", headers: { "Content-Type": "application/x-www-form-urlencoded" } }), 401, "invalid_client");
+    await expectOAuthError(
+      await call("POST", "/v1/oauth/token", {
+        rawBody: "grant_type=refresh_token",
+        headers: { "Content-Type": "application/x-www-form-urlencoded" },
+      }),
+      401,
+      "invalid_client",
+    );
   });
 });
 
@@ -401,9 +619,13 @@ describe("token: refresh_token", () => {
     expect(second.access_token).not.toBe(first.access_token);
     expect(second.refresh_token).not.toBe(first.refresh_token);
     await expectActive(second.access_token, true);
-    const old = await env.DB.prepare("SELECT revoked_at, replaced_by FROM oauth_tokens WHERE token_hash = ?").bind(hashToken(first.refresh_token)).first<{ revoked_at: string; replaced_by: string }>();
+    const old = await env.DB.prepare("SELECT revoked_at, replaced_by FROM oauth_tokens WHERE token_hash = ?")
+      .bind(hashToken(first.refresh_token))
+      .first<{ revoked_at: string; replaced_by: string }>();
     expect(old?.revoked_at).toBeTruthy();
-    const next = await env.DB.prepare("SELECT id FROM oauth_tokens WHERE token_hash = ?").bind(hashToken(second.refresh_token)).first<{ id: string }>();
+    const next = await env.DB.prepare("SELECT id FROM oauth_tokens WHERE token_hash = ?")
+      .bind(hashToken(second.refresh_token))
+      .first<{ id: string }>();
     expect(old?.replaced_by).toBe(next?.id);
     // Chains keep going, in JSON too.
     const third = await parse(await refresh(client, second.refresh_token, { json: true }), TokenResponseSchema);
@@ -421,11 +643,19 @@ describe("token: refresh_token", () => {
     expect(body.error_description).toMatch(/family/);
     for (const t of [first, second, third]) await expectActive(t.access_token, false);
     await expectOAuthError(await refresh(client, third.refresh_token), 400, "invalid_grant");
-    const remaining = await env.DB.prepare("SELECT COUNT(*) AS n FROM oauth_tokens WHERE grant_id = ? AND revoked_at IS NULL").bind((await grantOf(first.access_token))!.id).first<{ n: number }>();
+    const remaining = await env.DB.prepare(
+      "SELECT COUNT(*) AS n FROM oauth_tokens WHERE grant_id = ? AND revoked_at IS NULL",
+    )
+      .bind((await grantOf(first.access_token))!.id)
+      .first<{ n: number }>();
     expect(remaining?.n).toBe(0);
     expect((await grantOf(first.access_token))?.revoke_reason).toBe("refresh_reuse");
     const [event] = await auditEvents(ws.workspace.id, "oauth.token.reuse");
-    expect(event).toMatchObject({ outcome: "denied", target: `oauth_grant:${(await grantOf(first.access_token))!.id}`, details: { token_kind: "refresh", family_revoked: true } });
+    expect(event).toMatchObject({
+      outcome: "denied",
+      target: `oauth_grant:${(await grantOf(first.access_token))!.id}`,
+      details: { token_kind: "refresh", family_revoked: true },
+    });
     // Other families of the same user and client are untouched.
     const other = await tokensFor(session, client);
     await expectActive(other.access_token, true);
@@ -437,7 +667,9 @@ describe("token: refresh_token", () => {
     const results = await Promise.all(Array.from({ length: 6 }, () => refresh(client, first.refresh_token)));
     expect(results.filter((r) => r.status === 200)).toHaveLength(1);
     for (const r of results.filter((r) => r.status !== 200)) await expectOAuthError(r, 400, "invalid_grant");
-    const live = await env.DB.prepare("SELECT COUNT(*) AS n FROM oauth_tokens WHERE grant_id = ? AND kind = 'refresh'").bind((await grantOf(first.access_token))!.id).first<{ n: number }>();
+    const live = await env.DB.prepare("SELECT COUNT(*) AS n FROM oauth_tokens WHERE grant_id = ? AND kind = 'refresh'")
+      .bind((await grantOf(first.access_token))!.id)
+      .first<{ n: number }>();
     expect(live?.n).toBe(2);
   });
 
@@ -455,10 +687,14 @@ describe("token: refresh_token", () => {
     const tokens = await tokensFor(session, client);
     const grant = (await grantOf(tokens.access_token))!;
     // Only the grant row: the rotation's own grant check must refuse it.
-    await env.DB.prepare("UPDATE oauth_grants SET revoked_at = ? WHERE id = ?").bind(new Date().toISOString(), grant.id).run();
+    await env.DB.prepare("UPDATE oauth_grants SET revoked_at = ? WHERE id = ?")
+      .bind(new Date().toISOString(), grant.id)
+      .run();
     const body = await expectOAuthError(await refresh(client, tokens.refresh_token), 400, "invalid_grant");
     expect(body.error_description).toMatch(/revoked/);
-    const old = await env.DB.prepare("SELECT revoked_at, replaced_by FROM oauth_tokens WHERE token_hash = ?").bind(hashToken(tokens.refresh_token)).first();
+    const old = await env.DB.prepare("SELECT revoked_at, replaced_by FROM oauth_tokens WHERE token_hash = ?")
+      .bind(hashToken(tokens.refresh_token))
+      .first();
     expect(old).toEqual({ revoked_at: null, replaced_by: null });
   });
 
@@ -467,8 +703,14 @@ describe("token: refresh_token", () => {
     const tokens = await tokensFor(session, client);
     await expectOAuthError(await refresh(client, "svc_rt_" + "x".repeat(43)), 400, "invalid_grant");
     await expectOAuthError(await refresh(client, tokens.access_token), 400, "invalid_grant");
-    await expectOAuthError(await oauthPost("/v1/oauth/token", { grant_type: "refresh_token", client_id: client.client_id }), 400, "invalid_request");
-    await env.DB.prepare("UPDATE oauth_tokens SET expires_at = ? WHERE token_hash = ?").bind(new Date(Date.now() - 1000).toISOString(), hashToken(tokens.refresh_token)).run();
+    await expectOAuthError(
+      await oauthPost("/v1/oauth/token", { grant_type: "refresh_token", client_id: client.client_id }),
+      400,
+      "invalid_request",
+    );
+    await env.DB.prepare("UPDATE oauth_tokens SET expires_at = ? WHERE token_hash = ?")
+      .bind(new Date(Date.now() - 1000).toISOString(), hashToken(tokens.refresh_token))
+      .run();
     const body = await expectOAuthError(await refresh(client, tokens.refresh_token), 400, "invalid_grant");
     expect(body.error_description).toMatch(/expired/);
     // An expired token is not a replay: the family's access token still works.
@@ -479,11 +721,27 @@ describe("token: refresh_token", () => {
     const { client, session } = await setup({ token_endpoint_auth_method: "client_secret_basic" });
     const { code, verifier } = await freshCode(session, client);
     const tokens = await parse(
-      await oauthPost("/v1/oauth/token", { grant_type: "authorization_code", code, code_verifier: verifier, redirect_uri: REDIRECT }, { basic: [client.client_id, client.client_secret!] }),
+      await oauthPost(
+        "/v1/oauth/token",
+        { grant_type: "authorization_code", code, code_verifier: verifier, redirect_uri: REDIRECT },
+        { basic: [client.client_id, client.client_secret!] },
+      ),
       TokenResponseSchema,
     );
-    await expectOAuthError(await oauthPost("/v1/oauth/token", { grant_type: "refresh_token", refresh_token: tokens.refresh_token }, { basic: [client.client_id, "nope"] }), 401, "invalid_client");
-    const ok = await oauthPost("/v1/oauth/token", { grant_type: "refresh_token", refresh_token: tokens.refresh_token }, { basic: [client.client_id, client.client_secret!] });
+    await expectOAuthError(
+      await oauthPost(
+        "/v1/oauth/token",
+        { grant_type: "refresh_token", refresh_token: tokens.refresh_token },
+        { basic: [client.client_id, "nope"] },
+      ),
+      401,
+      "invalid_client",
+    );
+    const ok = await oauthPost(
+      "/v1/oauth/token",
+      { grant_type: "refresh_token", refresh_token: tokens.refresh_token },
+      { basic: [client.client_id, client.client_secret!] },
+    );
     expect(ok.status).toBe(200);
   });
 });
@@ -492,10 +750,14 @@ describe("access tokens on the API", () => {
   it("are refused once expired", async () => {
     const { client, session } = await setup();
     const tokens = await tokensFor(session, client);
-    await env.DB.prepare("UPDATE oauth_tokens SET expires_at = ? WHERE token_hash = ?").bind(new Date(Date.now() - 1).toISOString(), hashToken(tokens.access_token)).run();
+    await env.DB.prepare("UPDATE oauth_tokens SET expires_at = ? WHERE token_hash = ?")
+      .bind(new Date(Date.now() - 1).toISOString(), hashToken(tokens.access_token))
+      .run();
     const res = await me(tokens.access_token);
     expect(res.status).toBe(401);
-    expect(res.headers.get("WWW-Authenticate")).toBe('Bearer error="invalid_token", resource_metadata="https://svc.test/.well-known/oauth-protected-resource"');
+    expect(res.headers.get("WWW-Authenticate")).toBe(
+      'Bearer error="invalid_token", resource_metadata="https://svc.test/.well-known/oauth-protected-resource"',
+    );
   });
 
   it("are capped by the user's role and by the client's current scopes", async () => {
@@ -504,11 +766,17 @@ describe("access tokens on the API", () => {
     const member = await addUser(ws.adminToken, "member", ["agents:read"]);
     const tokens = await tokensFor(await signIn(member.email), client);
     expect(tokens.scope).toBe("admin agents:read memory:read");
-    expect(((await (await me(tokens.access_token)).json()) as { scopes: string[] }).scopes).toEqual(["agents:read", "memory:read"]);
+    expect(((await (await me(tokens.access_token)).json()) as { scopes: string[] }).scopes).toEqual([
+      "agents:read",
+      "memory:read",
+    ]);
     // Admin-only routes stay closed to a member's OAuth token.
     expect((await call("GET", "/v1/api/admin/users", { token: tokens.access_token })).status).toBe(403);
 
-    const put = await call("PUT", `/v1/oauth/register/${client.client_id}`, { token: client.registration_access_token, body: { redirect_uris: [REDIRECT], scope: "agents:read" } });
+    const put = await call("PUT", `/v1/oauth/register/${client.client_id}`, {
+      token: client.registration_access_token,
+      body: { redirect_uris: [REDIRECT], scope: "agents:read" },
+    });
     expect(put.status).toBe(200);
     expect(((await (await me(tokens.access_token)).json()) as { scopes: string[] }).scopes).toEqual(["agents:read"]);
     const intro = await parse(await introspect(client, tokens.access_token), IntrospectionSchema);
@@ -533,8 +801,24 @@ describe("introspection", () => {
       expect(res.status).toBe(200);
       expectNoStore(res);
       const body = await parse(res, IntrospectionSchema.strict());
-      expect(Object.keys(body).sort()).toEqual(["active", "client_id", "exp", "iat", "scope", "sub", "token_type", "username"]);
-      expect(body).toMatchObject({ active: true, scope: "agents:read conversations:read", client_id: client.client_id, username: ws.email, token_type: "Bearer", sub: ws.user.id });
+      expect(Object.keys(body).sort()).toEqual([
+        "active",
+        "client_id",
+        "exp",
+        "iat",
+        "scope",
+        "sub",
+        "token_type",
+        "username",
+      ]);
+      expect(body).toMatchObject({
+        active: true,
+        scope: "agents:read conversations:read",
+        client_id: client.client_id,
+        username: ws.email,
+        token_type: "Bearer",
+        sub: ws.user.id,
+      });
       expect(Math.abs(body.iat! - Date.now() / 1000)).toBeLessThan(60);
     }
     const access = await parse(await introspect(client, tokens.access_token, { json: true }), IntrospectionSchema);
@@ -547,10 +831,20 @@ describe("introspection", () => {
     const mine = await tokensFor(session, client);
     const theirs = await tokensFor(session, other);
     const expired = await tokensFor(session, client);
-    await env.DB.prepare("UPDATE oauth_tokens SET expires_at = ? WHERE token_hash = ?").bind(new Date(Date.now() - 1).toISOString(), hashToken(expired.access_token)).run();
+    await env.DB.prepare("UPDATE oauth_tokens SET expires_at = ? WHERE token_hash = ?")
+      .bind(new Date(Date.now() - 1).toISOString(), hashToken(expired.access_token))
+      .run();
     const rotated = await tokensFor(session, client);
     await refresh(client, rotated.refresh_token);
-    for (const token of [theirs.access_token, theirs.refresh_token, "svc_at_unknown", "svc_pat_x", ws.adminToken, expired.access_token, rotated.refresh_token]) {
+    for (const token of [
+      theirs.access_token,
+      theirs.refresh_token,
+      "svc_at_unknown",
+      "svc_pat_x",
+      ws.adminToken,
+      expired.access_token,
+      rotated.refresh_token,
+    ]) {
       const res = await introspect(client, token);
       expect(res.status).toBe(200);
       expect(await res.json()).toEqual({ active: false });
@@ -563,10 +857,25 @@ describe("introspection", () => {
     const { client, session } = await setup({ token_endpoint_auth_method: "client_secret_post" });
     const { code, verifier } = await freshCode(session, client);
     const tokens = await parse(await exchange(client, code, verifier), TokenResponseSchema);
-    await expectOAuthError(await introspect({ ...client, client_secret: "svc_csec_bad" }, tokens.access_token), 401, "invalid_client");
-    await expectOAuthError(await introspect({ client_id: "svc_client_nope" }, tokens.access_token), 401, "invalid_client");
-    await expectOAuthError(await introspect(client, tokens.access_token, { basic: [client.client_id, client.client_secret!] }), 401, "invalid_client");
-    expect((await call("DELETE", `/v1/oauth/register/${client.client_id}`, { token: client.registration_access_token })).status).toBe(204);
+    await expectOAuthError(
+      await introspect({ ...client, client_secret: "svc_csec_bad" }, tokens.access_token),
+      401,
+      "invalid_client",
+    );
+    await expectOAuthError(
+      await introspect({ client_id: "svc_client_nope" }, tokens.access_token),
+      401,
+      "invalid_client",
+    );
+    await expectOAuthError(
+      await introspect(client, tokens.access_token, { basic: [client.client_id, client.client_secret!] }),
+      401,
+      "invalid_client",
+    );
+    expect(
+      (await call("DELETE", `/v1/oauth/register/${client.client_id}`, { token: client.registration_access_token }))
+        .status,
+    ).toBe(204);
     await expectOAuthError(await introspect(client, tokens.access_token), 401, "invalid_client");
   });
 });
@@ -583,7 +892,11 @@ describe("revocation", () => {
     await expectActive(tokens.access_token, false);
     await expectOAuthError(await refresh(client, rotated.refresh_token), 400, "invalid_grant");
     const [event] = await auditEvents(ws.workspace.id, "oauth.grant.revoke");
-    expect(event).toMatchObject({ actor_kind: "oauth_client", actor_id: client.client_id, details: { client_id: client.client_id, reason: "revoked", count: 1 } });
+    expect(event).toMatchObject({
+      actor_kind: "oauth_client",
+      actor_id: client.client_id,
+      details: { client_id: client.client_id, reason: "revoked", count: 1 },
+    });
     // Revoking again is still 200 and changes nothing.
     expect((await revoke(client, rotated.access_token)).status).toBe(200);
     expect(await auditEvents(ws.workspace.id, "oauth.grant.revoke")).toHaveLength(1);
@@ -612,14 +925,20 @@ describe("revocation", () => {
     const { client, session } = await setup({ token_endpoint_auth_method: "client_secret_basic" });
     const { code, verifier } = await freshCode(session, client);
     const tokens = await parse(
-      await oauthPost("/v1/oauth/token", { grant_type: "authorization_code", code, code_verifier: verifier, redirect_uri: REDIRECT }, { basic: [client.client_id, client.client_secret!] }),
+      await oauthPost(
+        "/v1/oauth/token",
+        { grant_type: "authorization_code", code, code_verifier: verifier, redirect_uri: REDIRECT },
+        { basic: [client.client_id, client.client_secret!] },
+      ),
       TokenResponseSchema,
     );
     const bad = await revoke(client, tokens.access_token, { basic: [client.client_id, "svc_csec_bad"] });
     await expectOAuthError(bad, 401, "invalid_client");
     expect(bad.headers.get("WWW-Authenticate")).toMatch(/^Basic /);
     await expectActive(tokens.access_token, true);
-    expect((await revoke(client, tokens.access_token, { basic: [client.client_id, client.client_secret!] })).status).toBe(200);
+    expect(
+      (await revoke(client, tokens.access_token, { basic: [client.client_id, client.client_secret!] })).status,
+    ).toBe(200);
     await expectActive(tokens.access_token, false);
   });
 });
@@ -631,7 +950,10 @@ describe("deleted clients", () => {
     const pending = await freshCode(session, client);
     const otherWs = await signupWorkspace();
     const otherTokens = await tokensFor(await signIn(otherWs.email), client);
-    expect((await call("DELETE", `/v1/oauth/register/${client.client_id}`, { token: client.registration_access_token })).status).toBe(204);
+    expect(
+      (await call("DELETE", `/v1/oauth/register/${client.client_id}`, { token: client.registration_access_token }))
+        .status,
+    ).toBe(204);
 
     await expectActive(tokens.access_token, false);
     await expectActive(otherTokens.access_token, false);
@@ -683,10 +1005,16 @@ describe("token: audit", () => {
     const rotated = await parse(await refresh(client, first.refresh_token), TokenResponseSchema);
     const [issued] = await auditEvents(ws.workspace.id, "oauth.token.issue");
     const [refreshed] = await auditEvents(ws.workspace.id, "oauth.token.refresh");
-    expect(issued).toMatchObject({ actor_kind: "oauth_client", actor_id: client.client_id, intent: "issue", details: { client_id: client.client_id } });
+    expect(issued).toMatchObject({
+      actor_kind: "oauth_client",
+      actor_id: client.client_id,
+      intent: "issue",
+      details: { client_id: client.client_id },
+    });
     expect(issued!.target).toMatch(/^oauth_grant:[0-9a-f-]{36}$/);
     expect(refreshed).toMatchObject({ target: issued!.target, intent: "rotate", details: { scope: rotated.scope } });
     const text = JSON.stringify([issued, refreshed]);
-    for (const secret of [first.access_token, first.refresh_token, rotated.access_token, rotated.refresh_token]) expect(text).not.toContain(secret);
+    for (const secret of [first.access_token, first.refresh_token, rotated.access_token, rotated.refresh_token])
+      expect(text).not.toContain(secret);
   });
 });

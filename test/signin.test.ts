@@ -46,7 +46,12 @@ describe("browser sign-in", () => {
     const ws = await signupWorkspace();
     const b = new Browser();
     const csrf_token = await b.csrf();
-    const res = await b.request("POST", "/v1/signin", { email: ws.email, password: PASSWORD, return_to: "/v1/api/me?x=1", csrf_token });
+    const res = await b.request("POST", "/v1/signin", {
+      email: ws.email,
+      password: PASSWORD,
+      return_to: "/v1/api/me?x=1",
+      csrf_token,
+    });
     expect(res.status).toBe(303);
     expect(res.headers.get("Location")).toBe("/v1/api/me?x=1");
     const cookie = res.headers.getSetCookie().find((c) => c.startsWith("svc_session="))!;
@@ -59,7 +64,9 @@ describe("browser sign-in", () => {
     expect(me).toMatchObject({ auth: "session", user: { id: ws.user.id } });
 
     const sessionValue = b.cookies.get("svc_session")!;
-    const stored = await env.DB.prepare("SELECT token_hash FROM sessions WHERE user_id = ?").bind(ws.user.id).first<{ token_hash: string }>();
+    const stored = await env.DB.prepare("SELECT token_hash FROM sessions WHERE user_id = ?")
+      .bind(ws.user.id)
+      .first<{ token_hash: string }>();
     expect(stored?.token_hash).toMatch(/^[0-9a-f]{64}$/);
     expect(stored?.token_hash).not.toBe(sessionValue);
 
@@ -75,7 +82,12 @@ describe("browser sign-in", () => {
       const ws = await signupWorkspace();
       const b = new Browser();
       const csrf_token = await b.csrf();
-      const res = await b.request("POST", "/v1/signin", { email: ws.email, password: PASSWORD, return_to: returnTo, csrf_token });
+      const res = await b.request("POST", "/v1/signin", {
+        email: ws.email,
+        password: PASSWORD,
+        return_to: returnTo,
+        csrf_token,
+      });
       expect(res.status).toBe(303);
       expect(res.headers.get("Location")).toBe("/v1/api/me");
     },
@@ -86,7 +98,11 @@ describe("browser sign-in", () => {
     const b = new Browser();
     const csrf_token = await b.csrf();
     const wrong = await b.request("POST", "/v1/signin", { email: ws.email, password: "wrong password!", csrf_token });
-    const unknown = await b.request("POST", "/v1/signin", { email: `nobody-${crypto.randomUUID()}@example.com`, password: "wrong password!", csrf_token });
+    const unknown = await b.request("POST", "/v1/signin", {
+      email: `nobody-${crypto.randomUUID()}@example.com`,
+      password: "wrong password!",
+      csrf_token,
+    });
     expect(wrong.status).toBe(401);
     expect(unknown.status).toBe(401);
     const msg = (html: string) => /role="alert">([^<]*)</.exec(html)?.[1];
@@ -97,12 +113,22 @@ describe("browser sign-in", () => {
   it("records sign-in, refused sign-in and sign-out in the workspace's log, without the password or the session", async () => {
     const ws = await signupWorkspace();
     const b = new Browser();
-    const wrong = await b.request("POST", "/v1/signin", { email: ws.email, password: "wrong password!", csrf_token: await b.csrf() });
+    const wrong = await b.request("POST", "/v1/signin", {
+      email: ws.email,
+      password: "wrong password!",
+      csrf_token: await b.csrf(),
+    });
     expect(wrong.status).toBe(401);
-    const ok = await b.request("POST", "/v1/signin", { email: ws.email, password: PASSWORD, csrf_token: await b.csrf() });
+    const ok = await b.request("POST", "/v1/signin", {
+      email: ws.email,
+      password: PASSWORD,
+      csrf_token: await b.csrf(),
+    });
     expect(ok.status).toBe(303);
     const session = b.cookies.get("svc_session")!;
-    const sessionId = (await env.DB.prepare("SELECT id FROM sessions WHERE user_id = ? AND revoked_at IS NULL").bind(ws.user.id).first<{ id: string }>())!.id;
+    const sessionId = (await env.DB.prepare("SELECT id FROM sessions WHERE user_id = ? AND revoked_at IS NULL")
+      .bind(ws.user.id)
+      .first<{ id: string }>())!.id;
     expect((await b.request("POST", "/v1/signout")).status).toBe(303);
 
     const signins = await auditEvents(ws.workspace.id, "session.signin");
@@ -111,7 +137,13 @@ describe("browser sign-in", () => {
       ["denied", "user", `user:${ws.user.id}`, "signin", { email: ws.email, reason: "bad_credentials" }],
     ]);
     const [signout] = await auditEvents(ws.workspace.id, "session.signout");
-    expect(signout).toMatchObject({ outcome: "success", actor_id: ws.user.id, target: `session:${sessionId}`, intent: "signout", details: {} });
+    expect(signout).toMatchObject({
+      outcome: "success",
+      actor_id: ws.user.id,
+      target: `session:${sessionId}`,
+      intent: "signout",
+      details: {},
+    });
     const text = JSON.stringify(await auditEvents(ws.workspace.id));
     expect(text).not.toContain(PASSWORD);
     expect(text).not.toContain("wrong password!");
@@ -128,7 +160,11 @@ describe("browser sign-in", () => {
     await b.csrf();
     const missing = await b.request("POST", "/v1/signin", { email: ws.email, password: PASSWORD });
     expect(missing.status).toBe(403);
-    const forged = await b.request("POST", "/v1/signin", { email: ws.email, password: PASSWORD, csrf_token: "A".repeat(43) });
+    const forged = await b.request("POST", "/v1/signin", {
+      email: ws.email,
+      password: PASSWORD,
+      csrf_token: "A".repeat(43),
+    });
     expect(forged.status).toBe(403);
     expect(b.cookies.has("svc_session")).toBe(false);
   });

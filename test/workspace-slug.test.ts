@@ -23,7 +23,9 @@ describe("GET /v1/api/admin/workspace/slug/available", () => {
     ["signin", "reserved"],
   ])("says %s is not available: %s", async (slug, reason) => {
     const ws = await signupWorkspace();
-    const res = await call("GET", `/v1/api/admin/workspace/slug/available?slug=${encodeURIComponent(slug)}`, { token: ws.adminToken });
+    const res = await call("GET", `/v1/api/admin/workspace/slug/available?slug=${encodeURIComponent(slug)}`, {
+      token: ws.adminToken,
+    });
     expect(await parse(res, AvailabilitySchema)).toEqual({ slug, available: false, reason });
   });
 
@@ -31,10 +33,18 @@ describe("GET /v1/api/admin/workspace/slug/available", () => {
     const a = await signupWorkspace();
     const b = await signupWorkspace();
     const member = await addUser(a.adminToken, "member", ["agents:read"]);
-    const taken = await parse(await call("GET", `/v1/api/admin/workspace/slug/available?slug=${b.workspace.slug}`, { token: member.token }), AvailabilitySchema);
+    const taken = await parse(
+      await call("GET", `/v1/api/admin/workspace/slug/available?slug=${b.workspace.slug}`, { token: member.token }),
+      AvailabilitySchema,
+    );
     expect(taken).toEqual({ slug: b.workspace.slug, available: false, reason: "taken" });
     const free = unique();
-    expect(await parse(await call("GET", `/v1/api/admin/workspace/slug/available?slug=${free}`, { token: member.token }), AvailabilitySchema)).toEqual({ slug: free, available: true });
+    expect(
+      await parse(
+        await call("GET", `/v1/api/admin/workspace/slug/available?slug=${free}`, { token: member.token }),
+        AvailabilitySchema,
+      ),
+    ).toEqual({ slug: free, available: true });
     await expectProblem(await call("GET", "/v1/api/admin/workspace/slug/available", { token: member.token }), 400);
     await expectProblem(await call("GET", `/v1/api/admin/workspace/slug/available?slug=${free}`), 401);
   });
@@ -51,20 +61,44 @@ describe("POST /v1/api/admin/workspace/slug", () => {
     expect(days).toBeGreaterThan(29.9);
     expect(days).toBeLessThanOrEqual(30);
 
-    const me = (await (await call("GET", "/v1/api/me", { token: ws.adminToken })).json()) as { workspace: { slug: string } };
+    const me = (await (await call("GET", "/v1/api/me", { token: ws.adminToken })).json()) as {
+      workspace: { slug: string };
+    };
     expect(me.workspace.slug).toBe(next);
-    const routes = await env.DB.prepare("SELECT slug, workspace_id, routes_until FROM email_slugs WHERE workspace_id = ? ORDER BY created_at").bind(ws.workspace.id).all();
+    const routes = await env.DB.prepare(
+      "SELECT slug, workspace_id, routes_until FROM email_slugs WHERE workspace_id = ? ORDER BY created_at",
+    )
+      .bind(ws.workspace.id)
+      .all();
     expect(routes.results.map((r) => r.slug).sort()).toEqual([ws.workspace.slug, next].sort());
 
     // The old handle stays unavailable to others during the window...
     const other = await signupWorkspace();
-    const verdict = await parse(await call("GET", `/v1/api/admin/workspace/slug/available?slug=${ws.workspace.slug}`, { token: other.adminToken }), AvailabilitySchema);
+    const verdict = await parse(
+      await call("GET", `/v1/api/admin/workspace/slug/available?slug=${ws.workspace.slug}`, {
+        token: other.adminToken,
+      }),
+      AvailabilitySchema,
+    );
     expect(verdict).toMatchObject({ available: false, reason: "taken" });
-    await expectProblem(await call("POST", "/v1/api/admin/workspace/slug", { token: other.adminToken, body: { slug: ws.workspace.slug } }), 400, "taken");
+    await expectProblem(
+      await call("POST", "/v1/api/admin/workspace/slug", {
+        token: other.adminToken,
+        body: { slug: ws.workspace.slug },
+      }),
+      400,
+      "taken",
+    );
     // ...but its owner may take it back.
-    expect((await call("POST", "/v1/api/admin/workspace/slug", { token: ws.adminToken, body: { slug: ws.workspace.slug } })).status).toBe(200);
+    expect(
+      (await call("POST", "/v1/api/admin/workspace/slug", { token: ws.adminToken, body: { slug: ws.workspace.slug } }))
+        .status,
+    ).toBe(200);
 
-    const audit = await parse(await call("GET", "/v1/admin/audit?kind=workspace.slug", { token: ws.adminToken }), AuditListSchema);
+    const audit = await parse(
+      await call("GET", "/v1/admin/audit?kind=workspace.slug", { token: ws.adminToken }),
+      AuditListSchema,
+    );
     expect(audit.total).toBe(2);
   });
 
@@ -72,20 +106,44 @@ describe("POST /v1/api/admin/workspace/slug", () => {
     const ws = await signupWorkspace();
     const old = ws.workspace.slug;
     await call("POST", "/v1/api/admin/workspace/slug", { token: ws.adminToken, body: { slug: unique() } });
-    await env.DB.prepare("UPDATE email_slugs SET routes_until = ? WHERE slug = ?").bind(new Date(Date.now() - 1000).toISOString(), old).run();
+    await env.DB.prepare("UPDATE email_slugs SET routes_until = ? WHERE slug = ?")
+      .bind(new Date(Date.now() - 1000).toISOString(), old)
+      .run();
     const other = await signupWorkspace();
-    expect((await call("POST", "/v1/api/admin/workspace/slug", { token: other.adminToken, body: { slug: old } })).status).toBe(200);
+    expect(
+      (await call("POST", "/v1/api/admin/workspace/slug", { token: other.adminToken, body: { slug: old } })).status,
+    ).toBe(200);
   });
 
   it("refuses invalid, reserved and taken handles with 400 and members with 403", async () => {
     const a = await signupWorkspace();
     const b = await signupWorkspace();
-    await expectProblem(await call("POST", "/v1/api/admin/workspace/slug", { token: a.adminToken, body: { slug: "Bad Slug" } }), 400, "invalid");
-    await expectProblem(await call("POST", "/v1/api/admin/workspace/slug", { token: a.adminToken, body: { slug: "billing" } }), 400, "reserved");
-    await expectProblem(await call("POST", "/v1/api/admin/workspace/slug", { token: a.adminToken, body: { slug: b.workspace.slug } }), 400, "taken");
-    await expectProblem(await call("POST", "/v1/api/admin/workspace/slug", { token: a.adminToken, body: { slug: 7 } }), 400, "validation_failed");
+    await expectProblem(
+      await call("POST", "/v1/api/admin/workspace/slug", { token: a.adminToken, body: { slug: "Bad Slug" } }),
+      400,
+      "invalid",
+    );
+    await expectProblem(
+      await call("POST", "/v1/api/admin/workspace/slug", { token: a.adminToken, body: { slug: "billing" } }),
+      400,
+      "reserved",
+    );
+    await expectProblem(
+      await call("POST", "/v1/api/admin/workspace/slug", { token: a.adminToken, body: { slug: b.workspace.slug } }),
+      400,
+      "taken",
+    );
+    await expectProblem(
+      await call("POST", "/v1/api/admin/workspace/slug", { token: a.adminToken, body: { slug: 7 } }),
+      400,
+      "validation_failed",
+    );
     const member = await addUser(a.adminToken, "member", ["agents:read"]);
-    await expectProblem(await call("POST", "/v1/api/admin/workspace/slug", { token: member.token, body: { slug: unique() } }), 403, "admin_required");
+    await expectProblem(
+      await call("POST", "/v1/api/admin/workspace/slug", { token: member.token, body: { slug: unique() } }),
+      403,
+      "admin_required",
+    );
   });
 
   it("lets exactly one of two racing workspaces take a handle; the other gets 400 taken", async () => {

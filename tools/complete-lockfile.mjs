@@ -33,10 +33,19 @@ for (const [at, entry] of Object.entries(pkgs)) {
   for (const [name, version] of Object.entries(entry.optionalDependencies ?? {})) {
     const platform = PLATFORMS[name];
     if (!platform || resolves(at, name)) continue;
-    pkgs[`${at ? `${at}/` : ""}node_modules/${name}`] = { version, dev: entry.dev, optional: true, license: "Apache-2.0", ...platform, engines: { node: ">=16" } };
+    pkgs[`${at ? `${at}/` : ""}node_modules/${name}`] = {
+      version,
+      dev: entry.dev,
+      optional: true,
+      license: "Apache-2.0",
+      ...platform,
+      engines: { node: ">=16" },
+    };
     added += 1;
   }
 }
-lock.packages = Object.fromEntries(Object.entries(pkgs).sort(([a], [b]) => (a === "" ? -1 : b === "" ? 1 : a < b ? -1 : a > b ? 1 : 0)));
+lock.packages = Object.fromEntries(
+  Object.entries(pkgs).sort(([a], [b]) => (a === "" ? -1 : b === "" ? 1 : a < b ? -1 : a > b ? 1 : 0)),
+);
 writeFileSync(path, `${JSON.stringify(lock, null, 2)}\n`);
 console.log(`complete-lockfile: added ${added} platform entr${added === 1 ? "y" : "ies"}`);

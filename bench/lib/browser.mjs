@@ -43,7 +43,9 @@ export async function measureBrowserRoundTrip({ serviceUrl, driverUrl, token, us
     const frame = JSON.parse(e.data);
     if (typeof frame.id === "number") {
       answered++;
-      extension.send(JSON.stringify({ type: "success", id: frame.id, result: { url: "https://bench.test/", title: "Bench" } }));
+      extension.send(
+        JSON.stringify({ type: "success", id: frame.id, result: { url: "https://bench.test/", title: "Bench" } }),
+      );
     }
   });
 
@@ -81,5 +83,11 @@ export async function measureBrowserRoundTrip({ serviceUrl, driverUrl, token, us
     echo.close();
   }
   const best = (list) => list.reduce((a, b) => (b.p50 < a.p50 ? b : a));
-  return { echo: best(results.echo), http: best(results.http), command: best(results.command), answered, expected: rounds * (n + warmup) };
+  return {
+    echo: best(results.echo),
+    http: best(results.http),
+    command: best(results.command),
+    answered,
+    expected: rounds * (n + warmup),
+  };
 }

@@ -7,7 +7,15 @@ import { gzipSync } from "node:zlib";
 export const BUNDLE_BUDGET_BYTES = 1024 * 1024;
 
 /** Module types of the files wrangler writes next to index.js (source maps and README are not uploaded). */
-const MODULE_TYPES = { ".js": "ESModule", ".mjs": "ESModule", ".sql": "Text", ".txt": "Text", ".html": "Text", ".bin": "Data", ".wasm": "CompiledWasm" };
+const MODULE_TYPES = {
+  ".js": "ESModule",
+  ".mjs": "ESModule",
+  ".sql": "Text",
+  ".txt": "Text",
+  ".html": "Text",
+  ".bin": "Data",
+  ".wasm": "CompiledWasm",
+};
 
 export function bundleWorker(root, outDir) {
   rmSync(outDir, { recursive: true, force: true });
@@ -34,7 +42,13 @@ export function bundleWorker(root, outDir) {
     gzipBytes += gzipSync(bytes, { level: 9 }).length;
   }
   const reported = /Total Upload: ([\d.]+ KiB) \/ gzip: ([\d.]+ KiB)/.exec(run.stdout);
-  return { outDir, modules, rawBytes, gzipBytes, wranglerReport: reported ? `${reported[1]} / gzip ${reported[2]}` : null };
+  return {
+    outDir,
+    modules,
+    rawBytes,
+    gzipBytes,
+    wranglerReport: reported ? `${reported[1]} / gzip ${reported[2]}` : null,
+  };
 }
 
 /** The Worker's global-scope CPU at startup (`wrangler check startup`, local workerd). */
@@ -48,6 +62,7 @@ export function profileStartup(root, outfile) {
     encoding: "utf8",
   });
   const active = /Active: ([\d.]+) ms/.exec(run.stdout);
-  if (run.status !== 0 || !active) throw new Error(`wrangler check startup failed (${run.status}):\n${run.stdout}\n${run.stderr}`);
+  if (run.status !== 0 || !active)
+    throw new Error(`wrangler check startup failed (${run.status}):\n${run.stdout}\n${run.stderr}`);
   return { activeMs: Number(active[1]), profile: outfile };
 }

@@ -45,6 +45,9 @@ export async function measureAlternating(targets, { rounds, seconds }) {
     }
   }
   return Object.fromEntries(
-    [...acc].map(([name, a]) => [name, { rps: a.requests / a.seconds, requests: a.requests, failures: a.failures, p50: a.p50, p99: a.p99 }]),
+    [...acc].map(([name, a]) => [
+      name,
+      { rps: a.requests / a.seconds, requests: a.requests, failures: a.failures, p50: a.p50, p99: a.p99 },
+    ]),
   );
 }

@@ -62,8 +62,12 @@ export async function seedGrants(db, { clientId, workspaceId, userId }, count) {
       rows.push([randomUUID(), grantId, "refresh", sha256Hex(token), created, expires]);
     }
     statements.push(
-      db.prepare(`INSERT INTO oauth_grants (id, workspace_id, user_id, client_id, scopes, created_at) VALUES ${values(grants)}`),
-      db.prepare(`INSERT INTO oauth_tokens (id, grant_id, kind, token_hash, created_at, expires_at) VALUES ${values(rows)}`),
+      db.prepare(
+        `INSERT INTO oauth_grants (id, workspace_id, user_id, client_id, scopes, created_at) VALUES ${values(grants)}`,
+      ),
+      db.prepare(
+        `INSERT INTO oauth_tokens (id, grant_id, kind, token_hash, created_at, expires_at) VALUES ${values(rows)}`,
+      ),
     );
   }
   await db.batch(statements);
@@ -155,7 +159,9 @@ export async function rotationState(db, clientId) {
   const [rotated, access, revoked, broken] = await Promise.all([
     one(`SELECT count(*) AS n FROM oauth_tokens t JOIN oauth_grants g ON g.id = t.grant_id
          WHERE g.client_id = ?1 AND t.kind = 'refresh' AND t.replaced_by IS NOT NULL`),
-    one(`SELECT count(*) AS n FROM oauth_tokens t JOIN oauth_grants g ON g.id = t.grant_id WHERE g.client_id = ?1 AND t.kind = 'access'`),
+    one(
+      `SELECT count(*) AS n FROM oauth_tokens t JOIN oauth_grants g ON g.id = t.grant_id WHERE g.client_id = ?1 AND t.kind = 'access'`,
+    ),
     one(`SELECT count(*) AS n FROM oauth_grants WHERE client_id = ?1 AND revoked_at IS NOT NULL`),
     one(`SELECT count(*) AS n FROM oauth_grants g WHERE g.client_id = ?1 AND
            (SELECT count(*) FROM oauth_tokens t WHERE t.grant_id = g.id AND t.kind = 'refresh' AND t.revoked_at IS NULL) <> 1`),
@@ -170,10 +176,14 @@ export function refreshProblems(target, state) {
   if (s.notOk > 0) problems.push(`${target.name}: ${s.notOk} refresh answers were not 200 (first: ${s.firstError})`);
   if (s.badBodies > 0) problems.push(`${target.name}: ${s.badBodies} 200 bodies were not a token response`);
   if (s.ok !== s.handedOut) problems.push(`${target.name}: ${s.handedOut} tokens handed out, ${s.ok} answered 200`);
-  if (s.issued.size !== s.ok) problems.push(`${target.name}: ${s.ok} 200s but ${s.issued.size} distinct new refresh tokens`);
-  if (state.rotated !== s.ok) problems.push(`${target.name}: ${s.ok} 200s but ${state.rotated} rotated refresh tokens in D1`);
+  if (s.issued.size !== s.ok)
+    problems.push(`${target.name}: ${s.ok} 200s but ${s.issued.size} distinct new refresh tokens`);
+  if (state.rotated !== s.ok)
+    problems.push(`${target.name}: ${s.ok} 200s but ${state.rotated} rotated refresh tokens in D1`);
   if (state.access !== s.ok) problems.push(`${target.name}: ${s.ok} 200s but ${state.access} access tokens in D1`);
-  if (state.revoked !== 0) problems.push(`${target.name}: ${state.revoked} grants revoked (a token was presented twice)`);
-  if (state.broken !== 0) problems.push(`${target.name}: ${state.broken} grants without exactly one live refresh token`);
+  if (state.revoked !== 0)
+    problems.push(`${target.name}: ${state.revoked} grants revoked (a token was presented twice)`);
+  if (state.broken !== 0)
+    problems.push(`${target.name}: ${state.broken} grants without exactly one live refresh token`);
   return problems;
 }

@@ -31,7 +31,11 @@ export async function startRuntime(root, bundle) {
     unsafeDirectSockets: directSocket,
   };
   const d1Id = config.d1Databases?.DB?.id ?? config.d1Databases?.DB;
-  const common = { compatibilityDate: config.compatibilityDate, compatibilityFlags: config.compatibilityFlags, unsafeDirectSockets: directSocket };
+  const common = {
+    compatibilityDate: config.compatibilityDate,
+    compatibilityFlags: config.compatibilityFlags,
+    unsafeDirectSockets: directSocket,
+  };
   const baseline = {
     ...common,
     name: BASELINE,

@@ -6,7 +6,9 @@ import { unstable_splitSqlQuery } from "wrangler";
 
 /** Applies migrations/*.sql in order, as `wrangler d1 migrations apply` would. */
 export async function applyMigrations(db, migrationsDir) {
-  const files = readdirSync(migrationsDir).filter((f) => f.endsWith(".sql")).sort();
+  const files = readdirSync(migrationsDir)
+    .filter((f) => f.endsWith(".sql"))
+    .sort();
   for (const file of files) {
     const queries = unstable_splitSqlQuery(readFileSync(path.join(migrationsDir, file), "utf8"));
     await db.batch(queries.map((q) => db.prepare(q)));
@@ -62,7 +64,9 @@ export async function addAgents(db, workspaceId, count) {
           now,
           now,
         ),
-      db.prepare("INSERT INTO agent_handles (workspace_id, handle, agent_id) VALUES (?, ?, ?)").bind(workspaceId, slug, id),
+      db
+        .prepare("INSERT INTO agent_handles (workspace_id, handle, agent_id) VALUES (?, ?, ?)")
+        .bind(workspaceId, slug, id),
     );
   }
   await db.batch(statements);

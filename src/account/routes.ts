@@ -1,11 +1,11 @@
+import { EraseRequestSchema, ErasureSummarySchema } from "../admin/erase-schemas";
+import { eraseUser } from "../admin/erase-service";
 import { audit } from "../audit/audit";
 import { apiRoute, createRouter, jsonBody, jsonResponse } from "../platform/openapi";
 import { ApiError, problemResponse } from "../platform/problem";
 import { rateLimit } from "../platform/rate-limit";
 import { MeSchema, SignupRequestSchema, SignupResponseSchema } from "./schemas";
 import { signup } from "./service";
-import { EraseRequestSchema, ErasureSummarySchema } from "../admin/erase-schemas";
-import { eraseUser } from "../admin/erase-service";
 
 export const accountRouter = createRouter();
 
@@ -17,7 +17,8 @@ accountRouter.openapi(
       path: "/v1/api/signup",
       tags: ["Account"],
       summary: "Create a workspace with its first admin",
-      description: "Creates the workspace, its admin user, its default agent and an admin personal access token (shown once).",
+      description:
+        "Creates the workspace, its admin user, its default agent and an admin personal access token (shown once).",
       request: { body: jsonBody(SignupRequestSchema) },
       responses: {
         201: jsonResponse(SignupResponseSchema, "The new workspace, its admin and the admin token"),
@@ -45,7 +46,12 @@ accountRouter.openapi(
       target: `workspace:${result.workspace.id}`,
       intent: "create",
       subjectUserId: result.user.id,
-      details: { workspace_name: result.workspace.name, slug: result.workspace.slug, email: result.user.email, name: result.user.name },
+      details: {
+        workspace_name: result.workspace.name,
+        slug: result.workspace.slug,
+        email: result.user.email,
+        name: result.user.name,
+      },
     });
     return c.json(result, 201);
   },
@@ -90,7 +96,12 @@ accountRouter.openapi(
     c.req.valid("json");
     const caller = c.var.caller;
     const summary = await eraseUser(c.env, caller.workspace.id, caller.userId, { self: true });
-    await audit(c, { kind: "user.erase", target: `user:${caller.userId}`, intent: "erase", details: { counts: summary.counts, self: true } });
+    await audit(c, {
+      kind: "user.erase",
+      target: `user:${caller.userId}`,
+      intent: "erase",
+      details: { counts: summary.counts, self: true },
+    });
     return c.json(summary, 200);
   },
 );

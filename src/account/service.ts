@@ -1,11 +1,11 @@
-import { emailSlugs, users, workspaces } from "../db/schema";
+import { patInsert } from "../admin/tokens-service";
 import { defaultAgentInserts } from "../agents/service";
 import { DEFAULT_GRANT } from "../auth/scopes";
-import { patInsert } from "../admin/tokens-service";
+import { emailSlugs, users, workspaces } from "../db/schema";
 import { hashPassword } from "../platform/crypto";
 import { db, isUniqueViolation } from "../platform/db";
-import { newId } from "../platform/ids";
 import { nowIso } from "../platform/env";
+import { newId } from "../platform/ids";
 import { conflict } from "../platform/problem";
 import { handleFromName, withSuffix } from "../workspace/handle";
 
@@ -36,7 +36,13 @@ export async function signup(env: Env, input: SignupInput): Promise<SignupResult
       passwordHash,
       createdAt: now,
     };
-    const pat = patInsert(d, { workspaceId: workspace.id, userId: user.id, name: "Signup admin token", scopes: DEFAULT_GRANT, expiresAt: null });
+    const pat = patInsert(d, {
+      workspaceId: workspace.id,
+      userId: user.id,
+      name: "Signup admin token",
+      scopes: DEFAULT_GRANT,
+      expiresAt: null,
+    });
     try {
       await d.batch([
         d.insert(workspaces).values(workspace),

@@ -1,10 +1,10 @@
 import { and, eq, isNull, ne, sql } from "drizzle-orm";
-import { apiTokens, sessions, users } from "../db/schema";
 import { auditLog } from "../audit/client";
+import { apiTokens, sessions, users } from "../db/schema";
 import { db } from "../platform/db";
 import { nowIso } from "../platform/env";
 import { badRequest, notFound } from "../platform/problem";
-import { registerEraseStep, runEraseSteps, type ErasureCounts } from "./erasure";
+import { type ErasureCounts, registerEraseStep, runEraseSteps } from "./erasure";
 
 registerEraseStep("tokens", async (env, workspaceId, userId) => {
   const res = await db(env)
@@ -32,7 +32,12 @@ export type ErasureSummary = { user_id: string; erased: true; counts: ErasureCou
  * user row is anonymized. Each step is idempotent and the row is anonymized last, so a
  * failure part-way can be retried to completion.
  */
-export async function eraseUser(env: Env, workspaceId: string, userId: string, opts: { self: boolean }): Promise<ErasureSummary> {
+export async function eraseUser(
+  env: Env,
+  workspaceId: string,
+  userId: string,
+  opts: { self: boolean },
+): Promise<ErasureSummary> {
   const d = db(env);
   const user = await d
     .select({ id: users.id, role: users.role })
@@ -44,9 +49,15 @@ export async function eraseUser(env: Env, workspaceId: string, userId: string, o
     const others = await d
       .select({ n: sql<number>`count(*)` })
       .from(users)
-      .where(and(eq(users.workspaceId, workspaceId), eq(users.role, "admin"), ne(users.id, userId), isNull(users.erasedAt)))
+      .where(
+        and(eq(users.workspaceId, workspaceId), eq(users.role, "admin"), ne(users.id, userId), isNull(users.erasedAt)),
+      )
       .get();
-    if (!others?.n) throw badRequest("last_admin", "The last admin of a workspace cannot erase themselves; make another user admin first");
+    if (!others?.n)
+      throw badRequest(
+        "last_admin",
+        "The last admin of a workspace cannot erase themselves; make another user admin first",
+      );
   }
 
   const counts = await runEraseSteps(env, workspaceId, userId);

@@ -1,12 +1,19 @@
+import { UserSchema } from "../account/schemas";
 import { audit } from "../audit/audit";
 import { apiRoute, createRouter, jsonBody, jsonResponse } from "../platform/openapi";
 import { problemResponse } from "../platform/problem";
-import { CreatedTokenSchema, CreateTokenRequestSchema, CreateUserRequestSchema, IdParamSchema, TokenListSchema, UserListSchema } from "./schemas";
-import { UserSchema } from "../account/schemas";
-import { createToken, listTokens, revokeToken } from "./tokens-service";
-import { createUser, listUsers } from "./users-service";
 import { EraseRequestSchema, ErasureSummarySchema } from "./erase-schemas";
 import { eraseUser, refuseSelfErase } from "./erase-service";
+import {
+  CreatedTokenSchema,
+  CreateTokenRequestSchema,
+  CreateUserRequestSchema,
+  IdParamSchema,
+  TokenListSchema,
+  UserListSchema,
+} from "./schemas";
+import { createToken, listTokens, revokeToken } from "./tokens-service";
+import { createUser, listUsers } from "./users-service";
 
 export const adminRouter = createRouter();
 
@@ -54,7 +61,8 @@ adminRouter.openapi(
     path: "/v1/api/admin/tokens",
     tags: ["Administration"],
     summary: "Issue a personal access token",
-    description: "`user_id` defaults to the caller. Scopes beyond that user's role are refused. The secret is shown once.",
+    description:
+      "`user_id` defaults to the caller. Scopes beyond that user's role are refused. The secret is shown once.",
     request: { body: jsonBody(CreateTokenRequestSchema) },
     responses: {
       201: jsonResponse(CreatedTokenSchema, "The token, with its secret"),
@@ -101,7 +109,11 @@ adminRouter.openapi(
     tags: ["Administration"],
     summary: "Revoke a personal access token",
     request: { params: IdParamSchema },
-    responses: { 204: { description: "Revoked" }, 400: problemResponse("Malformed id"), 404: problemResponse("Token not in this workspace") },
+    responses: {
+      204: { description: "Revoked" },
+      400: problemResponse("Malformed id"),
+      404: problemResponse("Token not in this workspace"),
+    },
   }),
   async (c) => {
     const info = await revokeToken(c.env, c.var.caller.workspace.id, c.req.valid("param").id);
@@ -136,7 +148,12 @@ adminRouter.openapi(
     c.req.valid("json");
     refuseSelfErase(c.var.caller.userId, id);
     const summary = await eraseUser(c.env, c.var.caller.workspace.id, id, { self: false });
-    await audit(c, { kind: "user.erase", target: `user:${id}`, intent: "erase", details: { counts: summary.counts, self: false } });
+    await audit(c, {
+      kind: "user.erase",
+      target: `user:${id}`,
+      intent: "erase",
+      details: { counts: summary.counts, self: false },
+    });
     return c.json(summary, 200);
   },
 );

@@ -1,11 +1,11 @@
 import { and, desc, eq, isNull } from "drizzle-orm";
-import { apiTokens, users } from "../db/schema";
-import { roleCeiling, type Role, type Scope } from "../auth/scopes";
 import { PAT_PREFIX } from "../auth/resolve";
+import { type Role, roleCeiling, type Scope } from "../auth/scopes";
+import { apiTokens, users } from "../db/schema";
 import { hashToken } from "../platform/crypto";
-import { db, parseJsonArray, type Db } from "../platform/db";
-import { newId, randomToken } from "../platform/ids";
+import { type Db, db, parseJsonArray } from "../platform/db";
 import { nowIso } from "../platform/env";
+import { newId, randomToken } from "../platform/ids";
 import { badRequest, notFound } from "../platform/problem";
 
 export type TokenInfo = {
@@ -31,7 +31,10 @@ const toInfo = (t: typeof apiTokens.$inferSelect): TokenInfo => ({
 });
 
 /** A new PAT's secret and the statement that stores its hash (for batches such as signup). */
-export function patInsert(d: Db, p: { workspaceId: string; userId: string; name: string; scopes: readonly Scope[]; expiresAt: string | null }) {
+export function patInsert(
+  d: Db,
+  p: { workspaceId: string; userId: string; name: string; scopes: readonly Scope[]; expiresAt: string | null },
+) {
   const token = randomToken(PAT_PREFIX);
   const row = {
     id: newId(),
@@ -66,20 +69,35 @@ export async function createToken(
     ]);
   }
   const expiresAt = p.expiresInDays ? new Date(Date.now() + p.expiresInDays * 86_400_000).toISOString() : null;
-  const { token, row, statement } = patInsert(d, { workspaceId, userId: owner.id, name: p.name, scopes: p.scopes, expiresAt });
+  const { token, row, statement } = patInsert(d, {
+    workspaceId,
+    userId: owner.id,
+    name: p.name,
+    scopes: p.scopes,
+    expiresAt,
+  });
   await statement.run();
   return { token, info: toInfo({ ...row, revokedAt: null, lastUsedAt: null }), userRole: owner.role };
 }
 
 export async function listTokens(env: Env, workspaceId: string): Promise<TokenInfo[]> {
-  const rows = await db(env).select().from(apiTokens).where(eq(apiTokens.workspaceId, workspaceId)).orderBy(desc(apiTokens.id)).all();
+  const rows = await db(env)
+    .select()
+    .from(apiTokens)
+    .where(eq(apiTokens.workspaceId, workspaceId))
+    .orderBy(desc(apiTokens.id))
+    .all();
   return rows.map(toInfo);
 }
 
 /** Revokes a token of the workspace; unknown or foreign ids are not found. Idempotent. */
 export async function revokeToken(env: Env, workspaceId: string, id: string): Promise<TokenInfo> {
   const d = db(env);
-  const row = await d.select().from(apiTokens).where(and(eq(apiTokens.id, id), eq(apiTokens.workspaceId, workspaceId))).get();
+  const row = await d
+    .select()
+    .from(apiTokens)
+    .where(and(eq(apiTokens.id, id), eq(apiTokens.workspaceId, workspaceId)))
+    .get();
   if (!row) throw notFound("No such token in this workspace");
   if (!row.revokedAt) {
     row.revokedAt = nowIso();

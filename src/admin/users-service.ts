@@ -1,11 +1,11 @@
 import { and, asc, eq, isNull } from "drizzle-orm";
-import { users } from "../db/schema";
-import type { Role } from "../auth/scopes";
 import type { User } from "../account/schemas";
+import type { Role } from "../auth/scopes";
+import { users } from "../db/schema";
 import { hashPassword } from "../platform/crypto";
 import { db, isUniqueViolation } from "../platform/db";
-import { newId } from "../platform/ids";
 import { nowIso } from "../platform/env";
+import { newId } from "../platform/ids";
 import { conflict } from "../platform/problem";
 
 export const toUser = (u: typeof users.$inferSelect): User => ({

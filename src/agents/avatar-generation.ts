@@ -1,6 +1,6 @@
 import { generateImage, type ImageModel } from "ai";
 import { ApiError } from "../platform/problem";
-import { MAX_GENERATED_AVATAR_BYTES, sniffImageType, type AvatarImage } from "./avatars";
+import { type AvatarImage, MAX_GENERATED_AVATAR_BYTES, sniffImageType } from "./avatars";
 
 /** The fixed style every generated avatar is drawn in; the admin's prompt only fills in the look. */
 export const AVATAR_STYLE =
@@ -24,17 +24,28 @@ export const generationFailed = (detail = "The image model did not produce an av
   new ApiError(500, "avatar_generation_failed", detail);
 
 /** Asks the image model for one image and checks that what came back is an image we serve. */
-export async function generateAvatarImage(model: ImageModel, prompt: string, signal?: AbortSignal): Promise<AvatarImage> {
+export async function generateAvatarImage(
+  model: ImageModel,
+  prompt: string,
+  signal?: AbortSignal,
+): Promise<AvatarImage> {
   let bytes: Uint8Array;
   try {
-    const result = await generateImage({ model, prompt, n: 1, maxRetries: 1, abortSignal: signal ?? AbortSignal.timeout(60_000) });
+    const result = await generateImage({
+      model,
+      prompt,
+      n: 1,
+      maxRetries: 1,
+      abortSignal: signal ?? AbortSignal.timeout(60_000),
+    });
     bytes = result.image.uint8Array;
   } catch (e) {
     console.error(JSON.stringify({ level: "error", msg: "avatar generation failed", error: String(e) }));
     throw generationFailed();
   }
   const contentType = sniffImageType(bytes);
-  if (!contentType || bytes.length === 0) throw generationFailed("The image model returned something that is not a PNG, JPEG, WebP or GIF image");
+  if (!contentType || bytes.length === 0)
+    throw generationFailed("The image model returned something that is not a PNG, JPEG, WebP or GIF image");
   if (bytes.length > MAX_GENERATED_AVATAR_BYTES) throw generationFailed("The generated image is too large");
   return { bytes, contentType };
 }

@@ -39,7 +39,8 @@ export function decodeAvatarUpload(input: string): AvatarImage {
   if (b64.length === 0) throw badRequest("empty_image", "The image is empty", field("empty"));
   // Checked before decoding so an oversized upload costs no decode.
   const decodedLength = Math.floor((b64.length * 3) / 4) - (b64.endsWith("==") ? 2 : b64.endsWith("=") ? 1 : 0);
-  if (decodedLength > MAX_AVATAR_BYTES) throw badRequest("image_too_large", "The image exceeds 1 MiB", field("at most 1 MiB decoded"));
+  if (decodedLength > MAX_AVATAR_BYTES)
+    throw badRequest("image_too_large", "The image exceeds 1 MiB", field("at most 1 MiB decoded"));
   if (!/^[A-Za-z0-9+/_-]+={0,2}$/.test(b64) || b64.length % 4 === 1) {
     throw badRequest("invalid_image", "The image is not valid base64", field("not base64"));
   }
@@ -54,15 +55,22 @@ export function decodeAvatarUpload(input: string): AvatarImage {
   for (let i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i);
   if (bytes.length === 0) throw badRequest("empty_image", "The image is empty", field("empty"));
   const contentType = sniffImageType(bytes);
-  if (!contentType) throw badRequest("unsupported_image", "The image must be PNG, JPEG, WebP or GIF", field("unsupported type"));
+  if (!contentType)
+    throw badRequest("unsupported_image", "The image must be PNG, JPEG, WebP or GIF", field("unsupported type"));
   return { bytes, contentType };
 }
 
 export const avatarKey = (workspaceId: string, hash: string) => `avatars/${workspaceId}/${hash}`;
-export const avatarUrl = (origin: string, workspaceId: string, hash: string) => `${origin}/v1/avatars/${workspaceId}/${hash}`;
+export const avatarUrl = (origin: string, workspaceId: string, hash: string) =>
+  `${origin}/v1/avatars/${workspaceId}/${hash}`;
 
 /** Stores the image under its content hash (idempotent) and returns its absolute URL. */
-export async function storeAvatar(env: Env, origin: string, workspaceId: string, image: AvatarImage): Promise<{ url: string; hash: string }> {
+export async function storeAvatar(
+  env: Env,
+  origin: string,
+  workspaceId: string,
+  image: AvatarImage,
+): Promise<{ url: string; hash: string }> {
   const hash = bytesToHex(sha256(image.bytes));
   await env.FILES.put(avatarKey(workspaceId, hash), image.bytes, {
     httpMetadata: { contentType: image.contentType, cacheControl: AVATAR_CACHE_CONTROL },

@@ -1,8 +1,21 @@
 import { audit } from "../audit/audit";
 import { apiRoute, createRouter, jsonResponse } from "../platform/openapi";
 import { problemResponse } from "../platform/problem";
-import { installMcpServer, installSkill, listMcpServers, listSkills, uninstallMcpServer, uninstallSkill } from "./catalogue";
-import { CatalogueSlugParamSchema, McpServerCatalogueSchema, McpServerEntrySchema, SkillCatalogueSchema, SkillEntrySchema } from "./schemas";
+import {
+  installMcpServer,
+  installSkill,
+  listMcpServers,
+  listSkills,
+  uninstallMcpServer,
+  uninstallSkill,
+} from "./catalogue";
+import {
+  CatalogueSlugParamSchema,
+  McpServerCatalogueSchema,
+  McpServerEntrySchema,
+  SkillCatalogueSchema,
+  SkillEntrySchema,
+} from "./schemas";
 
 /** The platform's skill and MCP-server catalogues, with install and uninstall per workspace. */
 export const catalogueRouter = createRouter();
@@ -32,7 +45,10 @@ catalogueRouter.openapi(
     summary: "Install a skill for the workspace",
     description: "Idempotent. No request body.",
     request: slugParams,
-    responses: { 200: jsonResponse(SkillEntrySchema, "The installed skill"), 404: problemResponse("No such skill in the catalogue") },
+    responses: {
+      200: jsonResponse(SkillEntrySchema, "The installed skill"),
+      404: problemResponse("No such skill in the catalogue"),
+    },
   }),
   async (c) => {
     const { slug } = c.req.valid("param");
@@ -51,12 +67,20 @@ catalogueRouter.openapi(
     description:
       "Idempotent. The skill is removed from every agent's enabled subset in the same transaction; an agent left with an empty subset uses every installed skill.",
     request: slugParams,
-    responses: { 200: jsonResponse(SkillEntrySchema, "The uninstalled skill"), 404: problemResponse("No such skill in the catalogue") },
+    responses: {
+      200: jsonResponse(SkillEntrySchema, "The uninstalled skill"),
+      404: problemResponse("No such skill in the catalogue"),
+    },
   }),
   async (c) => {
     const { slug } = c.req.valid("param");
     const { entry, changed, agentsUpdated } = await uninstallSkill(c.env, c.var.caller.workspace.id, slug);
-    await audit(c, { kind: "skill.uninstall", target: `skill:${slug}`, intent: "uninstall", details: { slug, changed, agents_updated: agentsUpdated } });
+    await audit(c, {
+      kind: "skill.uninstall",
+      target: `skill:${slug}`,
+      intent: "uninstall",
+      details: { slug, changed, agents_updated: agentsUpdated },
+    });
     return c.json(entry, 200);
   },
 );
@@ -84,12 +108,20 @@ catalogueRouter.openapi(
     summary: "Install an MCP server for the workspace",
     description: "Idempotent. No request body.",
     request: slugParams,
-    responses: { 200: jsonResponse(McpServerEntrySchema, "The installed server"), 404: problemResponse("No such MCP server in the catalogue") },
+    responses: {
+      200: jsonResponse(McpServerEntrySchema, "The installed server"),
+      404: problemResponse("No such MCP server in the catalogue"),
+    },
   }),
   async (c) => {
     const { slug } = c.req.valid("param");
     const { entry, changed } = await installMcpServer(c.env, c.var.caller.workspace.id, slug);
-    await audit(c, { kind: "mcp.install", target: `mcp_server:${slug}`, intent: "install", details: { slug, changed } });
+    await audit(c, {
+      kind: "mcp.install",
+      target: `mcp_server:${slug}`,
+      intent: "install",
+      details: { slug, changed },
+    });
     return c.json(entry, 200);
   },
 );
@@ -103,12 +135,20 @@ catalogueRouter.openapi(
     description:
       "Idempotent. The server is removed from every agent's enabled subset in the same transaction; an agent left with an empty subset uses every installed server.",
     request: slugParams,
-    responses: { 200: jsonResponse(McpServerEntrySchema, "The uninstalled server"), 404: problemResponse("No such MCP server in the catalogue") },
+    responses: {
+      200: jsonResponse(McpServerEntrySchema, "The uninstalled server"),
+      404: problemResponse("No such MCP server in the catalogue"),
+    },
   }),
   async (c) => {
     const { slug } = c.req.valid("param");
     const { entry, changed, agentsUpdated } = await uninstallMcpServer(c.env, c.var.caller.workspace.id, slug);
-    await audit(c, { kind: "mcp.uninstall", target: `mcp_server:${slug}`, intent: "uninstall", details: { slug, changed, agents_updated: agentsUpdated } });
+    await audit(c, {
+      kind: "mcp.uninstall",
+      target: `mcp_server:${slug}`,
+      intent: "uninstall",
+      details: { slug, changed, agents_updated: agentsUpdated },
+    });
     return c.json(entry, 200);
   },
 );

@@ -35,7 +35,10 @@ export async function listMcpServers(env: Env, workspaceId: string): Promise<Mcp
       installed: sql<number>`${workspaceMcpServers.slug} IS NOT NULL`,
     })
     .from(mcpServers)
-    .leftJoin(workspaceMcpServers, and(eq(workspaceMcpServers.slug, mcpServers.slug), eq(workspaceMcpServers.workspaceId, workspaceId)))
+    .leftJoin(
+      workspaceMcpServers,
+      and(eq(workspaceMcpServers.slug, mcpServers.slug), eq(workspaceMcpServers.workspaceId, workspaceId)),
+    )
     .orderBy(asc(mcpServers.slug));
   return rows.map((r) => ({ ...r, installed: Boolean(r.installed) }));
 }
@@ -62,7 +65,11 @@ export async function installSkill(env: Env, workspaceId: string, slug: string):
     .values({ workspaceId, slug, installedAt: nowIso() })
     .onConflictDoNothing()
     .returning({ slug: workspaceSkills.slug });
-  return { entry: { slug: s.slug, name: s.name, description: s.description, installed: true }, changed: inserted.length > 0, agentsUpdated: 0 };
+  return {
+    entry: { slug: s.slug, name: s.name, description: s.description, installed: true },
+    changed: inserted.length > 0,
+    agentsUpdated: 0,
+  };
 }
 
 /**
@@ -87,7 +94,11 @@ export async function uninstallSkill(env: Env, workspaceId: string, slug: string
   };
 }
 
-export async function installMcpServer(env: Env, workspaceId: string, slug: string): Promise<InstallResult<McpServerEntry>> {
+export async function installMcpServer(
+  env: Env,
+  workspaceId: string,
+  slug: string,
+): Promise<InstallResult<McpServerEntry>> {
   const s = await mcpServerEntry(env, slug);
   const inserted = await db(env)
     .insert(workspaceMcpServers)
@@ -101,7 +112,11 @@ export async function installMcpServer(env: Env, workspaceId: string, slug: stri
   };
 }
 
-export async function uninstallMcpServer(env: Env, workspaceId: string, slug: string): Promise<InstallResult<McpServerEntry>> {
+export async function uninstallMcpServer(
+  env: Env,
+  workspaceId: string,
+  slug: string,
+): Promise<InstallResult<McpServerEntry>> {
   const s = await mcpServerEntry(env, slug);
   const d = db(env);
   const [deleted, updated] = await d.batch([

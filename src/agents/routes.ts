@@ -1,14 +1,14 @@
 import type { Context } from "hono";
 import { audit } from "../audit/audit";
 import { imageModel, languageModel } from "../llm/model";
-import { baseUrl, type AppEnv } from "../platform/env";
+import { type AppEnv, baseUrl } from "../platform/env";
 import { apiRoute, createRouter, jsonBody, jsonResponse } from "../platform/openapi";
 import { ApiError, problemResponse } from "../platform/problem";
+import { avatarPrompt, generateAvatarImage } from "./avatar-generation";
 import { avatarRouter } from "./avatar-routes";
-import { generateAvatarImage, avatarPrompt } from "./avatar-generation";
 import { decodeAvatarUpload, monogramAvatar, storeAvatar } from "./avatars";
-import { catalogueRouter } from "./catalogue-routes";
 import { listSkills } from "./catalogue";
+import { catalogueRouter } from "./catalogue-routes";
 import { readBusinessProfile } from "./profile-source";
 import {
   AgentIdParamSchema,
@@ -76,7 +76,9 @@ agentsRouter.openapi(
     request: { body: jsonBody(CreateAgentRequestSchema) },
     responses: {
       200: agentResponse("The created agent"),
-      400: problemResponse("Invalid slug (`invalid_slug`), alias (`invalid_alias`), a taken handle (`handle_taken`), a model outside the runtime profile (`invalid_model`), a skill or MCP server not installed, or another bad field"),
+      400: problemResponse(
+        "Invalid slug (`invalid_slug`), alias (`invalid_alias`), a taken handle (`handle_taken`), a model outside the runtime profile (`invalid_model`), a skill or MCP server not installed, or another bad field",
+      ),
     },
   }),
   async (c) => {
@@ -139,7 +141,11 @@ agentsRouter.openapi(
       target: target(id),
       intent: "update",
       agentId: id,
-      details: { fields: changed, slug: after.slug, previous_slug: before.slug !== after.slug ? before.slug : undefined },
+      details: {
+        fields: changed,
+        slug: after.slug,
+        previous_slug: before.slug !== after.slug ? before.slug : undefined,
+      },
     });
     return c.json(after, 200);
   },
@@ -151,14 +157,21 @@ agentsRouter.openapi(
     path: "/v1/agents/{id}",
     tags: TAGS,
     summary: "Disable an agent",
-    description: "The agent stops routing on every surface. Idempotent. The default agent cannot be disabled (400 `default_agent`).",
+    description:
+      "The agent stops routing on every surface. Idempotent. The default agent cannot be disabled (400 `default_agent`).",
     request: params,
     responses: { 200: agentResponse("The disabled agent"), ...idErrors },
   }),
   async (c) => {
     const { id } = c.req.valid("param");
     const { agent, changed } = await disableAgent(c.env, c.var.caller.workspace.id, id);
-    await audit(c, { kind: "agent.disable", target: target(id), intent: "disable", agentId: id, details: { slug: agent.slug, changed } });
+    await audit(c, {
+      kind: "agent.disable",
+      target: target(id),
+      intent: "disable",
+      agentId: id,
+      details: { slug: agent.slug, changed },
+    });
     return c.json(agent, 200);
   },
 );
@@ -176,7 +189,13 @@ agentsRouter.openapi(
   async (c) => {
     const { id } = c.req.valid("param");
     const { agent, changed } = await enableAgent(c.env, c.var.caller.workspace.id, id);
-    await audit(c, { kind: "agent.enable", target: target(id), intent: "enable", agentId: id, details: { slug: agent.slug, changed } });
+    await audit(c, {
+      kind: "agent.enable",
+      target: target(id),
+      intent: "enable",
+      agentId: id,
+      details: { slug: agent.slug, changed },
+    });
     return c.json(agent, 200);
   },
 );
@@ -187,7 +206,8 @@ agentsRouter.openapi(
     path: "/v1/agents/{id}/default",
     tags: TAGS,
     summary: "Make an agent the workspace default",
-    description: "The flag moves atomically from the previous default; exactly one agent holds it. A disabled agent is a 400 (`agent_disabled`).",
+    description:
+      "The flag moves atomically from the previous default; exactly one agent holds it. A disabled agent is a 400 (`agent_disabled`).",
     request: params,
     responses: { 200: agentResponse("The now-default agent"), ...idErrors },
   }),
@@ -217,7 +237,9 @@ agentsRouter.openapi(
     request: { ...params, body: jsonBody(AvatarUploadRequestSchema) },
     responses: {
       200: agentResponse("The agent with its new avatar_url"),
-      400: problemResponse("Malformed id, or an empty (`empty_image`), oversized (`image_too_large`), undecodable (`invalid_image`) or unsupported (`unsupported_image`) image"),
+      400: problemResponse(
+        "Malformed id, or an empty (`empty_image`), oversized (`image_too_large`), undecodable (`invalid_image`) or unsupported (`unsupported_image`) image",
+      ),
       404: problemResponse("No such agent in this workspace"),
       413: problemResponse("Body over 2 MiB"),
     },
@@ -253,7 +275,9 @@ agentsRouter.openapi(
     responses: {
       200: jsonResponse(AvatarGenerateResponseSchema, "The new avatar URL"),
       ...idErrors,
-      500: problemResponse("Generation failed (`avatar_generation_failed`) or no image model is configured (`image_model_not_configured`)"),
+      500: problemResponse(
+        "Generation failed (`avatar_generation_failed`) or no image model is configured (`image_model_not_configured`)",
+      ),
     },
   }),
   async (c) => {
@@ -261,7 +285,12 @@ agentsRouter.openapi(
     const workspaceId = c.var.caller.workspace.id;
     const agent = toAgentRow(await getAgentRecord(c.env, workspaceId, id));
     const model = imageModel(c.env);
-    if (!model) throw new ApiError(500, "image_model_not_configured", "Avatar generation is not configured on this service (no image model)");
+    if (!model)
+      throw new ApiError(
+        500,
+        "image_model_not_configured",
+        "Avatar generation is not configured on this service (no image model)",
+      );
     const image = await generateAvatarImage(model, avatarPrompt(agent, c.req.valid("json").prompt));
     const { url, hash } = await storeAvatar(c.env, origin(c), workspaceId, image);
     await setAvatarUrl(c.env, workspaceId, id, url);
@@ -338,7 +367,9 @@ agentsRouter.openapi(
     responses: {
       200: jsonResponse(SuggestInstructionsResponseSchema, "The draft"),
       ...idErrors,
-      500: problemResponse("The feature is disabled because no language-model provider is configured (`model_not_configured`), or the model failed (`suggestion_failed`)"),
+      500: problemResponse(
+        "The feature is disabled because no language-model provider is configured (`model_not_configured`), or the model failed (`suggestion_failed`)",
+      ),
     },
   }),
   async (c) => {
@@ -346,13 +377,20 @@ agentsRouter.openapi(
     const caller = c.var.caller;
     const agent = toAgentRow(await getAgentRecord(c.env, caller.workspace.id, id));
     const model = languageModel(c.env);
-    if (!model) throw new ApiError(500, "model_not_configured", "Instruction suggestions are disabled: no language-model provider is configured");
+    if (!model)
+      throw new ApiError(
+        500,
+        "model_not_configured",
+        "Instruction suggestions are disabled: no language-model provider is configured",
+      );
     const [profile, catalogue, enabled] = await Promise.all([
       readBusinessProfile(c.env, caller.workspace.id),
       listSkills(c.env, caller.workspace.id),
       getSubset(c.env, caller.workspace.id, id, "skills"),
     ]);
-    const skills = catalogue.filter((s) => s.installed && (enabled.length === 0 || enabled.includes(s.slug))).map((s) => s.name);
+    const skills = catalogue
+      .filter((s) => s.installed && (enabled.length === 0 || enabled.includes(s.slug)))
+      .map((s) => s.name);
     const draft = await draftInstructions(model, { agent, workspaceName: caller.workspace.name, profile, skills });
     await audit(c, {
       kind: "agent.suggest",

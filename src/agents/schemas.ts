@@ -12,7 +12,9 @@ export const AgentRowSchema = z
     display_name: z.string(),
     aliases: z.array(z.string()),
     cautions: z.array(z.string()),
-    languages: z.array(z.string()).openapi({ description: "BCP-47 tags; the first is the default, the rest fallbacks in order" }),
+    languages: z
+      .array(z.string())
+      .openapi({ description: "BCP-47 tags; the first is the default, the rest fallbacks in order" }),
     runtime_profile: z.string(),
     delivery_mode: z.string().openapi({ description: "How replies are delivered; `chat` for every agent today" }),
     status: z.enum(["enabled", "disabled"]),
@@ -21,8 +23,16 @@ export const AgentRowSchema = z
     created_at: z.iso.datetime(),
     avatar_url: z.string().nullable().optional().openapi({ description: "Absolute URL; null means the default icon" }),
     description: z.string().nullable().optional(),
-    instructions: z.string().nullable().optional().openapi({ description: "System prompt; null means the platform baseline only" }),
-    model: z.string().nullable().optional().openapi({ description: "Null means the runtime profile's platform default" }),
+    instructions: z
+      .string()
+      .nullable()
+      .optional()
+      .openapi({ description: "System prompt; null means the platform baseline only" }),
+    model: z
+      .string()
+      .nullable()
+      .optional()
+      .openapi({ description: "Null means the runtime profile's platform default" }),
     tone: z.enum(TONES).nullable().optional(),
     verbosity: z.enum(VERBOSITIES).nullable().optional(),
   })
@@ -65,19 +75,30 @@ const LanguagesSchema = z
       } catch {
         canonical = undefined;
       }
-      if (!canonical) ctx.addIssue({ code: "custom", path: [i], message: `"${tag}" is not a valid BCP-47 language tag` });
-      else if (out.includes(canonical)) ctx.addIssue({ code: "custom", path: [i], message: `"${canonical}" is listed twice` });
+      if (!canonical)
+        ctx.addIssue({ code: "custom", path: [i], message: `"${tag}" is not a valid BCP-47 language tag` });
+      else if (out.includes(canonical))
+        ctx.addIssue({ code: "custom", path: [i], message: `"${canonical}" is listed twice` });
       else out.push(canonical);
     });
     return out;
   })
-  .openapi({ description: "BCP-47 tags (stored canonicalised, e.g. en-us → en-US); the first is the default, the rest fallbacks; at most 10" });
+  .openapi({
+    description:
+      "BCP-47 tags (stored canonicalised, e.g. en-us → en-US); the first is the default, the rest fallbacks; at most 10",
+  });
 
 const DisplayNameSchema = z.string().trim().min(1).max(100).refine(noControlChars, "must be a single line");
 const DescriptionSchema = z.string().trim().min(1).max(1000);
 const InstructionsSchema = z.string().trim().min(1).max(20_000);
-const RuntimeProfileSchema = z.enum(RUNTIME_PROFILE_SLUGS as [string, ...string[]]).openapi({ description: describeRuntimeProfiles() });
-const ModelSchema = z.string().min(1).max(64).openapi({ description: "A model of the agent's runtime profile (see runtime_profile)" });
+const RuntimeProfileSchema = z
+  .enum(RUNTIME_PROFILE_SLUGS as [string, ...string[]])
+  .openapi({ description: describeRuntimeProfiles() });
+const ModelSchema = z
+  .string()
+  .min(1)
+  .max(64)
+  .openapi({ description: "A model of the agent's runtime profile (see runtime_profile)" });
 const AvatarUrlSchema = z
   .url({ protocol: /^https?$/, hostname: z.regexes.hostname })
   .max(2048)
@@ -98,8 +119,12 @@ export const CreateAgentRequestSchema = z
     runtime_profile: RuntimeProfileSchema.optional(),
     model: ModelSchema.nullish(),
     avatar_url: AvatarUrlSchema.nullish(),
-    skills: SlugListSchema.optional().openapi({ description: "Initial enabled skills (installed slugs); empty or absent means all installed" }),
-    mcp_servers: SlugListSchema.optional().openapi({ description: "Initial enabled MCP servers (installed slugs); empty or absent means all installed" }),
+    skills: SlugListSchema.optional().openapi({
+      description: "Initial enabled skills (installed slugs); empty or absent means all installed",
+    }),
+    mcp_servers: SlugListSchema.optional().openapi({
+      description: "Initial enabled MCP servers (installed slugs); empty or absent means all installed",
+    }),
   })
   .strict()
   .openapi("CreateAgentRequest");
@@ -110,7 +135,9 @@ export const UpdateAgentRequestSchema = z
     slug: HandleSchema.optional().openapi({ description: `${HANDLE_DOC}. Renaming keeps the old slug as an alias.` }),
     display_name: DisplayNameSchema.optional(),
     description: DescriptionSchema.nullable().optional(),
-    instructions: InstructionsSchema.nullable().optional().openapi({ description: "Writing this (even null) makes instructions_is_default false" }),
+    instructions: InstructionsSchema.nullable()
+      .optional()
+      .openapi({ description: "Writing this (even null) makes instructions_is_default false" }),
     tone: z.enum(TONES).nullable().optional(),
     verbosity: z.enum(VERBOSITIES).nullable().optional(),
     cautions: CautionsSchema.optional(),
@@ -129,14 +156,19 @@ export const AgentSkillsSchema = z
   .strict()
   .openapi("AgentSkills");
 export const AgentMcpServersSchema = z
-  .object({ mcp_servers: SlugListSchema.openapi({ description: "Enabled MCP-server slugs; empty means every installed server" }) })
+  .object({
+    mcp_servers: SlugListSchema.openapi({
+      description: "Enabled MCP-server slugs; empty means every installed server",
+    }),
+  })
   .strict()
   .openapi("AgentMcpServers");
 
 export const AvatarUploadRequestSchema = z
   .object({
     image_base64: z.string().openapi({
-      description: "The image, base64-encoded (a `data:image/...;base64,` prefix is accepted). PNG, JPEG, WebP or GIF by content, at most 1 MiB decoded.",
+      description:
+        "The image, base64-encoded (a `data:image/...;base64,` prefix is accepted). PNG, JPEG, WebP or GIF by content, at most 1 MiB decoded.",
     }),
   })
   .strict()
@@ -144,7 +176,9 @@ export const AvatarUploadRequestSchema = z
 
 export const AvatarGenerateRequestSchema = z
   .object({
-    prompt: z.string().trim().min(1).max(500).optional().openapi({ description: "What the avatar should look like; wrapped in a fixed illustration style and safety rules" }),
+    prompt: z.string().trim().min(1).max(500).optional().openapi({
+      description: "What the avatar should look like; wrapped in a fixed illustration style and safety rules",
+    }),
   })
   .strict()
   .openapi("AvatarGenerateRequest");
@@ -157,7 +191,11 @@ export const SuggestInstructionsResponseSchema = z
 
 export const AvatarParamsSchema = z.object({
   workspace_id: z.string().openapi({ param: { name: "workspace_id", in: "path" }, description: "The workspace's id" }),
-  hash: z.string().openapi({ param: { name: "hash", in: "path" }, description: "SHA-256 (hex) of the image bytes", pattern: "^[0-9a-f]{64}$" }),
+  hash: z.string().openapi({
+    param: { name: "hash", in: "path" },
+    description: "SHA-256 (hex) of the image bytes",
+    pattern: "^[0-9a-f]{64}$",
+  }),
 });
 
 // ---- catalogues ----
@@ -172,8 +210,13 @@ export const McpServerEntrySchema = z
   .object({ slug: z.string(), name: z.string(), description: z.string(), url: z.url(), installed: z.boolean() })
   .openapi("McpServer");
 export type McpServerEntry = z.infer<typeof McpServerEntrySchema>;
-export const McpServerCatalogueSchema = z.object({ mcp_servers: z.array(McpServerEntrySchema) }).openapi("McpServerCatalogue");
+export const McpServerCatalogueSchema = z
+  .object({ mcp_servers: z.array(McpServerEntrySchema) })
+  .openapi("McpServerCatalogue");
 
 export const CatalogueSlugParamSchema = z.object({
-  slug: z.string().max(100).openapi({ param: { name: "slug", in: "path" }, description: "The catalogue entry's slug" }),
+  slug: z
+    .string()
+    .max(100)
+    .openapi({ param: { name: "slug", in: "path" }, description: "The catalogue entry's slug" }),
 });

@@ -1,10 +1,10 @@
 import { and, asc, desc, eq, inArray, ne, sql } from "drizzle-orm";
 import { agentHandles, agents } from "../db/schema";
 import { modelBelongsTo } from "../llm/models";
-import { db, isUniqueViolation, parseJsonArray, preparedFor, type Db } from "../platform/db";
+import { type Db, db, isUniqueViolation, parseJsonArray, preparedFor } from "../platform/db";
 import { nowIso } from "../platform/env";
 import { newId } from "../platform/ids";
-import { badRequest, notFound, type FieldError } from "../platform/problem";
+import { badRequest, type FieldError, notFound } from "../platform/problem";
 import {
   DEFAULT_AGENT_DISPLAY_NAME,
   DEFAULT_AGENT_INSTRUCTIONS,
@@ -106,12 +106,20 @@ function checkHandles(slug: string, aliases: readonly string[], fresh: (h: strin
   const errors: FieldError[] = [];
   aliases.forEach((alias, i) => {
     const p = fresh(alias) ? handleProblem(alias) : null;
-    if (p) errors.push({ path: `aliases.${i}`, message: p === "reserved" ? `"${alias}" is a reserved word` : `alias must be ${HANDLE_RULE}` });
+    if (p)
+      errors.push({
+        path: `aliases.${i}`,
+        message: p === "reserved" ? `"${alias}" is a reserved word` : `alias must be ${HANDLE_RULE}`,
+      });
   });
   if (errors.length) throw badRequest("invalid_alias", errors[0]!.message, errors);
   const seen = new Set([slug]);
   aliases.forEach((alias, i) => {
-    if (seen.has(alias)) errors.push({ path: `aliases.${i}`, message: alias === slug ? "an alias cannot repeat the slug" : `"${alias}" is listed twice` });
+    if (seen.has(alias))
+      errors.push({
+        path: `aliases.${i}`,
+        message: alias === slug ? "an alias cannot repeat the slug" : `"${alias}" is listed twice`,
+      });
     seen.add(alias);
   });
   if (errors.length) throw badRequest("handle_taken", errors[0]!.message, errors);
@@ -122,12 +130,19 @@ async function handleTaken(d: Db, workspaceId: string, agentId: string, slug: st
   const held = await d
     .select({ handle: agentHandles.handle })
     .from(agentHandles)
-    .where(and(eq(agentHandles.workspaceId, workspaceId), inArray(agentHandles.handle, [slug, ...aliases]), ne(agentHandles.agentId, agentId)));
+    .where(
+      and(
+        eq(agentHandles.workspaceId, workspaceId),
+        inArray(agentHandles.handle, [slug, ...aliases]),
+        ne(agentHandles.agentId, agentId),
+      ),
+    );
   const taken = new Set(held.map((h) => h.handle));
   const errors: FieldError[] = [];
   if (taken.has(slug)) errors.push({ path: "slug", message: `"${slug}" is already a slug or alias of another agent` });
   aliases.forEach((a, i) => {
-    if (taken.has(a)) errors.push({ path: `aliases.${i}`, message: `"${a}" is already a slug or alias of another agent` });
+    if (taken.has(a))
+      errors.push({ path: `aliases.${i}`, message: `"${a}" is already a slug or alias of another agent` });
   });
   // A concurrent writer may have released the handle again by now; the conflict still happened.
   return badRequest("handle_taken", errors[0]?.message ?? "A slug or alias is already taken in this workspace", errors);
@@ -143,7 +158,9 @@ function syncHandles(d: Db, agentId: string) {
   const handlesOf = sql`SELECT slug AS handle FROM agents WHERE id = ${agentId}
     UNION SELECT j.value FROM agents a2, json_each(a2.aliases) j WHERE a2.id = ${agentId}`;
   return [
-    d.delete(agentHandles).where(and(eq(agentHandles.agentId, agentId), sql`${agentHandles.handle} NOT IN (${handlesOf})`)),
+    d
+      .delete(agentHandles)
+      .where(and(eq(agentHandles.agentId, agentId), sql`${agentHandles.handle} NOT IN (${handlesOf})`)),
     d.insert(agentHandles).select(sql`SELECT a.workspace_id, h.handle, a.id FROM agents a, (${handlesOf}) h
       WHERE a.id = ${agentId}
         AND NOT EXISTS (SELECT 1 FROM agent_handles x WHERE x.workspace_id = a.workspace_id AND x.handle = h.handle AND x.agent_id = a.id)`),
@@ -233,7 +250,12 @@ export type AgentUpdate = { before: AgentRow; after: AgentRow; changed: string[]
  * Applies the fields sent (null clears a nullable one). Renaming keeps the old slug as an
  * alias; writing `instructions` (even null) makes `instructions_is_default` false.
  */
-export async function updateAgent(env: Env, workspaceId: string, id: string, input: UpdateAgentRequest): Promise<AgentUpdate> {
+export async function updateAgent(
+  env: Env,
+  workspaceId: string,
+  id: string,
+  input: UpdateAgentRequest,
+): Promise<AgentUpdate> {
   const current = await getAgentRecord(env, workspaceId, id);
   const before = toAgentRow(current);
   const slug = input.slug ?? before.slug;
@@ -241,7 +263,9 @@ export async function updateAgent(env: Env, workspaceId: string, id: string, inp
   let aliases = input.aliases ?? before.aliases.filter((a) => a !== slug);
   if (renamed && !aliases.includes(before.slug)) aliases = [...aliases, before.slug];
   if (aliases.length > 10) {
-    throw badRequest("invalid_alias", "an agent has at most 10 aliases (a rename adds the old slug)", [{ path: "aliases", message: "at most 10" }]);
+    throw badRequest("invalid_alias", "an agent has at most 10 aliases (a rename adds the old slug)", [
+      { path: "aliases", message: "at most 10" },
+    ]);
   }
   const held = new Set([before.slug, ...before.aliases]);
   checkHandles(slug, aliases, (h) => !held.has(h));
@@ -282,7 +306,9 @@ export async function updateAgent(env: Env, workspaceId: string, id: string, inp
   }
   if (!row) throw notFound("No such agent in this workspace");
   const after = toAgentRow(row);
-  const changed = (Object.keys(after) as (keyof AgentRow)[]).filter((k) => JSON.stringify(before[k] ?? null) !== JSON.stringify(after[k] ?? null));
+  const changed = (Object.keys(after) as (keyof AgentRow)[]).filter(
+    (k) => JSON.stringify(before[k] ?? null) !== JSON.stringify(after[k] ?? null),
+  );
   return { before, after, changed };
 }
 
@@ -299,7 +325,8 @@ export async function disableAgent(env: Env, workspaceId: string, id: string): P
     .set({ status: "disabled", updatedAt: nowIso() })
     .where(and(eq(agents.id, id), eq(agents.workspaceId, workspaceId), eq(agents.isDefault, false)))
     .returning();
-  if (!row) throw badRequest("default_agent", "The default agent cannot be disabled; make another agent the default first");
+  if (!row)
+    throw badRequest("default_agent", "The default agent cannot be disabled; make another agent the default first");
   return { agent: toAgentRow(row), changed: current.status !== "disabled" };
 }
 
@@ -322,9 +349,14 @@ export async function enableAgent(env: Env, workspaceId: string, id: string): Pr
  * enabled, and the partial unique index allows one default per workspace, so concurrent
  * calls leave exactly one default.
  */
-export async function makeDefault(env: Env, workspaceId: string, id: string): Promise<{ agent: AgentRow; previousDefaultId: string | null }> {
+export async function makeDefault(
+  env: Env,
+  workspaceId: string,
+  id: string,
+): Promise<{ agent: AgentRow; previousDefaultId: string | null }> {
   const current = await getAgentRecord(env, workspaceId, id);
-  if (current.status !== "enabled") throw badRequest("agent_disabled", "A disabled agent cannot be the default; enable it first");
+  if (current.status !== "enabled")
+    throw badRequest("agent_disabled", "A disabled agent cannot be the default; enable it first");
   const d = db(env);
   const now = nowIso();
   const targetEnabled = sql`EXISTS (SELECT 1 FROM agents t WHERE t.id = ${id} AND t.workspace_id = ${workspaceId} AND t.status = 'enabled')`;

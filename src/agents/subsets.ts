@@ -1,6 +1,6 @@
 import { and, eq, sql } from "drizzle-orm";
 import { agents, workspaceMcpServers, workspaceSkills } from "../db/schema";
-import { db, parseJsonArray, type Db } from "../platform/db";
+import { type Db, db, parseJsonArray } from "../platform/db";
 import { nowIso } from "../platform/env";
 import { badRequest, notFound } from "../platform/problem";
 
@@ -11,8 +11,18 @@ import { badRequest, notFound } from "../platform/problem";
 export type SubsetKind = "skills" | "mcp_servers";
 
 const TABLES = {
-  skills: { installs: workspaceSkills, column: agents.skills, sqlColumn: sql.raw("skills"), sqlInstalls: sql.raw("workspace_skills") },
-  mcp_servers: { installs: workspaceMcpServers, column: agents.mcpServers, sqlColumn: sql.raw("mcp_servers"), sqlInstalls: sql.raw("workspace_mcp_servers") },
+  skills: {
+    installs: workspaceSkills,
+    column: agents.skills,
+    sqlColumn: sql.raw("skills"),
+    sqlInstalls: sql.raw("workspace_skills"),
+  },
+  mcp_servers: {
+    installs: workspaceMcpServers,
+    column: agents.mcpServers,
+    sqlColumn: sql.raw("mcp_servers"),
+    sqlInstalls: sql.raw("workspace_mcp_servers"),
+  },
 } as const;
 
 const NOUN: Record<SubsetKind, string> = { skills: "skill", mcp_servers: "MCP server" };
@@ -20,7 +30,12 @@ const NOUN: Record<SubsetKind, string> = { skills: "skill", mcp_servers: "MCP se
 export const uniqueSlugs = (slugs: readonly string[]): string[] => [...new Set(slugs)];
 
 /** 400 naming each slug that is not installed for the workspace. */
-export async function assertInstalled(env: Env, workspaceId: string, kind: SubsetKind, slugs: readonly string[]): Promise<void> {
+export async function assertInstalled(
+  env: Env,
+  workspaceId: string,
+  kind: SubsetKind,
+  slugs: readonly string[],
+): Promise<void> {
   if (slugs.length === 0) return;
   const { installs } = TABLES[kind];
   // The list travels as one JSON parameter: an IN list would bind one variable per slug,
@@ -28,11 +43,24 @@ export async function assertInstalled(env: Env, workspaceId: string, kind: Subse
   const rows = await db(env)
     .select({ slug: installs.slug })
     .from(installs)
-    .where(and(eq(installs.workspaceId, workspaceId), sql`${installs.slug} IN (SELECT value FROM json_each(${JSON.stringify(slugs)}))`));
+    .where(
+      and(
+        eq(installs.workspaceId, workspaceId),
+        sql`${installs.slug} IN (SELECT value FROM json_each(${JSON.stringify(slugs)}))`,
+      ),
+    );
   const installed = new Set(rows.map((r) => r.slug));
-  const errors = slugs.flatMap((s, i) => (installed.has(s) ? [] : [{ path: `${kind}.${i}`, message: `${NOUN[kind]} "${s}" is not installed for this workspace` }]));
+  const errors = slugs.flatMap((s, i) =>
+    installed.has(s)
+      ? []
+      : [{ path: `${kind}.${i}`, message: `${NOUN[kind]} "${s}" is not installed for this workspace` }],
+  );
   if (errors.length) {
-    throw badRequest(kind === "skills" ? "skill_not_installed" : "mcp_server_not_installed", errors[0]!.message, errors);
+    throw badRequest(
+      kind === "skills" ? "skill_not_installed" : "mcp_server_not_installed",
+      errors[0]!.message,
+      errors,
+    );
   }
 }
 
@@ -46,7 +74,8 @@ export function keepInstalledOnly(d: Db, agentId: string, kind: SubsetKind) {
   return d
     .update(agents)
     .set({
-      [kind === "skills" ? "skills" : "mcpServers"]: sql`(SELECT json_group_array(j.value) FROM json_each(agents.${sqlColumn}) j
+      [kind === "skills" ? "skills" : "mcpServers"]:
+        sql`(SELECT json_group_array(j.value) FROM json_each(agents.${sqlColumn}) j
         WHERE j.value IN (SELECT i.slug FROM ${sqlInstalls} i WHERE i.workspace_id = agents.workspace_id))`,
     })
     .where(eq(agents.id, agentId));
@@ -57,8 +86,16 @@ export function removeFromEverySubset(d: Db, workspaceId: string, kind: SubsetKi
   const { sqlColumn } = TABLES[kind];
   return d
     .update(agents)
-    .set({ [kind === "skills" ? "skills" : "mcpServers"]: sql`(SELECT json_group_array(j.value) FROM json_each(agents.${sqlColumn}) j WHERE j.value <> ${slug})` })
-    .where(and(eq(agents.workspaceId, workspaceId), sql`EXISTS (SELECT 1 FROM json_each(agents.${sqlColumn}) j WHERE j.value = ${slug})`))
+    .set({
+      [kind === "skills" ? "skills" : "mcpServers"]:
+        sql`(SELECT json_group_array(j.value) FROM json_each(agents.${sqlColumn}) j WHERE j.value <> ${slug})`,
+    })
+    .where(
+      and(
+        eq(agents.workspaceId, workspaceId),
+        sql`EXISTS (SELECT 1 FROM json_each(agents.${sqlColumn}) j WHERE j.value = ${slug})`,
+      ),
+    )
     .returning({ id: agents.id });
 }
 
@@ -91,7 +128,10 @@ export async function putSubset(
       .set({ [kind === "skills" ? "skills" : "mcpServers"]: JSON.stringify(list), updatedAt: nowIso() })
       .where(and(eq(agents.id, agentId), eq(agents.workspaceId, workspaceId))),
     keepInstalledOnly(d, agentId, kind),
-    d.select({ list: column }).from(agents).where(and(eq(agents.id, agentId), eq(agents.workspaceId, workspaceId))),
+    d
+      .select({ list: column })
+      .from(agents)
+      .where(and(eq(agents.id, agentId), eq(agents.workspaceId, workspaceId))),
   ]);
   if (!row) throw notFound("No such agent in this workspace");
   return { before, after: parseJsonArray(row.list) };

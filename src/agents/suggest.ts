@@ -22,7 +22,10 @@ const REDACTIONS: readonly [RegExp, string][] = [
   // credentials in URLs
   [/\b([a-z][a-z0-9+.-]*:\/\/)[^\s/@:]+:[^\s/@]+@/gi, "$1[redacted]@"],
   // well-known token shapes (this service's, cloud providers', chat and code hosts')
-  [/\b(?:svc_[a-z]+_|sk-|sk_live_|sk_test_|rk_live_|ghp_|gho_|ghs_|github_pat_|glpat-|xox[abprs]-|AKIA|ASIA|AIza)[A-Za-z0-9_-]{8,}/g, "[redacted]"],
+  [
+    /\b(?:svc_[a-z]+_|sk-|sk_live_|sk_test_|rk_live_|ghp_|gho_|ghs_|github_pat_|glpat-|xox[abprs]-|AKIA|ASIA|AIza)[A-Za-z0-9_-]{8,}/g,
+    "[redacted]",
+  ],
   [/\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}/g, "[redacted]"],
   [/-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----/g, "[redacted]"],
   // long random-looking strings (keys, hashes) with both letters and digits
@@ -88,7 +91,11 @@ function cleanDraft(text: string): string {
     .slice(0, 20_000);
 }
 
-export async function draftInstructions(model: LanguageModel, input: SuggestionInput, signal?: AbortSignal): Promise<string> {
+export async function draftInstructions(
+  model: LanguageModel,
+  input: SuggestionInput,
+  signal?: AbortSignal,
+): Promise<string> {
   let text: string;
   try {
     const result = await generateText({

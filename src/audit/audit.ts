@@ -37,7 +37,9 @@ export async function audit(c: Context<AppEnv>, input: AuditInput): Promise<void
   const caller = c.get("caller") as Caller | undefined;
   const workspaceId = input.workspaceId ?? caller?.workspace.id;
   if (!workspaceId) throw new Error(`audit event ${input.kind} has no workspace`);
-  const actor = input.actor ?? (caller ? { kind: ACTOR_KIND[caller.auth], id: caller.userId } : { kind: "system" as const, id: null });
+  const actor =
+    input.actor ??
+    (caller ? { kind: ACTOR_KIND[caller.auth], id: caller.userId } : { kind: "system" as const, id: null });
   const event: AppendEvent = {
     kind: input.kind,
     outcome: input.outcome ?? "success",
@@ -55,7 +57,15 @@ export async function audit(c: Context<AppEnv>, input: AuditInput): Promise<void
     await auditLog(c.env, workspaceId).append([event]);
   } catch (error) {
     // The state change is already committed: park the event rather than lose it.
-    console.error(JSON.stringify({ level: "error", msg: "audit append failed; event parked", request_id: c.get("requestId"), kind: input.kind, error: String(error) }));
+    console.error(
+      JSON.stringify({
+        level: "error",
+        msg: "audit append failed; event parked",
+        request_id: c.get("requestId"),
+        kind: input.kind,
+        error: String(error),
+      }),
+    );
     await parkEvent(c.env, workspaceId, event, error);
   }
 }

@@ -2,8 +2,8 @@ import { asc, eq, sql } from "drizzle-orm";
 import type { AppendEvent } from "../../durable-objects/audit-log/types";
 import { auditOutbox } from "../db/schema";
 import { db } from "../platform/db";
-import { newId } from "../platform/ids";
 import { nowIso } from "../platform/env";
+import { newId } from "../platform/ids";
 import { auditLog } from "./client";
 
 /**
@@ -42,7 +42,14 @@ export async function deliverOutbox(env: Env, limit = 500): Promise<number> {
       await d.delete(auditOutbox).where(idIn(ids)).run();
       delivered += ids.length;
     } catch (e) {
-      console.error(JSON.stringify({ level: "error", msg: "audit outbox delivery failed", workspace_id: workspaceId, error: String(e) }));
+      console.error(
+        JSON.stringify({
+          level: "error",
+          msg: "audit outbox delivery failed",
+          workspace_id: workspaceId,
+          error: String(e),
+        }),
+      );
       await d
         .update(auditOutbox)
         .set({ attempts: sql`${auditOutbox.attempts} + 1`, lastError: String(e).slice(0, 500) })
@@ -54,6 +61,10 @@ export async function deliverOutbox(env: Env, limit = 500): Promise<number> {
 }
 
 export async function parkedCount(env: Env, workspaceId: string): Promise<number> {
-  const row = await db(env).select({ n: sql<number>`count(*)` }).from(auditOutbox).where(eq(auditOutbox.workspaceId, workspaceId)).get();
+  const row = await db(env)
+    .select({ n: sql<number>`count(*)` })
+    .from(auditOutbox)
+    .where(eq(auditOutbox.workspaceId, workspaceId))
+    .get();
   return row?.n ?? 0;
 }

@@ -38,7 +38,14 @@ export const AUDIT_DETAIL_FIELDS: Readonly<Record<string, readonly string[]>> = 
   "mcp.install": ["slug", "changed"],
   "mcp.uninstall": ["slug", "changed", "agents_updated"],
   // OAuth authorization server
-  "oauth.client.register": ["client_id", "client_name", "redirect_uris", "scope", "token_endpoint_auth_method", "grant_types"],
+  "oauth.client.register": [
+    "client_id",
+    "client_name",
+    "redirect_uris",
+    "scope",
+    "token_endpoint_auth_method",
+    "grant_types",
+  ],
   "oauth.client.update": ["client_id", "client_name", "redirect_uris", "scope"],
   "oauth.client.delete": ["client_id", "revoked_grants"],
   "oauth.consent.grant": ["client_id", "client_name", "scopes"],
@@ -54,6 +61,7 @@ export function allowedDetails(kind: string, details: Record<string, unknown> | 
   if (!allowed || !details) return {};
   const out: JsonObject = {};
   // A JSON round trip keeps only plain data (no functions, dates become strings).
-  for (const key of allowed) if (details[key] !== undefined) out[key] = JSON.parse(JSON.stringify(details[key])) as Json;
+  for (const key of allowed)
+    if (details[key] !== undefined) out[key] = JSON.parse(JSON.stringify(details[key])) as Json;
   return out;
 }

@@ -12,7 +12,10 @@ auditRouter.openapi(
     tags: ["Audit"],
     summary: "List audit events, newest first",
     request: { query: AuditQuerySchema },
-    responses: { 200: jsonResponse(AuditListSchema, "One page of events and the unpaginated total"), 400: problemResponse("Malformed query") },
+    responses: {
+      200: jsonResponse(AuditListSchema, "One page of events and the unpaginated total"),
+      400: problemResponse("Malformed query"),
+    },
   }),
   async (c) => {
     const q = c.req.valid("query");
@@ -28,7 +31,15 @@ auditRouter.openapi(
       },
       { page: q.page, pageSize: q.page_size },
     );
-    return c.json({ events: events.map((e) => ({ ...e, details: JSON.parse(e.details) as Record<string, unknown> })), total, page: q.page, page_size: q.page_size }, 200);
+    return c.json(
+      {
+        events: events.map((e) => ({ ...e, details: JSON.parse(e.details) as Record<string, unknown> })),
+        total,
+        page: q.page,
+        page_size: q.page_size,
+      },
+      200,
+    );
   },
 );
 
@@ -40,7 +51,10 @@ auditRouter.openapi(
     summary: "Verify the hash chain of the most recent entries",
     description: "Walks the last `limit` entries in ascending order, anchored on the entry just before the first.",
     request: { query: VerifyQuerySchema },
-    responses: { 200: jsonResponse(VerifyResultSchema, "The verification result"), 400: problemResponse("Malformed query") },
+    responses: {
+      200: jsonResponse(VerifyResultSchema, "The verification result"),
+      400: problemResponse("Malformed query"),
+    },
   }),
   async (c) => c.json(await auditLog(c.env, c.var.caller.workspace.id).verify(c.req.valid("query").limit), 200),
 );

@@ -9,20 +9,54 @@ const clampedInt = (def: number, min: number, max: number) =>
     .transform((s) => (s === undefined ? def : Math.min(max, Math.max(min, Number(s)))));
 
 export const AuditQuerySchema = z.object({
-  page: clampedInt(1, 1, Number.MAX_SAFE_INTEGER).openapi({ param: { name: "page", in: "query" }, type: "integer", description: "1-based page, default 1" }),
-  page_size: clampedInt(50, 1, 200).openapi({ param: { name: "page_size", in: "query" }, type: "integer", description: "Default 50, clamped to 1-200" }),
+  page: clampedInt(1, 1, Number.MAX_SAFE_INTEGER).openapi({
+    param: { name: "page", in: "query" },
+    type: "integer",
+    description: "1-based page, default 1",
+  }),
+  page_size: clampedInt(50, 1, 200).openapi({
+    param: { name: "page_size", in: "query" },
+    type: "integer",
+    description: "Default 50, clamped to 1-200",
+  }),
   days: z
     .string()
     .regex(/^-?\d{1,18}$/, "must be an integer")
     .optional()
     .transform((s) => (s === undefined ? 90 : Number(s)))
-    .openapi({ param: { name: "days", in: "query" }, type: "integer", description: "Lookback in days, default 90; 0 or negative means all time" }),
-  kind: z.string().max(100).optional().openapi({ param: { name: "kind", in: "query" } }),
-  outcome: z.string().max(20).optional().openapi({ param: { name: "outcome", in: "query" } }),
-  actor_kind: z.string().max(20).optional().openapi({ param: { name: "actor_kind", in: "query" } }),
-  agent_id: z.uuid().optional().openapi({ param: { name: "agent_id", in: "query" } }),
-  conversation_id: z.uuid().optional().openapi({ param: { name: "conversation_id", in: "query" } }),
-  q: z.string().max(200).optional().openapi({ param: { name: "q", in: "query" }, description: "Case-insensitive substring of target or intent" }),
+    .openapi({
+      param: { name: "days", in: "query" },
+      type: "integer",
+      description: "Lookback in days, default 90; 0 or negative means all time",
+    }),
+  kind: z
+    .string()
+    .max(100)
+    .optional()
+    .openapi({ param: { name: "kind", in: "query" } }),
+  outcome: z
+    .string()
+    .max(20)
+    .optional()
+    .openapi({ param: { name: "outcome", in: "query" } }),
+  actor_kind: z
+    .string()
+    .max(20)
+    .optional()
+    .openapi({ param: { name: "actor_kind", in: "query" } }),
+  agent_id: z
+    .uuid()
+    .optional()
+    .openapi({ param: { name: "agent_id", in: "query" } }),
+  conversation_id: z
+    .uuid()
+    .optional()
+    .openapi({ param: { name: "conversation_id", in: "query" } }),
+  q: z
+    .string()
+    .max(200)
+    .optional()
+    .openapi({ param: { name: "q", in: "query" }, description: "Case-insensitive substring of target or intent" }),
 });
 
 export const AuditEventSchema = z
@@ -46,11 +80,20 @@ export const AuditEventSchema = z
   .openapi("AuditEvent");
 
 export const AuditListSchema = z
-  .object({ events: z.array(AuditEventSchema), total: z.number().int(), page: z.number().int(), page_size: z.number().int() })
+  .object({
+    events: z.array(AuditEventSchema),
+    total: z.number().int(),
+    page: z.number().int(),
+    page_size: z.number().int(),
+  })
   .openapi("AuditEventList");
 
 export const VerifyQuerySchema = z.object({
-  limit: clampedInt(10_000, 1, 100_000).openapi({ param: { name: "limit", in: "query" }, type: "integer", description: "Default 10000, clamped to 1-100000" }),
+  limit: clampedInt(10_000, 1, 100_000).openapi({
+    param: { name: "limit", in: "query" },
+    type: "integer",
+    description: "Default 10000, clamped to 1-100000",
+  }),
 });
 
 export const VerifyResultSchema = z

@@ -1,8 +1,8 @@
 import type { MiddlewareHandler } from "hono";
 import { getCookie } from "hono/cookie";
 import { audit } from "../audit/audit";
+import { type AppEnv, baseUrl } from "../platform/env";
 import { ApiError } from "../platform/problem";
-import { baseUrl, type AppEnv } from "../platform/env";
 import { isAdmin } from "./caller";
 import { resolveBearer, resolveSession, SESSION_COOKIE } from "./resolve";
 import type { Scope } from "./scopes";
@@ -28,7 +28,8 @@ export const authenticate: MiddlewareHandler<AppEnv> = async (c, next) => {
   if (header !== undefined) {
     const match = /^Bearer[ ]+([\x21-\x7e]+)[ ]*$/i.exec(header);
     if (match?.[1]) resolved = await resolveBearer(c.env, match[1]);
-    if (!resolved) throw unauthorized(c.env, c.req.url, "The access token is missing, malformed, unknown, expired or revoked", true);
+    if (!resolved)
+      throw unauthorized(c.env, c.req.url, "The access token is missing, malformed, unknown, expired or revoked", true);
   } else {
     const cookie = getCookie(c, SESSION_COOKIE);
     if (cookie) resolved = await resolveSession(c.env, cookie);

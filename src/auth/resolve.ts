@@ -66,7 +66,12 @@ export type CallerRow = {
 };
 
 /** A caller from a credential row; effective scopes are `tokenScopes` ∩ the role's ceiling. */
-export function toCaller(auth: Caller["auth"], row: CallerRow, tokenScopes: readonly string[], extra: Partial<Caller> = {}): Caller {
+export function toCaller(
+  auth: Caller["auth"],
+  row: CallerRow,
+  tokenScopes: readonly string[],
+  extra: Partial<Caller> = {},
+): Caller {
   return {
     auth,
     credentialId: row.id,
@@ -84,7 +89,8 @@ const expired = (expiresAt: string | null, now: number) => expiresAt !== null &&
 
 /** `last_used_at` is written at most once a minute per credential. */
 const TOUCH_INTERVAL_MS = 60_000;
-const stale = (lastUsedAt: string | null, now: number) => !lastUsedAt || now - Date.parse(lastUsedAt) >= TOUCH_INTERVAL_MS;
+const stale = (lastUsedAt: string | null, now: number) =>
+  !lastUsedAt || now - Date.parse(lastUsedAt) >= TOUCH_INTERVAL_MS;
 
 export type Resolved = { caller: Caller; touch?: () => Promise<unknown> };
 
@@ -103,7 +109,9 @@ registerBearerKind(PAT_PREFIX, async (env, token, now) => {
   if (!row || expired(row.expiresAt, now)) return null;
   return {
     caller: toCaller("pat", row, parseJsonArray(row.scopes)),
-    touch: stale(row.lastUsedAt, now) ? () => s.touchPat.run({ id: row.id, now: new Date(now).toISOString() }) : undefined,
+    touch: stale(row.lastUsedAt, now)
+      ? () => s.touchPat.run({ id: row.id, now: new Date(now).toISOString() })
+      : undefined,
   };
 });
 
@@ -120,6 +128,8 @@ export async function resolveSession(env: Env, cookieValue: string, now = Date.n
   if (!row || expired(row.expiresAt, now)) return null;
   return {
     caller: toCaller("session", row, DEFAULT_GRANT),
-    touch: stale(row.lastUsedAt, now) ? () => s.touchSession.run({ id: row.id, now: new Date(now).toISOString() }) : undefined,
+    touch: stale(row.lastUsedAt, now)
+      ? () => s.touchSession.run({ id: row.id, now: new Date(now).toISOString() })
+      : undefined,
   };
 }

@@ -14,7 +14,8 @@ async function resolvePat(c: Context<AppEnv>, token: string | null): Promise<voi
   if (!token) throw forbidden("pat_required", "A personal access token (svc_pat_…) is required");
   const resolved = await resolveBearer(c.env, token);
   if (!resolved) throw forbidden("invalid_token", "The personal access token is unknown, expired or revoked");
-  if (resolved.caller.auth !== "pat") throw forbidden("pat_required", "The local-browser routes accept a personal access token only");
+  if (resolved.caller.auth !== "pat")
+    throw forbidden("pat_required", "The local-browser routes accept a personal access token only");
   if (resolved.touch) {
     const touch = resolved.touch;
     c.executionCtx.waitUntil(touch().catch((e) => console.error("last_used_at update failed", e)));

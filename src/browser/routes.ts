@@ -9,7 +9,8 @@ import { askBrowser, connectBrowser, liveConnection, MAX_ASK_STEPS } from "./ser
 
 export const browserRouter = createRouter();
 
-const patOnly = "Personal access token only: an OAuth access token or a session is refused with 403, as is a missing, unknown, expired or revoked token.";
+const patOnly =
+  "Personal access token only: an OAuth access token or a session is refused with 403, as is a missing, unknown, expired or revoked token.";
 
 browserRouter.openapi(
   createRoute({
@@ -23,7 +24,7 @@ browserRouter.openapi(
       patOnly,
       "A newer connection of the same user replaces the older one, which is closed with code",
       `${CLOSE.replaced}. Frames are JSON text (decisions.md, Note D): the server sends \`{ id, method, params }\``,
-      "and the extension answers `{ type: \"success\", id, result }` or `{ type: \"error\", id, error, message }`.",
+      'and the extension answers `{ type: "success", id, result }` or `{ type: "error", id, error, message }`.',
       `Liveness: the text frame \`${PING_FRAME}\` is answered with \`${PONG_FRAME}\`.`,
       `Bounds: frames of at most ${LIMITS.maxFrameChars} characters, text only; at most ${LIMITS.maxFramesPerWindow} frames`,
       `per ${LIMITS.rateWindowMs / 1000} s beyond the replies to the server's commands (else the socket is closed with ${CLOSE.policy});`,
@@ -52,7 +53,11 @@ browserRouter.openapi(
       details: { token_id: caller.credentialId },
     });
     const protocol = patSubprotocol(c.req.header("Sec-WebSocket-Protocol"));
-    return new Response(null, { status: 101, webSocket: response.webSocket, headers: protocol ? { "Sec-WebSocket-Protocol": protocol } : {} });
+    return new Response(null, {
+      status: 101,
+      webSocket: response.webSocket,
+      headers: protocol ? { "Sec-WebSocket-Protocol": protocol } : {},
+    });
   },
 );
 
@@ -95,7 +100,10 @@ browserRouter.openapi(
         subjectUserId: caller.userId,
         details: { finish: "not_connected", steps: 0 },
       });
-      throw forbidden("browser_not_connected", "Your browser is not connected: start the extension (or the bridge) and try again");
+      throw forbidden(
+        "browser_not_connected",
+        "Your browser is not connected: start the extension (or the bridge) and try again",
+      );
     }
     const outcome = await askBrowser(c.env, caller, body);
     await audit(c, {

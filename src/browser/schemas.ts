@@ -25,7 +25,11 @@ export type AskRequest = z.infer<typeof AskRequestSchema>;
 export const AskReplySchema = z
   .object({
     reply: z.string().openapi({ description: "The agent's answer, or a plain account of why the turn ended early" }),
-    steps: z.number().int().min(0).openapi({ description: "Model steps the turn took (each step may run browser commands)" }),
+    steps: z
+      .number()
+      .int()
+      .min(0)
+      .openapi({ description: "Model steps the turn took (each step may run browser commands)" }),
   })
   .openapi("BrowserAskReply");
 export type AskReply = z.infer<typeof AskReplySchema>;

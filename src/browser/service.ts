@@ -1,7 +1,11 @@
 import { generateText, isStepCount, type LanguageModel } from "ai";
 import { and, eq, isNull, sql } from "drizzle-orm";
-import { CONNECTION_META_HEADER, type ConnectionInfo, type ConnectionMeta } from "../../durable-objects/browser-session";
-import { LIMITS, type CommandOutcome, type Method } from "../../durable-objects/protocol";
+import {
+  CONNECTION_META_HEADER,
+  type ConnectionInfo,
+  type ConnectionMeta,
+} from "../../durable-objects/browser-session";
+import { type CommandOutcome, LIMITS, type Method } from "../../durable-objects/protocol";
 import { registerEraseStep } from "../admin/erasure";
 import type { AgentRow } from "../agents/schemas";
 import { listAgents } from "../agents/service";
@@ -15,7 +19,7 @@ import { ApiError, badRequest, notFound } from "../platform/problem";
 import { browserSession } from "./client";
 import { BROWSER_PROMPT } from "./prompt";
 import { ASK_TIMEOUT, type AskRequest } from "./schemas";
-import { BrowserCommandError, computerTools, type BrowserTurn } from "./tools";
+import { BrowserCommandError, type BrowserTurn, computerTools } from "./tools";
 
 /** Model steps one ask may take (each step may run browser commands). */
 export const MAX_ASK_STEPS = 12;
@@ -25,7 +29,12 @@ export const MAX_ASK_STEPS = 12;
  * and the id of the new connection.
  */
 export async function connectBrowser(env: Env, caller: Caller): Promise<{ response: Response; connectionId: string }> {
-  const meta: ConnectionMeta = { userId: caller.userId, workspaceId: caller.workspace.id, tokenId: caller.credentialId, connectionId: newId() };
+  const meta: ConnectionMeta = {
+    userId: caller.userId,
+    workspaceId: caller.workspace.id,
+    tokenId: caller.credentialId,
+    connectionId: newId(),
+  };
   const response = await browserSession(env, caller.userId).fetch("https://browser-session/connect", {
     headers: { Upgrade: "websocket", [CONNECTION_META_HEADER]: JSON.stringify(meta) },
   });
@@ -62,7 +71,9 @@ export async function liveConnection(env: Env, caller: Caller): Promise<Connecti
 
 async function pickAgent(env: Env, workspaceId: string, slug: string | undefined): Promise<AgentRow> {
   const agents = await listAgents(env, workspaceId);
-  const agent = slug ? agents.find((a) => a.slug === slug || a.aliases.includes(slug)) : agents.find((a) => a.is_default);
+  const agent = slug
+    ? agents.find((a) => a.slug === slug || a.aliases.includes(slug))
+    : agents.find((a) => a.is_default);
   if (!agent) throw notFound(slug ? `No agent @${slug} in this workspace` : "The workspace has no default agent");
   if (agent.status !== "enabled") throw badRequest("agent_disabled", `The agent @${agent.slug} is disabled`);
   return agent;
@@ -93,12 +104,21 @@ const DISCONNECTED = new Set(["disconnected", "not connected"]);
 function failureReply(e: BrowserCommandError): { reply: string; finish: AskFinish } {
   const { method, outcome } = e;
   if (DISCONNECTED.has(outcome.error)) {
-    return { finish: "disconnected", reply: `Your browser disconnected while running ${method}, so I stopped. Reconnect the extension and ask again.` };
+    return {
+      finish: "disconnected",
+      reply: `Your browser disconnected while running ${method}, so I stopped. Reconnect the extension and ask again.`,
+    };
   }
   if (outcome.error === "timeout") {
-    return { finish: "tool_failed", reply: `Your browser did not answer ${method} in time, so I stopped. ${outcome.message}` };
+    return {
+      finish: "tool_failed",
+      reply: `Your browser did not answer ${method} in time, so I stopped. ${outcome.message}`,
+    };
   }
-  return { finish: "tool_failed", reply: `The browser could not run ${method} (${outcome.error}: ${outcome.message}), so I stopped.` };
+  return {
+    finish: "tool_failed",
+    reply: `The browser could not run ${method} (${outcome.error}: ${outcome.message}), so I stopped.`,
+  };
 }
 
 /**
@@ -117,7 +137,9 @@ export async function askBrowser(env: Env, caller: Caller, input: AskRequest, de
   const abort = new AbortController();
   const timer = setTimeout(() => abort.abort(new Error("deadline")), timeoutMs);
   const aborted = new Promise<CommandOutcome>((resolve) =>
-    abort.signal.addEventListener("abort", () => resolve({ ok: false, error: "timeout", message: `The ask deadline of ${timeoutMs} ms passed` })),
+    abort.signal.addEventListener("abort", () =>
+      resolve({ ok: false, error: "timeout", message: `The ask deadline of ${timeoutMs} ms passed` }),
+    ),
   );
 
   const browser = browserSession(env, caller.userId);
@@ -131,7 +153,14 @@ export async function askBrowser(env: Env, caller: Caller, input: AskRequest, de
     return Promise.race([browser.command(method, params, Math.min(LIMITS.defaultTimeoutMs, remaining)), aborted]);
   };
 
-  const finish = (reply: string, why: AskFinish): AskOutcome => ({ reply, steps, agent, finish: why, methods, durationMs: Date.now() - started });
+  const finish = (reply: string, why: AskFinish): AskOutcome => ({
+    reply,
+    steps,
+    agent,
+    finish: why,
+    methods,
+    durationMs: Date.now() - started,
+  });
   try {
     const result = await generateText({
       model,
@@ -154,11 +183,18 @@ export async function askBrowser(env: Env, caller: Caller, input: AskRequest, de
     }
     const text = result.text.trim();
     if (result.finishReason === "tool-calls" || !text) {
-      return finish(text || `I stopped after ${steps} steps without finishing the task; try a narrower request.`, "step_limit");
+      return finish(
+        text || `I stopped after ${steps} steps without finishing the task; try a narrower request.`,
+        "step_limit",
+      );
     }
     return finish(text, "answered");
   } catch (e) {
-    if (abort.signal.aborted) return finish(`I ran out of time after ${Math.round(timeoutMs / 1000)} s and stopped before finishing the task.`, "deadline");
+    if (abort.signal.aborted)
+      return finish(
+        `I ran out of time after ${Math.round(timeoutMs / 1000)} s and stopped before finishing the task.`,
+        "deadline",
+      );
     if (failure) {
       const f = failureReply(failure);
       return finish(f.reply, f.finish);

@@ -1,6 +1,6 @@
-import { tool, type ToolSet } from "ai";
+import { type ToolSet, tool } from "ai";
 import type { z } from "zod";
-import { METHODS, PARAMS, type CommandOutcome, type Method } from "../../durable-objects/protocol";
+import { type CommandOutcome, METHODS, type Method, PARAMS } from "../../durable-objects/protocol";
 import type { Scope } from "../auth/scopes";
 
 /**
@@ -73,7 +73,9 @@ export function computerTools(turn: BrowserTurn, run: CommandRunner): ToolSet {
         inputSchema,
         execute: async (input) => {
           const { text } = (await call(method, input)) as { text: string };
-          return text.length > READ_TEXT_LIMIT ? { text: text.slice(0, READ_TEXT_LIMIT), truncated: true } : { text, truncated: false };
+          return text.length > READ_TEXT_LIMIT
+            ? { text: text.slice(0, READ_TEXT_LIMIT), truncated: true }
+            : { text, truncated: false };
         },
       });
     } else {

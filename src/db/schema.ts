@@ -24,7 +24,9 @@ export const workspaces = sqliteTable("workspaces", {
  */
 export const emailSlugs = sqliteTable("email_slugs", {
   slug: text("slug").primaryKey(),
-  workspaceId: text("workspace_id").notNull().references(() => workspaces.id),
+  workspaceId: text("workspace_id")
+    .notNull()
+    .references(() => workspaces.id),
   routesUntil: text("routes_until"),
   createdAt: createdAt(),
 });
@@ -33,7 +35,9 @@ export const users = sqliteTable(
   "users",
   {
     id: text("id").primaryKey(),
-    workspaceId: text("workspace_id").notNull().references(() => workspaces.id),
+    workspaceId: text("workspace_id")
+      .notNull()
+      .references(() => workspaces.id),
     /** Sign-in name, unique across the service; null once the user is erased. */
     email: text("email").unique(),
     name: text("name"),
@@ -50,8 +54,12 @@ export const apiTokens = sqliteTable(
   "api_tokens",
   {
     id: text("id").primaryKey(),
-    workspaceId: text("workspace_id").notNull().references(() => workspaces.id),
-    userId: text("user_id").notNull().references(() => users.id),
+    workspaceId: text("workspace_id")
+      .notNull()
+      .references(() => workspaces.id),
+    userId: text("user_id")
+      .notNull()
+      .references(() => users.id),
     name: text("name").notNull(),
     tokenHash: text("token_hash").notNull().unique(),
     /** JSON array of scope strings. */
@@ -69,8 +77,12 @@ export const sessions = sqliteTable(
   "sessions",
   {
     id: text("id").primaryKey(),
-    workspaceId: text("workspace_id").notNull().references(() => workspaces.id),
-    userId: text("user_id").notNull().references(() => users.id),
+    workspaceId: text("workspace_id")
+      .notNull()
+      .references(() => workspaces.id),
+    userId: text("user_id")
+      .notNull()
+      .references(() => users.id),
     tokenHash: text("token_hash").notNull().unique(),
     createdAt: createdAt(),
     expiresAt: text("expires_at").notNull(),
@@ -84,7 +96,9 @@ export const agents = sqliteTable(
   "agents",
   {
     id: text("id").primaryKey(),
-    workspaceId: text("workspace_id").notNull().references(() => workspaces.id),
+    workspaceId: text("workspace_id")
+      .notNull()
+      .references(() => workspaces.id),
     slug: text("slug").notNull(),
     displayName: text("display_name").notNull(),
     description: text("description"),
@@ -121,9 +135,13 @@ export const agents = sqliteTable(
 export const agentHandles = sqliteTable(
   "agent_handles",
   {
-    workspaceId: text("workspace_id").notNull().references(() => workspaces.id),
+    workspaceId: text("workspace_id")
+      .notNull()
+      .references(() => workspaces.id),
     handle: text("handle").notNull(),
-    agentId: text("agent_id").notNull().references(() => agents.id),
+    agentId: text("agent_id")
+      .notNull()
+      .references(() => agents.id),
   },
   (t) => [primaryKey({ columns: [t.workspaceId, t.handle] }), index("agent_handles_agent_idx").on(t.agentId)],
 );
@@ -142,8 +160,12 @@ export const skills = sqliteTable("skills", {
 export const workspaceSkills = sqliteTable(
   "workspace_skills",
   {
-    workspaceId: text("workspace_id").notNull().references(() => workspaces.id),
-    slug: text("slug").notNull().references(() => skills.slug),
+    workspaceId: text("workspace_id")
+      .notNull()
+      .references(() => workspaces.id),
+    slug: text("slug")
+      .notNull()
+      .references(() => skills.slug),
     installedAt: text("installed_at").notNull(),
   },
   (t) => [primaryKey({ columns: [t.workspaceId, t.slug] })],
@@ -165,7 +187,9 @@ export const mcpServers = sqliteTable("mcp_servers", {
 export const workspaceMcpServers = sqliteTable(
   "workspace_mcp_servers",
   {
-    workspaceId: text("workspace_id").notNull().references(() => workspaces.id),
+    workspaceId: text("workspace_id")
+      .notNull()
+      .references(() => workspaces.id),
     slug: text("slug").notNull(),
     installedAt: text("installed_at").notNull(),
   },
@@ -212,9 +236,15 @@ export const oauthConsents = sqliteTable(
   "oauth_consents",
   {
     id: text("id").primaryKey(),
-    workspaceId: text("workspace_id").notNull().references(() => workspaces.id),
-    userId: text("user_id").notNull().references(() => users.id),
-    clientId: text("client_id").notNull().references(() => oauthClients.clientId),
+    workspaceId: text("workspace_id")
+      .notNull()
+      .references(() => workspaces.id),
+    userId: text("user_id")
+      .notNull()
+      .references(() => users.id),
+    clientId: text("client_id")
+      .notNull()
+      .references(() => oauthClients.clientId),
     /** JSON array of scope strings. */
     scopes: text("scopes").notNull(),
     createdAt: createdAt(),
@@ -229,9 +259,15 @@ export const oauthCodes = sqliteTable(
   {
     id: text("id").primaryKey(),
     codeHash: text("code_hash").notNull().unique(),
-    clientId: text("client_id").notNull().references(() => oauthClients.clientId),
-    workspaceId: text("workspace_id").notNull().references(() => workspaces.id),
-    userId: text("user_id").notNull().references(() => users.id),
+    clientId: text("client_id")
+      .notNull()
+      .references(() => oauthClients.clientId),
+    workspaceId: text("workspace_id")
+      .notNull()
+      .references(() => workspaces.id),
+    userId: text("user_id")
+      .notNull()
+      .references(() => users.id),
     redirectUri: text("redirect_uri").notNull(),
     scopes: text("scopes").notNull(),
     /** base64url(SHA-256(code_verifier)). */
@@ -250,9 +286,15 @@ export const oauthGrants = sqliteTable(
   "oauth_grants",
   {
     id: text("id").primaryKey(),
-    workspaceId: text("workspace_id").notNull().references(() => workspaces.id),
-    userId: text("user_id").notNull().references(() => users.id),
-    clientId: text("client_id").notNull().references(() => oauthClients.clientId),
+    workspaceId: text("workspace_id")
+      .notNull()
+      .references(() => workspaces.id),
+    userId: text("user_id")
+      .notNull()
+      .references(() => users.id),
+    clientId: text("client_id")
+      .notNull()
+      .references(() => oauthClients.clientId),
     /** JSON array of the scopes granted at authorize; kept by every rotation. */
     scopes: text("scopes").notNull(),
     createdAt: createdAt(),
@@ -268,7 +310,9 @@ export const oauthTokens = sqliteTable(
   "oauth_tokens",
   {
     id: text("id").primaryKey(),
-    grantId: text("grant_id").notNull().references(() => oauthGrants.id),
+    grantId: text("grant_id")
+      .notNull()
+      .references(() => oauthGrants.id),
     kind: text("kind", { enum: ["access", "refresh"] }).notNull(),
     tokenHash: text("token_hash").notNull().unique(),
     createdAt: createdAt(),

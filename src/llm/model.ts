@@ -28,7 +28,10 @@ export function languageModel(env: Env, modelId?: string | null): LanguageModel 
  * The model an agent runs on, mapped from its `runtime_profile` and `model` to the
  * configured provider's id (see `models.ts`), or null when no provider is configured.
  */
-export function agentLanguageModel(env: Env, agent: { runtime_profile: string; model?: string | null }): LanguageModel | null {
+export function agentLanguageModel(
+  env: Env,
+  agent: { runtime_profile: string; model?: string | null },
+): LanguageModel | null {
   if (env.LLM_BASE_URL) {
     // The endpoint's own model names are the operator's business: an agent without a
     // model pin uses LLM_MODEL when set.

@@ -10,12 +10,36 @@ export type ModelInfo = { slug: string; workersAi: string; description: string }
 export type RuntimeProfile = { slug: string; description: string; defaultModel: string; models: readonly ModelInfo[] };
 
 const MODELS = {
-  "gpt-oss-120b": { slug: "gpt-oss-120b", workersAi: "@cf/openai/gpt-oss-120b", description: "Open-weight general model with strong tool use" },
-  "gpt-oss-20b": { slug: "gpt-oss-20b", workersAi: "@cf/openai/gpt-oss-20b", description: "Smaller, faster open-weight general model" },
-  "llama-3.3-70b": { slug: "llama-3.3-70b", workersAi: "@cf/meta/llama-3.3-70b-instruct-fp8-fast", description: "Meta Llama 3.3 70B instruct" },
-  "llama-3.1-8b": { slug: "llama-3.1-8b", workersAi: "@cf/meta/llama-3.1-8b-instruct-fast", description: "Meta Llama 3.1 8B instruct, lowest latency" },
-  "qwen3-30b": { slug: "qwen3-30b", workersAi: "@cf/qwen/qwen3-30b-a3b-fp8", description: "Qwen3 30B mixture-of-experts" },
-  "deepseek-r1-32b": { slug: "deepseek-r1-32b", workersAi: "@cf/deepseek-ai/deepseek-r1-distill-qwen-32b", description: "DeepSeek R1 distilled reasoning model" },
+  "gpt-oss-120b": {
+    slug: "gpt-oss-120b",
+    workersAi: "@cf/openai/gpt-oss-120b",
+    description: "Open-weight general model with strong tool use",
+  },
+  "gpt-oss-20b": {
+    slug: "gpt-oss-20b",
+    workersAi: "@cf/openai/gpt-oss-20b",
+    description: "Smaller, faster open-weight general model",
+  },
+  "llama-3.3-70b": {
+    slug: "llama-3.3-70b",
+    workersAi: "@cf/meta/llama-3.3-70b-instruct-fp8-fast",
+    description: "Meta Llama 3.3 70B instruct",
+  },
+  "llama-3.1-8b": {
+    slug: "llama-3.1-8b",
+    workersAi: "@cf/meta/llama-3.1-8b-instruct-fast",
+    description: "Meta Llama 3.1 8B instruct, lowest latency",
+  },
+  "qwen3-30b": {
+    slug: "qwen3-30b",
+    workersAi: "@cf/qwen/qwen3-30b-a3b-fp8",
+    description: "Qwen3 30B mixture-of-experts",
+  },
+  "deepseek-r1-32b": {
+    slug: "deepseek-r1-32b",
+    workersAi: "@cf/deepseek-ai/deepseek-r1-distill-qwen-32b",
+    description: "DeepSeek R1 distilled reasoning model",
+  },
   "qwq-32b": { slug: "qwq-32b", workersAi: "@cf/qwen/qwq-32b", description: "Qwen QwQ reasoning model" },
 } as const satisfies Record<string, ModelInfo>;
 
@@ -58,6 +82,9 @@ export function effectiveModel(profile: string, model: string | null | undefined
 /** A one-line description of the profile table, for the OpenAPI document. */
 export function describeRuntimeProfiles(): string {
   return Object.values(RUNTIME_PROFILES)
-    .map((p) => `\`${p.slug}\` (${p.description}): ${p.models.map((m) => `\`${m.slug}\``).join(", ")}; default \`${p.defaultModel}\``)
+    .map(
+      (p) =>
+        `\`${p.slug}\` (${p.description}): ${p.models.map((m) => `\`${m.slug}\``).join(", ")}; default \`${p.defaultModel}\``,
+    )
     .join(". ");
 }

@@ -10,7 +10,10 @@ export type PromptContext = {
   sections?: readonly string[];
 };
 
-export type PromptAgent = Pick<AgentRow, "slug" | "display_name" | "instructions" | "tone" | "verbosity" | "cautions" | "languages">;
+export type PromptAgent = Pick<
+  AgentRow,
+  "slug" | "display_name" | "instructions" | "tone" | "verbosity" | "cautions" | "languages"
+>;
 
 /** The platform's rules, first in every prompt; the agent's instructions refine them, never replace them. */
 export const PLATFORM_BASELINE =
@@ -56,7 +59,11 @@ function languageLine(languages: readonly string[]): string | null {
  * by a blank line.
  */
 export function composeSystemPrompt(agent: PromptAgent, context: PromptContext = {}): string {
-  const baseline = [identityLine(agent, context), PLATFORM_BASELINE, context.today ? `Today is ${context.today}.` : null]
+  const baseline = [
+    identityLine(agent, context),
+    PLATFORM_BASELINE,
+    context.today ? `Today is ${context.today}.` : null,
+  ]
     .filter(Boolean)
     .join(" ");
   const instructions = agent.instructions?.trim() || null;

@@ -1,19 +1,19 @@
-import { Hono, type Context } from "hono";
+import { type Context, Hono } from "hono";
 import { getCookie } from "hono/cookie";
 import { audit } from "../audit/audit";
 import { resolveSession, SESSION_COOKIE } from "../auth/resolve";
 import { isScope, roleCeiling } from "../auth/scopes";
-import { baseUrl, type AppEnv } from "../platform/env";
+import { type AppEnv, baseUrl } from "../platform/env";
 import { PAGE_HEADERS } from "../platform/pages";
 import {
   AUTHORIZE_PARAMS,
+  type AuthorizeRequest,
   authorizationRedirect,
   checkAuthorizeRequest,
   consentCovers,
   consentCsrfToken,
   consentCsrfValid,
   recordConsent,
-  type AuthorizeRequest,
 } from "./authorize";
 import { AuthorizeErrorPage, ConsentPage, ContinuePage, SCOPE_TEXT } from "./pages";
 import { issueCode } from "./tokens";
@@ -25,11 +25,24 @@ type Ctx = Context<AppEnv>;
 type Session = { secret: string; caller: AppEnv["Variables"]["caller"] };
 
 authorizeRouter.onError((err, c) => {
-  console.error(JSON.stringify({ level: "error", request_id: c.get("requestId"), path: c.req.path, error: String(err), stack: (err as Error)?.stack }));
-  return c.html(<AuthorizeErrorPage message="Something went wrong on our side. Please try again." />, 500, PAGE_HEADERS);
+  console.error(
+    JSON.stringify({
+      level: "error",
+      request_id: c.get("requestId"),
+      path: c.req.path,
+      error: String(err),
+      stack: (err as Error)?.stack,
+    }),
+  );
+  return c.html(
+    <AuthorizeErrorPage message="Something went wrong on our side. Please try again." />,
+    500,
+    PAGE_HEADERS,
+  );
 });
 
-const errorPage = (c: Ctx, status: 400 | 403, message: string) => c.html(<AuthorizeErrorPage message={message} />, status, PAGE_HEADERS);
+const errorPage = (c: Ctx, status: 400 | 403, message: string) =>
+  c.html(<AuthorizeErrorPage message={message} />, status, PAGE_HEADERS);
 
 async function currentSession(c: Ctx): Promise<Session | null> {
   const secret = getCookie(c, SESSION_COOKIE);
@@ -46,7 +59,13 @@ async function currentSession(c: Ctx): Promise<Session | null> {
 function consentHeaders(redirectUri: string): Record<string, string> {
   const origin = new URL(redirectUri).origin;
   const safeOrigin = /^https?:\/\/[A-Za-z0-9.\-[\]:]+$/.test(origin) ? ` ${origin}` : "";
-  return { ...PAGE_HEADERS, "Content-Security-Policy": PAGE_HEADERS["Content-Security-Policy"]!.replace("form-action 'self'", `form-action 'self'${safeOrigin}`) };
+  return {
+    ...PAGE_HEADERS,
+    "Content-Security-Policy": PAGE_HEADERS["Content-Security-Policy"]!.replace(
+      "form-action 'self'",
+      `form-action 'self'${safeOrigin}`,
+    ),
+  };
 }
 
 /**
@@ -55,7 +74,11 @@ function consentHeaders(redirectUri: string): Record<string, string> {
  * sign-in page's `form-action 'self'` also governs every redirect of that submission.
  */
 function toClient(c: Ctx, location: string, status: 302 | 303) {
-  if (c.req.method === "GET" && c.req.header("Sec-Fetch-Site") === "same-origin" && c.req.header("Sec-Fetch-Mode") === "navigate") {
+  if (
+    c.req.method === "GET" &&
+    c.req.header("Sec-Fetch-Site") === "same-origin" &&
+    c.req.header("Sec-Fetch-Mode") === "navigate"
+  ) {
     return c.html(<ContinuePage location={location} host={new URL(location).host} />, 200, PAGE_HEADERS);
   }
   return c.redirect(location, status);
@@ -70,7 +93,11 @@ async function redirectWithCode(c: Ctx, req: AuthorizeRequest, session: Session,
     scopes: req.scopes,
     codeChallenge: req.codeChallenge,
   });
-  return toClient(c, authorizationRedirect(req.redirectUri, baseUrl(c.env, c.req.url), { code, state: req.state }), status);
+  return toClient(
+    c,
+    authorizationRedirect(req.redirectUri, baseUrl(c.env, c.req.url), { code, state: req.state }),
+    status,
+  );
 }
 
 authorizeRouter.get("/v1/oauth/authorize", async (c) => {
@@ -119,17 +146,37 @@ authorizeRouter.post("/v1/oauth/consent", async (c) => {
   if (!session) return c.redirect(`/v1/oauth/authorize?${new URLSearchParams(req.params)}`, 303);
   const csrf = form.csrf_token;
   if (!consentCsrfValid(session.secret, req, typeof csrf === "string" ? csrf : undefined)) {
-    return errorPage(c, 403, "This consent form has expired or was not issued to you. Go back to the application and start again.");
+    return errorPage(
+      c,
+      403,
+      "This consent form has expired or was not issued to you. Go back to the application and start again.",
+    );
   }
   c.set("caller", session.caller);
   const decision = form.decision;
-  const event = { target: `oauth_client:${req.client.clientId}`, subjectUserId: session.caller.userId, details: { client_id: req.client.clientId, client_name: req.client.name, scopes: req.scopes } };
+  const event = {
+    target: `oauth_client:${req.client.clientId}`,
+    subjectUserId: session.caller.userId,
+    details: { client_id: req.client.clientId, client_name: req.client.name, scopes: req.scopes },
+  };
   if (decision === "deny") {
     await audit(c, { kind: "oauth.consent.deny", outcome: "denied", intent: "deny", ...event });
-    return c.redirect(authorizationRedirect(req.redirectUri, issuer, { error: "access_denied", error_description: "The user denied the request", state: req.state }), 303);
+    return c.redirect(
+      authorizationRedirect(req.redirectUri, issuer, {
+        error: "access_denied",
+        error_description: "The user denied the request",
+        state: req.state,
+      }),
+      303,
+    );
   }
   if (decision !== "approve") return errorPage(c, 400, "Choose Allow or Deny.");
-  await recordConsent(c.env, { workspaceId: session.caller.workspace.id, userId: session.caller.userId, clientId: req.client.clientId, scopes: req.scopes });
+  await recordConsent(c.env, {
+    workspaceId: session.caller.workspace.id,
+    userId: session.caller.userId,
+    clientId: req.client.clientId,
+    scopes: req.scopes,
+  });
   await audit(c, { kind: "oauth.consent.grant", intent: "approve", ...event });
   return redirectWithCode(c, req, session, 303);
 });

@@ -9,13 +9,21 @@ import { and, eq } from "drizzle-orm";
 import { oauthConsents } from "../db/schema";
 import { timingSafeEqual } from "../platform/crypto";
 import { db, parseJsonArray } from "../platform/db";
-import { base64url, newId } from "../platform/ids";
 import { nowIso } from "../platform/env";
-import { activeClient, clientRedirectUris, clientScopes, type ClientRow } from "./clients";
+import { base64url, newId } from "../platform/ids";
+import { activeClient, type ClientRow, clientRedirectUris, clientScopes } from "./clients";
 import { matchRedirectUri } from "./redirect-uris";
 
 /** The parameters the authorization endpoint reads; anything else is ignored. */
-export const AUTHORIZE_PARAMS = ["client_id", "redirect_uri", "response_type", "code_challenge", "code_challenge_method", "scope", "state"] as const;
+export const AUTHORIZE_PARAMS = [
+  "client_id",
+  "redirect_uri",
+  "response_type",
+  "code_challenge",
+  "code_challenge_method",
+  "scope",
+  "state",
+] as const;
 
 export type AuthorizeRequest = {
   client: ClientRow;
@@ -39,7 +47,11 @@ export type AuthorizeCheck =
 const CHALLENGE = /^[A-Za-z0-9_-]{32,128}$/;
 
 /** `redirect_uri` with the response parameters and `iss` (RFC 9207) appended. */
-export function authorizationRedirect(redirectUri: string, issuer: string, params: Record<string, string | undefined>): string {
+export function authorizationRedirect(
+  redirectUri: string,
+  issuer: string,
+  params: Record<string, string | undefined>,
+): string {
   const url = new URL(redirectUri);
   for (const [k, v] of Object.entries(params)) if (v !== undefined) url.searchParams.set(k, v);
   url.searchParams.set("iss", issuer);
@@ -67,12 +79,15 @@ export async function checkAuthorizeRequest(env: Env, query: URLSearchParams, is
     kind: "error",
     location: authorizationRedirect(redirectUri, issuer, { error, error_description: description, state }),
   });
-  for (const name of AUTHORIZE_PARAMS) if (query.getAll(name).length > 1) return fail("invalid_request", `${name} is given more than once`);
+  for (const name of AUTHORIZE_PARAMS)
+    if (query.getAll(name).length > 1) return fail("invalid_request", `${name} is given more than once`);
   const responseType = once("response_type");
-  if (responseType !== undefined && responseType !== "code") return fail("unsupported_response_type", "Only response_type=code is supported");
+  if (responseType !== undefined && responseType !== "code")
+    return fail("unsupported_response_type", "Only response_type=code is supported");
   const challenge = once("code_challenge");
   if (!challenge) return fail("invalid_request", "code_challenge is required (PKCE with S256)");
-  if (!CHALLENGE.test(challenge)) return fail("invalid_request", "code_challenge must be 32-128 characters of the base64url alphabet");
+  if (!CHALLENGE.test(challenge))
+    return fail("invalid_request", "code_challenge must be 32-128 characters of the base64url alphabet");
   const method = once("code_challenge_method");
   if (method !== undefined && method !== "S256") return fail("invalid_request", "code_challenge_method must be S256");
 
@@ -92,7 +107,12 @@ export async function checkAuthorizeRequest(env: Env, query: URLSearchParams, is
 // --- consent -------------------------------------------------------------------------
 
 /** True when the user already approved at least these scopes for this client. */
-export async function consentCovers(env: Env, userId: string, clientId: string, scopes: readonly string[]): Promise<boolean> {
+export async function consentCovers(
+  env: Env,
+  userId: string,
+  clientId: string,
+  scopes: readonly string[],
+): Promise<boolean> {
   const row = await db(env)
     .select({ scopes: oauthConsents.scopes })
     .from(oauthConsents)
@@ -104,7 +124,10 @@ export async function consentCovers(env: Env, userId: string, clientId: string, 
 }
 
 /** Remembers an approval; the remembered scopes grow to the union of every approval. */
-export async function recordConsent(env: Env, p: { workspaceId: string; userId: string; clientId: string; scopes: readonly string[] }): Promise<void> {
+export async function recordConsent(
+  env: Env,
+  p: { workspaceId: string; userId: string; clientId: string; scopes: readonly string[] },
+): Promise<void> {
   const d = db(env);
   const existing = await d
     .select({ scopes: oauthConsents.scopes })
@@ -115,7 +138,15 @@ export async function recordConsent(env: Env, p: { workspaceId: string; userId: 
   const now = nowIso();
   await d
     .insert(oauthConsents)
-    .values({ id: newId(), workspaceId: p.workspaceId, userId: p.userId, clientId: p.clientId, scopes, createdAt: now, updatedAt: now })
+    .values({
+      id: newId(),
+      workspaceId: p.workspaceId,
+      userId: p.userId,
+      clientId: p.clientId,
+      scopes,
+      createdAt: now,
+      updatedAt: now,
+    })
     .onConflictDoUpdate({ target: [oauthConsents.userId, oauthConsents.clientId], set: { scopes, updatedAt: now } })
     .run();
 }
@@ -126,7 +157,15 @@ export async function recordConsent(env: Env, p: { workspaceId: string; userId: 
 export const CONSENT_FORM_TTL_SECONDS = 1800;
 
 function consentMac(sessionSecret: string, issuedAt: number, req: AuthorizeRequest): string {
-  const message = ["svc-oauth-consent", issuedAt, req.client.clientId, req.redirectUri, req.codeChallenge, req.scopes.join(" "), req.state ?? ""].join("\n");
+  const message = [
+    "svc-oauth-consent",
+    issuedAt,
+    req.client.clientId,
+    req.redirectUri,
+    req.codeChallenge,
+    req.scopes.join(" "),
+    req.state ?? "",
+  ].join("\n");
   return base64url(hmac(sha256, utf8ToBytes(sessionSecret), utf8ToBytes(message)));
 }
 
@@ -139,7 +178,12 @@ export function consentCsrfToken(sessionSecret: string, req: AuthorizeRequest, n
   return `${issuedAt}.${consentMac(sessionSecret, issuedAt, req)}`;
 }
 
-export function consentCsrfValid(sessionSecret: string, req: AuthorizeRequest, token: string | undefined, now = Date.now()): boolean {
+export function consentCsrfValid(
+  sessionSecret: string,
+  req: AuthorizeRequest,
+  token: string | undefined,
+  now = Date.now(),
+): boolean {
   const match = /^(\d{1,12})\.([A-Za-z0-9_-]{43})$/.exec(token ?? "");
   if (!match) return false;
   const issuedAt = Number(match[1]);

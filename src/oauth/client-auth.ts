@@ -10,12 +10,18 @@ import type { AuthMethod } from "./schemas";
  * clients) `client_id` alone. Unknown or deleted clients, a method other than the
  * registered one and a wrong secret are all `invalid_client` (401).
  */
-export async function authenticateClient(env: Env, authorization: string | undefined, params: Map<string, string>): Promise<ClientRow> {
+export async function authenticateClient(
+  env: Env,
+  authorization: string | undefined,
+  params: Map<string, string>,
+): Promise<ClientRow> {
   const basic = basicCredentials(authorization);
   const bodyId = params.get("client_id");
   const bodySecret = params.get("client_secret");
-  if (basic && bodySecret !== undefined) throw invalidRequest("Use one client authentication method, not Basic and client_secret together");
-  if (basic && bodyId !== undefined && bodyId !== basic.id) throw invalidRequest("client_id does not match the Basic credentials");
+  if (basic && bodySecret !== undefined)
+    throw invalidRequest("Use one client authentication method, not Basic and client_secret together");
+  if (basic && bodyId !== undefined && bodyId !== basic.id)
+    throw invalidRequest("client_id does not match the Basic credentials");
 
   const usedBasic = !!basic;
   const clientId = basic?.id ?? bodyId;
@@ -28,7 +34,10 @@ export async function authenticateClient(env: Env, authorization: string | undef
   if (client.authMethod !== method) {
     throw invalidClient(`This client authenticates with ${client.authMethod}, not ${method}`, usedBasic);
   }
-  if (method !== "none" && !(secret !== undefined && client.secretHash && timingSafeEqual(hashToken(secret), client.secretHash))) {
+  if (
+    method !== "none" &&
+    !(secret !== undefined && client.secretHash && timingSafeEqual(hashToken(secret), client.secretHash))
+  ) {
     throw invalidClient("The client secret is wrong", usedBasic);
   }
   return client;

@@ -2,8 +2,8 @@ import { and, eq, isNull, sql } from "drizzle-orm";
 import { oauthClients } from "../db/schema";
 import { hashToken, timingSafeEqual } from "../platform/crypto";
 import { db, parseJsonArray, preparedFor } from "../platform/db";
-import { newId, randomToken } from "../platform/ids";
 import { nowIso } from "../platform/env";
+import { newId, randomToken } from "../platform/ids";
 import { OAuthError } from "./errors";
 import type { AuthMethod, ClientInfo, RegisterRequest, UpdateClientRequest } from "./schemas";
 import { revokeGrantsOfClient } from "./tokens";
@@ -30,12 +30,14 @@ const statements = preparedFor((d) => ({
 }));
 
 /** An enabled client by id, or undefined (unknown or deleted). */
-export const activeClient = (env: Env, clientId: string): Promise<ClientRow | undefined> => statements(env).active.get({ clientId });
+export const activeClient = (env: Env, clientId: string): Promise<ClientRow | undefined> =>
+  statements(env).active.get({ clientId });
 
 export const clientScopes = (c: ClientRow): string[] => parseJsonArray(c.scopes);
 export const clientRedirectUris = (c: ClientRow): string[] => parseJsonArray(c.redirectUris);
 
-export const registrationClientUri = (base: string, clientId: string) => `${base}/v1/oauth/register/${encodeURIComponent(clientId)}`;
+export const registrationClientUri = (base: string, clientId: string) =>
+  `${base}/v1/oauth/register/${encodeURIComponent(clientId)}`;
 
 /** The management view of a client: never the secret or the registration access token. */
 export function toClientInfo(c: ClientRow, base: string): ClientInfo {
@@ -110,7 +112,11 @@ export async function registerClient(
     )
     .run();
   if (!result.meta.changes) {
-    throw new OAuthError(400, "client_limit_reached", `An account may have at most ${MAX_ACTIVE_CLIENTS} active clients; delete one first`);
+    throw new OAuthError(
+      400,
+      "client_limit_reached",
+      `An account may have at most ${MAX_ACTIVE_CLIENTS} active clients; delete one first`,
+    );
   }
   const info: ClientInfo = {
     ...toClientInfo(row, base),
@@ -132,10 +138,20 @@ const sameList = (a: readonly string[], b: readonly string[]) => a.length === b.
 export async function updateClient(env: Env, client: ClientRow, req: UpdateClientRequest): Promise<ClientRow> {
   const immutable = (field: string) => new OAuthError(400, "invalid_client_metadata", `${field} cannot be changed`);
   if (req.client_id !== undefined && req.client_id !== client.clientId) throw immutable("client_id");
-  if (req.token_endpoint_auth_method !== undefined && req.token_endpoint_auth_method !== client.authMethod) throw immutable("token_endpoint_auth_method");
-  if (req.client_secret !== undefined && (!client.secretHash || !timingSafeEqual(hashToken(req.client_secret), client.secretHash))) throw immutable("client_secret");
-  if (req.grant_types !== undefined && !sameList([...new Set(req.grant_types)].sort(), parseJsonArray(client.grantTypes).sort())) throw immutable("grant_types");
-  if (req.response_types !== undefined && !sameList([...new Set(req.response_types)], ["code"])) throw immutable("response_types");
+  if (req.token_endpoint_auth_method !== undefined && req.token_endpoint_auth_method !== client.authMethod)
+    throw immutable("token_endpoint_auth_method");
+  if (
+    req.client_secret !== undefined &&
+    (!client.secretHash || !timingSafeEqual(hashToken(req.client_secret), client.secretHash))
+  )
+    throw immutable("client_secret");
+  if (
+    req.grant_types !== undefined &&
+    !sameList([...new Set(req.grant_types)].sort(), parseJsonArray(client.grantTypes).sort())
+  )
+    throw immutable("grant_types");
+  if (req.response_types !== undefined && !sameList([...new Set(req.response_types)], ["code"]))
+    throw immutable("response_types");
   const updated: ClientRow = {
     ...client,
     name: req.client_name,
@@ -145,7 +161,12 @@ export async function updateClient(env: Env, client: ClientRow, req: UpdateClien
   };
   await db(env)
     .update(oauthClients)
-    .set({ name: updated.name, redirectUris: updated.redirectUris, scopes: updated.scopes, updatedAt: updated.updatedAt })
+    .set({
+      name: updated.name,
+      redirectUris: updated.redirectUris,
+      scopes: updated.scopes,
+      updatedAt: updated.updatedAt,
+    })
     .where(and(eq(oauthClients.clientId, client.clientId), isNull(oauthClients.disabledAt)))
     .run();
   return updated;
@@ -156,8 +177,15 @@ export async function updateClient(env: Env, client: ClientRow, req: UpdateClien
  * registration access token stops working, and every token issued to it is revoked.
  * Returns the revoked grants per workspace (for their audit logs).
  */
-export async function disableClient(env: Env, client: ClientRow): Promise<Map<string, { count: number; userIds: string[] }>> {
+export async function disableClient(
+  env: Env,
+  client: ClientRow,
+): Promise<Map<string, { count: number; userIds: string[] }>> {
   const now = nowIso();
-  await db(env).update(oauthClients).set({ disabledAt: now, updatedAt: now }).where(eq(oauthClients.clientId, client.clientId)).run();
+  await db(env)
+    .update(oauthClients)
+    .set({ disabledAt: now, updatedAt: now })
+    .where(eq(oauthClients.clientId, client.clientId))
+    .run();
   return revokeGrantsOfClient(env, client.clientId, now);
 }

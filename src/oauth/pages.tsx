@@ -37,7 +37,8 @@ export const ConsentPage: FC<ConsentView> = (p) => (
       Allow <strong>{p.clientName}</strong> to access your account?
     </h1>
     <p>
-      Signed in as <strong>{p.userEmail}</strong>. After your decision you will be sent to <strong>{p.redirectHost}</strong>.
+      Signed in as <strong>{p.userEmail}</strong>. After your decision you will be sent to{" "}
+      <strong>{p.redirectHost}</strong>.
     </p>
     <p>This application will be able to:</p>
     <ul>

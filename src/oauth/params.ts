@@ -24,7 +24,8 @@ export async function readParams(req: Request): Promise<Map<string, string>> {
     } catch {
       throw invalidRequest("The body is not valid JSON");
     }
-    if (typeof body !== "object" || body === null || Array.isArray(body)) throw invalidRequest("The JSON body must be an object");
+    if (typeof body !== "object" || body === null || Array.isArray(body))
+      throw invalidRequest("The JSON body must be an object");
     for (const [key, value] of Object.entries(body)) {
       if (value === null || value === undefined) continue;
       if (typeof value !== "string") throw invalidRequest(`The parameter ${key} must be a string`);
@@ -53,7 +54,9 @@ export function basicCredentials(header: string | undefined): { id: string; secr
     return null;
   }
   try {
-    const decoded = new TextDecoder("utf-8", { fatal: true, ignoreBOM: false }).decode(Uint8Array.from(atob(match[1]!), (ch) => ch.charCodeAt(0)));
+    const decoded = new TextDecoder("utf-8", { fatal: true, ignoreBOM: false }).decode(
+      Uint8Array.from(atob(match[1]!), (ch) => ch.charCodeAt(0)),
+    );
     const colon = decoded.indexOf(":");
     if (colon < 0) throw new Error("no colon");
     return { id: formDecode(decoded.slice(0, colon)), secret: formDecode(decoded.slice(colon + 1)) };
@@ -65,7 +68,8 @@ export function basicCredentials(header: string | undefined): { id: string; secr
 /** Registration and its management take JSON only. */
 export async function readJsonBody(req: Request): Promise<unknown> {
   const type = (req.headers.get("Content-Type") ?? "").split(";")[0]!.trim().toLowerCase();
-  if (type !== "application/json") throw new OAuthError(400, "invalid_client_metadata", "The body must be JSON (Content-Type: application/json)");
+  if (type !== "application/json")
+    throw new OAuthError(400, "invalid_client_metadata", "The body must be JSON (Content-Type: application/json)");
   try {
     return await req.json();
   } catch {

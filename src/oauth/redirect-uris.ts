@@ -17,7 +17,10 @@ export function redirectUriProblem(uri: string): string | null {
   const url = new URL(uri);
   if (url.username || url.password) return "must not contain credentials";
   if (url.protocol === "https:") return url.hostname ? null : "must name a host";
-  if (url.protocol === "http:") return LOOPBACK_HOSTS.has(url.hostname) ? null : "http is allowed only for loopback hosts (127.0.0.1, [::1], localhost); use https";
+  if (url.protocol === "http:")
+    return LOOPBACK_HOSTS.has(url.hostname)
+      ? null
+      : "http is allowed only for loopback hosts (127.0.0.1, [::1], localhost); use https";
   return "must use https (or http on a loopback host)";
 }
 
@@ -32,7 +35,15 @@ export function matchRedirectUri(registered: readonly string[], presented: strin
   for (const r of registered) {
     if (!URL.canParse(r)) continue;
     const u = new URL(r);
-    if (isLoopbackHttp(u) && u.hostname === p.hostname && u.pathname === p.pathname && u.search === p.search && !p.username && !p.password) return r;
+    if (
+      isLoopbackHttp(u) &&
+      u.hostname === p.hostname &&
+      u.pathname === p.pathname &&
+      u.search === p.search &&
+      !p.username &&
+      !p.password
+    )
+      return r;
   }
   return null;
 }

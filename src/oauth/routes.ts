@@ -3,20 +3,27 @@ import type { Context } from "hono";
 import { cors } from "hono/cors";
 import { audit } from "../audit/audit";
 import { SCOPES } from "../auth/scopes";
-import { baseUrl, type AppEnv } from "../platform/env";
+import { type AppEnv, baseUrl } from "../platform/env";
 import { apiRoute, jsonBody, jsonResponse } from "../platform/openapi";
 import { rateLimit } from "../platform/rate-limit";
 import "./access-token";
 import "./erasure";
 import { authorizeRouter } from "./authorize-routes";
 import { authenticateClient } from "./client-auth";
-import { clientByRegistrationToken, disableClient, registerClient, toClientInfo, updateClient, type ClientRow } from "./clients";
-import { invalidRequest, metadataError, NO_STORE, OAuthError, oauthErrorHandler, OAuthErrorSchema } from "./errors";
+import {
+  type ClientRow,
+  clientByRegistrationToken,
+  disableClient,
+  registerClient,
+  toClientInfo,
+  updateClient,
+} from "./clients";
+import { invalidRequest, metadataError, NO_STORE, OAuthError, OAuthErrorSchema, oauthErrorHandler } from "./errors";
 import { readJsonBody, readParams } from "./params";
 import {
+  AUTH_METHODS,
   AuthorizationServerMetadataSchema,
   AuthorizeQuerySchema,
-  AUTH_METHODS,
   ClientIdParamSchema,
   ClientInfoSchema,
   IntrospectionSchema,
@@ -37,15 +44,27 @@ import { exchangeCode, introspect, refreshTokens, revokeToken, type TokenOutcome
 export const oauthRouter = new OpenAPIHono<AppEnv>({
   defaultHook: (result, c) => {
     if (result.success) return;
-    throw c.req.path.startsWith("/v1/oauth/register") ? metadataError(result.error.issues) : invalidRequest(result.error.issues[0]?.message ?? "The request is invalid");
+    throw c.req.path.startsWith("/v1/oauth/register")
+      ? metadataError(result.error.issues)
+      : invalidRequest(result.error.issues[0]?.message ?? "The request is invalid");
   },
 });
 oauthRouter.onError(oauthErrorHandler);
 
 // Browser-based public clients call these from their own origin. No cookies are involved,
 // so any origin may (the client proves itself with PKCE, its secret or the token itself).
-const publicCors = cors({ origin: "*", allowMethods: ["GET", "POST", "OPTIONS"], allowHeaders: ["Authorization", "Content-Type"], maxAge: 86_400 });
-for (const path of ["/.well-known/oauth-authorization-server", "/.well-known/oauth-protected-resource", "/v1/oauth/token", "/v1/oauth/revoke"]) {
+const publicCors = cors({
+  origin: "*",
+  allowMethods: ["GET", "POST", "OPTIONS"],
+  allowHeaders: ["Authorization", "Content-Type"],
+  maxAge: 86_400,
+});
+for (const path of [
+  "/.well-known/oauth-authorization-server",
+  "/.well-known/oauth-protected-resource",
+  "/v1/oauth/token",
+  "/v1/oauth/revoke",
+]) {
   oauthRouter.use(path, publicCors);
 }
 oauthRouter.route("/", authorizeRouter);
@@ -54,10 +73,14 @@ const REGISTRATION_TOKEN = "registration_access_token";
 oauthRouter.openAPIRegistry.registerComponent("securitySchemes", REGISTRATION_TOKEN, {
   type: "http",
   scheme: "bearer",
-  description: "The registration access token (svc_ratk_…) returned once at registration (RFC 7592). Sessions and other tokens are refused.",
+  description:
+    "The registration access token (svc_ratk_…) returned once at registration (RFC 7592). Sessions and other tokens are refused.",
 });
 
-const oauthError = (description: string) => ({ description, content: { "application/json": { schema: OAuthErrorSchema } } });
+const oauthError = (description: string) => ({
+  description,
+  content: { "application/json": { schema: OAuthErrorSchema } },
+});
 const TAGS = ["OAuth"];
 const GRANTS = ["authorization_code", "refresh_token"];
 const VERIFIER = /^[A-Za-z0-9\-._~]{43,128}$/;
@@ -70,7 +93,9 @@ oauthRouter.openapi(
     path: "/.well-known/oauth-authorization-server",
     tags: TAGS,
     summary: "Authorization server metadata (RFC 8414)",
-    responses: { 200: jsonResponse(AuthorizationServerMetadataSchema, "The metadata; `issuer` is the service's base URL") },
+    responses: {
+      200: jsonResponse(AuthorizationServerMetadataSchema, "The metadata; `issuer` is the service's base URL"),
+    },
   }),
   (c) => {
     const base = baseUrl(c.env, c.req.url);
@@ -105,7 +130,7 @@ oauthRouter.openapi(
     path: "/.well-known/oauth-protected-resource",
     tags: TAGS,
     summary: "Protected resource metadata (RFC 9728)",
-    description: "The API's 401 responses point here with `WWW-Authenticate: Bearer resource_metadata=\"…\"`.",
+    description: 'The API\'s 401 responses point here with `WWW-Authenticate: Bearer resource_metadata="…"`.',
     responses: { 200: jsonResponse(ProtectedResourceMetadataSchema, "The metadata") },
   }),
   (c) => {
@@ -139,7 +164,11 @@ oauthRouter.openAPIRegistry.registerPath(
       "`state` and `iss`. PKCE with S256 is required. The granted scope is the requested scope ∩ the client's scopes (all of them when none is " +
       "requested). Third-party clients get a consent page the first time and whenever the scopes grow. Success: 302 with `code`, `state`, `iss`.",
     request: { query: AuthorizeQuerySchema },
-    responses: { 302: { description: "Redirect to redirect_uri (code or error), or to sign-in" }, 200: { description: "Consent page (HTML)" }, 400: { description: "Error page (HTML)" } },
+    responses: {
+      302: { description: "Redirect to redirect_uri (code or error), or to sign-in" },
+      200: { description: "Consent page (HTML)" },
+      400: { description: "Error page (HTML)" },
+    },
   }),
 );
 
@@ -164,7 +193,12 @@ oauthRouter.openapi(
   }),
   async (c) => {
     const caller = c.var.caller;
-    const { info, row } = await registerClient(c.env, { workspaceId: caller.workspace.id, userId: caller.userId }, c.req.valid("json"), baseUrl(c.env, c.req.url));
+    const { info, row } = await registerClient(
+      c.env,
+      { workspaceId: caller.workspace.id, userId: caller.userId },
+      c.req.valid("json"),
+      baseUrl(c.env, c.req.url),
+    );
     await audit(c, {
       kind: "oauth.client.register",
       target: `oauth_client:${row.clientId}`,
@@ -194,12 +228,18 @@ async function managedClient(c: Context<AppEnv>): Promise<ClientRow> {
       "WWW-Authenticate": match ? 'Bearer error="invalid_token"' : "Bearer",
     });
   }
-  if (client.clientId !== c.req.param("client_id")) throw new OAuthError(404, "not_found", "No such client for this registration access token");
+  if (client.clientId !== c.req.param("client_id"))
+    throw new OAuthError(404, "not_found", "No such client for this registration access token");
   return client;
 }
 
 const MANAGEMENT_PATH = "/v1/oauth/register/{client_id}";
-const managementDoc = (method: "get" | "put" | "delete", summary: string, responses: Record<number, object>, request: object = {}) =>
+const managementDoc = (
+  method: "get" | "put" | "delete",
+  summary: string,
+  responses: Record<number, object>,
+  request: object = {},
+) =>
   oauthRouter.openAPIRegistry.registerPath(
     createRoute({
       method,
@@ -216,7 +256,9 @@ const managementDoc = (method: "get" | "put" | "delete", summary: string, respon
     }),
   );
 
-managementDoc("get", "Read a client's registration (RFC 7592)", { 200: jsonResponse(ClientInfoSchema, "The client, without its secret") });
+managementDoc("get", "Read a client's registration (RFC 7592)", {
+  200: jsonResponse(ClientInfoSchema, "The client, without its secret"),
+});
 oauthRouter.get("/v1/oauth/register/:client_id", async (c) => {
   const client = await managedClient(c);
   return c.json(toClientInfo(client, baseUrl(c.env, c.req.url)), 200, NO_STORE);
@@ -227,7 +269,9 @@ managementDoc(
   "Replace a client's metadata (RFC 7592)",
   {
     200: jsonResponse(ClientInfoSchema, "The updated client, without its secret"),
-    400: oauthError("invalid_redirect_uri or invalid_client_metadata (including attempts to change the client type or secret)"),
+    400: oauthError(
+      "invalid_redirect_uri or invalid_client_metadata (including attempts to change the client type or secret)",
+    ),
   },
   { body: jsonBody(UpdateClientRequestSchema) },
 );
@@ -244,13 +288,20 @@ oauthRouter.put("/v1/oauth/register/:client_id", async (c) => {
     actor: { kind: "oauth_client", id: before.clientId },
     target: `oauth_client:${before.clientId}`,
     intent: "update",
-    details: { client_id: before.clientId, client_name: info.client_name, redirect_uris: info.redirect_uris, scope: info.scope },
+    details: {
+      client_id: before.clientId,
+      client_name: info.client_name,
+      redirect_uris: info.redirect_uris,
+      scope: info.scope,
+    },
   });
   return c.json(info, 200, NO_STORE);
 });
 
 managementDoc("delete", "Delete a client (RFC 7592)", {
-  204: { description: "Soft-disabled: it can no longer authorize, exchange, introspect or revoke; its tokens are revoked" },
+  204: {
+    description: "Soft-disabled: it can no longer authorize, exchange, introspect or revoke; its tokens are revoked",
+  },
 });
 oauthRouter.delete("/v1/oauth/register/:client_id", async (c) => {
   const client = await managedClient(c);
@@ -300,7 +351,10 @@ oauthRouter.openAPIRegistry.registerPath(
       "Rate limited per client address (300 requests a minute).",
     request: { body: formAndJson(TokenRequestSchema) },
     responses: {
-      200: { description: "Tokens (Cache-Control: no-store)", content: { "application/json": { schema: TokenResponseSchema } } },
+      200: {
+        description: "Tokens (Cache-Control: no-store)",
+        content: { "application/json": { schema: TokenResponseSchema } },
+      },
       400: oauthError("invalid_request, invalid_grant or unsupported_grant_type"),
       401: oauthError("invalid_client (with WWW-Authenticate: Basic when Basic was used)"),
       429: oauthError("Rate limited"),
@@ -309,7 +363,11 @@ oauthRouter.openAPIRegistry.registerPath(
 );
 
 /** Token-endpoint events have no signed-in caller: the actor is the client, the workspace the grant's. */
-async function auditReuse(c: Context<AppEnv>, outcome: Extract<TokenOutcome, { ok: false }>, tokenKind: "code" | "refresh") {
+async function auditReuse(
+  c: Context<AppEnv>,
+  outcome: Extract<TokenOutcome, { ok: false }>,
+  tokenKind: "code" | "refresh",
+) {
   const r = outcome.reuse;
   if (!r) return;
   await audit(c, {
@@ -333,8 +391,10 @@ oauthRouter.post("/v1/oauth/token", rateLimit("TOKEN_LIMITER"), async (c) => {
     const code = params.get("code");
     const codeVerifier = params.get("code_verifier");
     const redirectUri = params.get("redirect_uri");
-    if (!code || !codeVerifier || !redirectUri) throw invalidRequest("code, code_verifier and redirect_uri are required");
-    if (!VERIFIER.test(codeVerifier)) throw invalidRequest("code_verifier must be 43-128 characters of A-Z a-z 0-9 - . _ ~");
+    if (!code || !codeVerifier || !redirectUri)
+      throw invalidRequest("code, code_verifier and redirect_uri are required");
+    if (!VERIFIER.test(codeVerifier))
+      throw invalidRequest("code_verifier must be 43-128 characters of A-Z a-z 0-9 - . _ ~");
     outcome = await exchangeCode(c.env, client.clientId, { code, codeVerifier, redirectUri });
     if (!outcome.ok) await auditReuse(c, outcome, "code");
   } else if (grantType === "refresh_token") {
@@ -367,7 +427,8 @@ oauthRouter.openAPIRegistry.registerPath(
     path: "/v1/oauth/introspect",
     tags: TAGS,
     summary: "Token introspection (RFC 7662)",
-    description: "A client sees only its own tokens; any other, unknown, expired or revoked token is `{ \"active\": false }`.",
+    description:
+      'A client sees only its own tokens; any other, unknown, expired or revoked token is `{ "active": false }`.',
     request: { body: formAndJson(TokenParamsSchema) },
     responses: {
       200: { description: "The token's state", content: { "application/json": { schema: IntrospectionSchema } } },
@@ -389,7 +450,8 @@ oauthRouter.openAPIRegistry.registerPath(
     path: "/v1/oauth/revoke",
     tags: TAGS,
     summary: "Token revocation (RFC 7009)",
-    description: "Revokes the token and its whole family when it belongs to the calling client; otherwise does nothing. Always 200 for an authenticated client.",
+    description:
+      "Revokes the token and its whole family when it belongs to the calling client; otherwise does nothing. Always 200 for an authenticated client.",
     request: { body: formAndJson(TokenParamsSchema) },
     responses: { 200: { description: "Done (empty body)" }, 401: oauthError("invalid_client") },
   }),

@@ -18,14 +18,20 @@ const RedirectUrisSchema = z
     });
   })
   .transform((uris) => [...new Set(uris)])
-  .openapi({ description: "Absolute `https` URIs, or `http` on a loopback host (any port at authorize time). No fragments.", example: ["https://app.example/callback"] });
+  .openapi({
+    description: "Absolute `https` URIs, or `http` on a loopback host (any port at authorize time). No fragments.",
+    example: ["https://app.example/callback"],
+  });
 
 const ClientNameSchema = z
   .string()
   .max(200)
   .nullish()
   .transform((s) => s?.trim() || DEFAULT_CLIENT_NAME)
-  .openapi({ description: `Shown on the consent screen. Default \`${DEFAULT_CLIENT_NAME}\` when omitted or blank.`, type: "string" });
+  .openapi({
+    description: `Shown on the consent screen. Default \`${DEFAULT_CLIENT_NAME}\` when omitted or blank.`,
+    type: "string",
+  });
 
 const ScopeSchema = z
   .string({ error: "scope is required" })
@@ -36,14 +42,21 @@ const ScopeSchema = z
     const unknown = scopes.filter((s) => !isScope(s));
     if (unknown.length) ctx.addIssue({ code: "custom", message: `unknown scopes: ${unknown.join(" ")}` });
   })
-  .openapi({ description: `Space-delimited; every scope known (${SCOPES.join(", ")}).`, type: "string", example: "agents:read conversations:read" });
+  .openapi({
+    description: `Space-delimited; every scope known (${SCOPES.join(", ")}).`,
+    type: "string",
+    example: "agents:read conversations:read",
+  });
 
 /** RFC 7591 client metadata. Unknown members are ignored (RFC 7591 §2); `first_party` cannot be set. */
 export const RegisterRequestSchema = z
   .object({
     redirect_uris: RedirectUrisSchema,
     client_name: ClientNameSchema,
-    token_endpoint_auth_method: z.enum(AUTH_METHODS).default("none").openapi({ description: "`none` (public client, PKCE only) or a confidential method" }),
+    token_endpoint_auth_method: z
+      .enum(AUTH_METHODS)
+      .default("none")
+      .openapi({ description: "`none` (public client, PKCE only) or a confidential method" }),
     grant_types: z
       .array(z.enum(GRANT_TYPES))
       .min(1)
@@ -81,9 +94,16 @@ export type UpdateClientRequest = z.infer<typeof UpdateClientRequestSchema>;
 export const ClientInfoSchema = z
   .object({
     client_id: z.string().openapi({ example: "svc_client_0190f0b8e4c87c3a9d1e2f3a4b5c6d7e" }),
-    client_secret: z.string().optional().openapi({ description: "Confidential clients only; shown once at registration." }),
+    client_secret: z
+      .string()
+      .optional()
+      .openapi({ description: "Confidential clients only; shown once at registration." }),
     client_id_issued_at: z.number().int(),
-    client_secret_expires_at: z.number().int().optional().openapi({ description: "Confidential clients only; 0 means the secret never expires." }),
+    client_secret_expires_at: z
+      .number()
+      .int()
+      .optional()
+      .openapi({ description: "Confidential clients only; 0 means the secret never expires." }),
     registration_access_token: z.string().optional().openapi({ description: "Shown once at registration." }),
     registration_client_uri: z.url(),
     redirect_uris: z.array(z.string()),
@@ -97,7 +117,10 @@ export const ClientInfoSchema = z
 export type ClientInfo = z.infer<typeof ClientInfoSchema>;
 
 export const ClientIdParamSchema = z.object({
-  client_id: z.string().max(100).openapi({ param: { name: "client_id", in: "path" }, example: "svc_client_0190f0b8e4c87c3a9d1e2f3a4b5c6d7e" }),
+  client_id: z
+    .string()
+    .max(100)
+    .openapi({ param: { name: "client_id", in: "path" }, example: "svc_client_0190f0b8e4c87c3a9d1e2f3a4b5c6d7e" }),
 });
 
 export const TokenRequestSchema = z
@@ -107,7 +130,10 @@ export const TokenRequestSchema = z
     code_verifier: z.string().optional(),
     redirect_uri: z.string().optional(),
     refresh_token: z.string().optional(),
-    client_id: z.string().optional().openapi({ description: "Required unless the client authenticates with HTTP Basic." }),
+    client_id: z
+      .string()
+      .optional()
+      .openapi({ description: "Required unless the client authenticates with HTTP Basic." }),
     client_secret: z.string().optional().openapi({ description: "`client_secret_post` clients only." }),
   })
   .openapi("TokenRequest");
@@ -134,7 +160,10 @@ export const TokenParamsSchema = z
 export const IntrospectionSchema = z
   .object({
     active: z.boolean(),
-    scope: z.string().optional().openapi({ description: "Effective scopes: granted ∩ the client's current scopes ∩ the user's role" }),
+    scope: z
+      .string()
+      .optional()
+      .openapi({ description: "Effective scopes: granted ∩ the client's current scopes ∩ the user's role" }),
     client_id: z.string().optional(),
     username: z.string().optional().openapi({ description: "The user's email (sign-in name)" }),
     token_type: z.literal("Bearer").optional(),
@@ -148,7 +177,9 @@ export type Introspection = z.infer<typeof IntrospectionSchema>;
 export const AuthorizeQuerySchema = z.object({
   client_id: z.string(),
   redirect_uri: z.string(),
-  code_challenge: z.string().openapi({ description: "base64url(SHA-256(code_verifier)), 43 characters for S256 (32-128 accepted)" }),
+  code_challenge: z
+    .string()
+    .openapi({ description: "base64url(SHA-256(code_verifier)), 43 characters for S256 (32-128 accepted)" }),
   code_challenge_method: z.literal("S256").optional(),
   response_type: z.literal("code").optional(),
   scope: z.string().optional(),

@@ -8,8 +8,8 @@
 import { sha256 } from "@noble/hashes/sha2.js";
 import { utf8ToBytes } from "@noble/hashes/utils.js";
 import { eq, sql } from "drizzle-orm";
-import { oauthClients, oauthCodes, oauthGrants, oauthTokens, users } from "../db/schema";
 import { effectiveScopes, type Role } from "../auth/scopes";
+import { oauthClients, oauthCodes, oauthGrants, oauthTokens, users } from "../db/schema";
 import { hashToken, timingSafeEqual } from "../platform/crypto";
 import { db, parseJsonArray, preparedFor } from "../platform/db";
 import { base64url, newId, randomToken } from "../platform/ids";
@@ -23,7 +23,13 @@ export const CODE_TTL_SECONDS = 600;
 export const ACCESS_TOKEN_TTL_SECONDS = 3600;
 export const REFRESH_TOKEN_TTL_SECONDS = 30 * 86_400;
 
-export type TokenResponse = { access_token: string; token_type: "Bearer"; expires_in: number; refresh_token: string; scope: string };
+export type TokenResponse = {
+  access_token: string;
+  token_type: "Bearer";
+  expires_in: number;
+  refresh_token: string;
+  scope: string;
+};
 export type GrantRef = { grantId: string; workspaceId: string; userId: string; clientId: string };
 export type RevokeReason = "revoked" | "refresh_reuse" | "code_reuse" | "client_deleted" | "user_erased";
 
@@ -38,7 +44,11 @@ export const pkceChallenge = (verifier: string): string => base64url(sha256(utf8
 const iso = (ms: number) => new Date(ms).toISOString();
 
 const statements = preparedFor((d) => ({
-  code: d.select().from(oauthCodes).where(eq(oauthCodes.codeHash, sql.placeholder("hash"))).prepare(),
+  code: d
+    .select()
+    .from(oauthCodes)
+    .where(eq(oauthCodes.codeHash, sql.placeholder("hash")))
+    .prepare(),
   tokenWithGrant: d
     .select({
       kind: oauthTokens.kind,
@@ -69,7 +79,14 @@ const statements = preparedFor((d) => ({
 
 export async function issueCode(
   env: Env,
-  p: { clientId: string; workspaceId: string; userId: string; redirectUri: string; scopes: readonly string[]; codeChallenge: string },
+  p: {
+    clientId: string;
+    workspaceId: string;
+    userId: string;
+    redirectUri: string;
+    scopes: readonly string[];
+    codeChallenge: string;
+  },
 ): Promise<string> {
   const code = randomToken(CODE_PREFIX);
   const now = Date.now();
@@ -143,7 +160,11 @@ const tokenResponse = (pair: ReturnType<typeof newPair>, scopesJson: string): To
  * `authorization_code` grant. The client is already authenticated. A code presented again
  * with bindings that verify is a replay: the family it created is revoked (RFC 9700 §4.5).
  */
-export async function exchangeCode(env: Env, clientId: string, p: { code: string; codeVerifier: string; redirectUri: string }): Promise<TokenOutcome> {
+export async function exchangeCode(
+  env: Env,
+  clientId: string,
+  p: { code: string; codeVerifier: string; redirectUri: string },
+): Promise<TokenOutcome> {
   const now = Date.now();
   const nowIso = iso(now);
   const codeHash = hashToken(p.code);
@@ -153,12 +174,30 @@ export async function exchangeCode(env: Env, clientId: string, p: { code: string
   const [claimed] = await env.DB.batch([
     env.DB.prepare(CONSUME_CODE).bind(nowIso, grantId, codeHash, clientId, p.redirectUri, challenge),
     env.DB.prepare(INSERT_GRANT_FROM_CODE).bind(codeHash, grantId),
-    env.DB.prepare(INSERT_TOKEN_OF_GRANT).bind(pair.accessId, "access", pair.accessHash, nowIso, pair.accessExpires, grantId),
-    env.DB.prepare(INSERT_TOKEN_OF_GRANT).bind(pair.refreshId, "refresh", pair.refreshHash, nowIso, pair.refreshExpires, grantId),
+    env.DB.prepare(INSERT_TOKEN_OF_GRANT).bind(
+      pair.accessId,
+      "access",
+      pair.accessHash,
+      nowIso,
+      pair.accessExpires,
+      grantId,
+    ),
+    env.DB.prepare(INSERT_TOKEN_OF_GRANT).bind(
+      pair.refreshId,
+      "refresh",
+      pair.refreshHash,
+      nowIso,
+      pair.refreshExpires,
+      grantId,
+    ),
   ]);
   const row = claimed?.results[0] as { scopes: string; workspace_id: string; user_id: string } | undefined;
   if (row) {
-    return { ok: true, body: tokenResponse(pair, row.scopes), grant: { grantId, workspaceId: row.workspace_id, userId: row.user_id, clientId } };
+    return {
+      ok: true,
+      body: tokenResponse(pair, row.scopes),
+      grant: { grantId, workspaceId: row.workspace_id, userId: row.user_id, clientId },
+    };
   }
 
   // Slow path: say why, and detect a replay.
@@ -168,13 +207,23 @@ export async function exchangeCode(env: Env, clientId: string, p: { code: string
   const redirectOk = code.redirectUri === p.redirectUri;
   const pkceOk = timingSafeEqual(code.codeChallenge, challenge);
   if (code.consumedAt && clientOk && redirectOk && pkceOk) {
-    const ref = { grantId: code.grantId ?? "", workspaceId: code.workspaceId, userId: code.userId, clientId: code.clientId };
+    const ref = {
+      grantId: code.grantId ?? "",
+      workspaceId: code.workspaceId,
+      userId: code.userId,
+      clientId: code.clientId,
+    };
     const familyRevoked = code.grantId ? !!(await revokeGrant(env, code.grantId, "code_reuse")) : false;
-    return { ok: false, error: invalidGrant("The authorization code was already used; the tokens issued from it are revoked"), reuse: { ...ref, familyRevoked } };
+    return {
+      ok: false,
+      error: invalidGrant("The authorization code was already used; the tokens issued from it are revoked"),
+      reuse: { ...ref, familyRevoked },
+    };
   }
   if (!clientOk) return { ok: false, error: invalidGrant("The authorization code was issued to another client") };
   if (!redirectOk) return { ok: false, error: invalidGrant("redirect_uri does not match the authorization request") };
-  if (!pkceOk) return { ok: false, error: invalidGrant("PKCE verification failed: code_verifier does not match code_challenge") };
+  if (!pkceOk)
+    return { ok: false, error: invalidGrant("PKCE verification failed: code_verifier does not match code_challenge") };
   if (code.consumedAt) return { ok: false, error: invalidGrant("The authorization code was already used") };
   if (code.expiresAt <= nowIso) return { ok: false, error: invalidGrant("The authorization code has expired") };
   return { ok: false, error: invalidGrant("The authorization code is no longer valid") };
@@ -191,22 +240,51 @@ export async function refreshTokens(env: Env, clientId: string, refreshToken: st
   const pair = newPair(now);
   const [rotated] = await env.DB.batch([
     env.DB.prepare(ROTATE_REFRESH).bind(nowIso, pair.refreshId, oldHash, clientId),
-    env.DB.prepare(INSERT_TOKEN_AFTER_ROTATION).bind(pair.accessId, "access", pair.accessHash, nowIso, pair.accessExpires, oldHash, pair.refreshId),
-    env.DB.prepare(INSERT_TOKEN_AFTER_ROTATION).bind(pair.refreshId, "refresh", pair.refreshHash, nowIso, pair.refreshExpires, oldHash, pair.refreshId),
+    env.DB.prepare(INSERT_TOKEN_AFTER_ROTATION).bind(
+      pair.accessId,
+      "access",
+      pair.accessHash,
+      nowIso,
+      pair.accessExpires,
+      oldHash,
+      pair.refreshId,
+    ),
+    env.DB.prepare(INSERT_TOKEN_AFTER_ROTATION).bind(
+      pair.refreshId,
+      "refresh",
+      pair.refreshHash,
+      nowIso,
+      pair.refreshExpires,
+      oldHash,
+      pair.refreshId,
+    ),
   ]);
-  const row = rotated?.results[0] as { grant_id: string; scopes: string; workspace_id: string; user_id: string } | undefined;
+  const row = rotated?.results[0] as
+    | { grant_id: string; scopes: string; workspace_id: string; user_id: string }
+    | undefined;
   if (row) {
-    return { ok: true, body: tokenResponse(pair, row.scopes), grant: { grantId: row.grant_id, workspaceId: row.workspace_id, userId: row.user_id, clientId } };
+    return {
+      ok: true,
+      body: tokenResponse(pair, row.scopes),
+      grant: { grantId: row.grant_id, workspaceId: row.workspace_id, userId: row.user_id, clientId },
+    };
   }
 
-  const t = refreshToken.startsWith(REFRESH_TOKEN_PREFIX) ? await statements(env).tokenWithGrant.get({ hash: oldHash }) : undefined;
+  const t = refreshToken.startsWith(REFRESH_TOKEN_PREFIX)
+    ? await statements(env).tokenWithGrant.get({ hash: oldHash })
+    : undefined;
   if (t?.kind !== "refresh") return { ok: false, error: invalidGrant("The refresh token is unknown") };
-  if (t.clientId !== clientId) return { ok: false, error: invalidGrant("The refresh token was issued to another client") };
+  if (t.clientId !== clientId)
+    return { ok: false, error: invalidGrant("The refresh token was issued to another client") };
   if (t.grantRevokedAt) return { ok: false, error: invalidGrant("The refresh token has been revoked") };
   if (t.revokedAt) {
     const familyRevoked = !!(await revokeGrant(env, t.grantId, "refresh_reuse"));
     const ref = { grantId: t.grantId, workspaceId: t.workspaceId, userId: t.userId, clientId: t.clientId };
-    return { ok: false, error: invalidGrant("The refresh token was already used; every token of its family is revoked"), reuse: { ...ref, familyRevoked } };
+    return {
+      ok: false,
+      error: invalidGrant("The refresh token was already used; every token of its family is revoked"),
+      reuse: { ...ref, familyRevoked },
+    };
   }
   if (t.expiresAt <= nowIso) return { ok: false, error: invalidGrant("The refresh token has expired") };
   return { ok: false, error: invalidGrant("The refresh token is no longer valid") };
@@ -221,7 +299,16 @@ export async function introspect(env: Env, clientId: string, token: string): Pro
   if (!token.startsWith(ACCESS_TOKEN_PREFIX) && !token.startsWith(REFRESH_TOKEN_PREFIX)) return INACTIVE;
   const t = await statements(env).tokenWithGrant.get({ hash: hashToken(token) });
   const now = new Date().toISOString();
-  if (!t || t.clientId !== clientId || t.revokedAt || t.grantRevokedAt || t.expiresAt <= now || t.erasedAt || t.clientDisabledAt || !t.email) {
+  if (
+    !t ||
+    t.clientId !== clientId ||
+    t.revokedAt ||
+    t.grantRevokedAt ||
+    t.expiresAt <= now ||
+    t.erasedAt ||
+    t.clientDisabledAt ||
+    !t.email
+  ) {
     return INACTIVE;
   }
   const clientAllowed = new Set(parseJsonArray(t.clientScopes));
@@ -257,14 +344,21 @@ export async function revokeGrant(env: Env, grantId: string, reason: RevokeReaso
       `UPDATE oauth_grants SET revoked_at = ?1, revoke_reason = ?2 WHERE id = ?3 AND revoked_at IS NULL
        RETURNING id, workspace_id, user_id, client_id`,
     ).bind(now, reason, grantId),
-    env.DB.prepare(`UPDATE oauth_tokens SET revoked_at = ?1 WHERE grant_id = ?2 AND revoked_at IS NULL`).bind(now, grantId),
+    env.DB.prepare(`UPDATE oauth_tokens SET revoked_at = ?1 WHERE grant_id = ?2 AND revoked_at IS NULL`).bind(
+      now,
+      grantId,
+    ),
   ]);
   const row = grant?.results[0] as { id: string; workspace_id: string; user_id: string; client_id: string } | undefined;
   return row ? { grantId: row.id, workspaceId: row.workspace_id, userId: row.user_id, clientId: row.client_id } : null;
 }
 
 /** Revokes every grant of a deleted client; returns the revoked grants per workspace. */
-export async function revokeGrantsOfClient(env: Env, clientId: string, now: string): Promise<Map<string, { count: number; userIds: string[] }>> {
+export async function revokeGrantsOfClient(
+  env: Env,
+  clientId: string,
+  now: string,
+): Promise<Map<string, { count: number; userIds: string[] }>> {
   const [grants] = await env.DB.batch([
     env.DB.prepare(
       `UPDATE oauth_grants SET revoked_at = ?1, revoke_reason = 'client_deleted' WHERE client_id = ?2 AND revoked_at IS NULL
@@ -298,8 +392,14 @@ export async function eraseOAuthUser(env: Env, workspaceId: string, userId: stri
     env.DB.prepare(
       `UPDATE oauth_tokens SET revoked_at = ?1 WHERE revoked_at IS NULL AND grant_id IN (SELECT id FROM oauth_grants WHERE workspace_id = ?2 AND user_id = ?3)`,
     ).bind(now, workspaceId, userId),
-    env.DB.prepare(`DELETE FROM oauth_consents WHERE workspace_id = ?1 AND user_id = ?2 RETURNING id`).bind(workspaceId, userId),
-    env.DB.prepare(`DELETE FROM oauth_codes WHERE workspace_id = ?1 AND user_id = ?2 AND consumed_at IS NULL`).bind(workspaceId, userId),
+    env.DB.prepare(`DELETE FROM oauth_consents WHERE workspace_id = ?1 AND user_id = ?2 RETURNING id`).bind(
+      workspaceId,
+      userId,
+    ),
+    env.DB.prepare(`DELETE FROM oauth_codes WHERE workspace_id = ?1 AND user_id = ?2 AND consumed_at IS NULL`).bind(
+      workspaceId,
+      userId,
+    ),
   ]);
   return { oauth_grants: (grants?.results.length ?? 0) + (consents?.results.length ?? 0) };
 }

@@ -1,5 +1,5 @@
-import { utf8ToBytes } from "@noble/hashes/utils.js";
 import { hash } from "node:crypto";
+import { utf8ToBytes } from "@noble/hashes/utils.js";
 import { base64ToBytes, bytesToBase64 } from "./ids";
 
 /** SHA-256 hex of a token: the only form in which tokens, codes and secrets are stored. */

@@ -36,7 +36,11 @@ const authErrors = (access: Access) =>
  * An OpenAPI route whose `security` (documentation) and guard middleware (enforcement)
  * come from one `access` declaration, so the two cannot drift apart.
  */
-export function apiRoute<const R extends Omit<RouteConfig, "security" | "middleware">>(access: Access, route: R, extraMiddleware: MiddlewareHandler<AppEnv>[] = []) {
+export function apiRoute<const R extends Omit<RouteConfig, "security" | "middleware">>(
+  access: Access,
+  route: R,
+  extraMiddleware: MiddlewareHandler<AppEnv>[] = [],
+) {
   return createRoute({
     ...route,
     security: securityFor(access),

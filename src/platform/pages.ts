@@ -1,7 +1,7 @@
 import type { Context } from "hono";
 import { getCookie, setCookie } from "hono/cookie";
-import { randomToken } from "./ids";
 import { timingSafeEqual } from "./crypto";
+import { randomToken } from "./ids";
 
 /** Headers of every server-rendered page: no framing, no referrer, no caching, no scripts. */
 export const PAGE_HEADERS: Record<string, string> = {

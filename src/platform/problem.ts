@@ -1,6 +1,6 @@
+import { z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
-import { z } from "@hono/zod-openapi";
 
 /** RFC 9457 problem details, the one error shape of every non-OAuth endpoint. */
 export const ProblemSchema = z
@@ -51,7 +51,13 @@ export const notFound = (detail = "Not found") => new ApiError(404, "not_found",
 export const forbidden = (code: string, detail: string) => new ApiError(403, code, detail);
 export const conflict = (code: string, detail: string) => new ApiError(409, code, detail);
 
-export function problemBody(status: number, code: string, detail?: string, errors?: FieldError[], requestId?: string): Problem {
+export function problemBody(
+  status: number,
+  code: string,
+  detail?: string,
+  errors?: FieldError[],
+  requestId?: string,
+): Problem {
   return {
     type: "about:blank",
     title: TITLES[status] ?? "Error",
@@ -63,7 +69,13 @@ export function problemBody(status: number, code: string, detail?: string, error
   };
 }
 
-export function problem(c: Context, status: ContentfulStatusCode, code: string, detail?: string, errors?: FieldError[]) {
+export function problem(
+  c: Context,
+  status: ContentfulStatusCode,
+  code: string,
+  detail?: string,
+  errors?: FieldError[],
+) {
   const body = problemBody(status, code, detail, errors, c.get("requestId"));
   return c.body(JSON.stringify(body), status, { "Content-Type": "application/problem+json" });
 }

@@ -24,7 +24,11 @@ export const Layout: FC<PropsWithChildren<{ title: string }>> = ({ title, childr
 export const SigninPage: FC<{ csrfToken: string; returnTo: string; email?: string; error?: string }> = (p) => (
   <Layout title="Sign in">
     <h1>Sign in</h1>
-    {p.error ? <p class="error" role="alert">{p.error}</p> : null}
+    {p.error ? (
+      <p class="error" role="alert">
+        {p.error}
+      </p>
+    ) : null}
     <form method="post" action="/v1/signin">
       <input type="hidden" name="csrf_token" value={p.csrfToken} />
       <input type="hidden" name="return_to" value={p.returnTo} />

@@ -7,7 +7,7 @@ import type { AppEnv } from "../platform/env";
 import { csrfToken, csrfValid, PAGE_HEADERS } from "../platform/pages";
 import { rateLimit } from "../platform/rate-limit";
 import { SigninPage } from "./pages";
-import { safeReturnTo, SESSION_TTL_SECONDS, signIn, signOut } from "./service";
+import { SESSION_TTL_SECONDS, safeReturnTo, signIn, signOut } from "./service";
 
 /** Browser sign-in pages (HTML, not part of the JSON API document). */
 export const signinRouter = new Hono<AppEnv>();
@@ -30,10 +30,15 @@ signinRouter.post("/v1/signin", rateLimit("SIGNIN_LIMITER"), async (c) => {
   const form = SigninFormSchema.safeParse(await c.req.parseBody().catch(() => ({})));
   const returnTo = safeReturnTo(form.success ? form.data.return_to : undefined);
   const render = (status: 400 | 401 | 403, error: string, email?: string) =>
-    c.html(<SigninPage csrfToken={csrfToken(c)} returnTo={returnTo} email={email} error={error} />, status, PAGE_HEADERS);
+    c.html(
+      <SigninPage csrfToken={csrfToken(c)} returnTo={returnTo} email={email} error={error} />,
+      status,
+      PAGE_HEADERS,
+    );
 
   if (!form.success) return render(400, "Enter your email and password.");
-  if (!csrfValid(c, form.data.csrf_token)) return render(403, "Your sign-in form expired. Please try again.", form.data.email);
+  if (!csrfValid(c, form.data.csrf_token))
+    return render(403, "Your sign-in form expired. Please try again.", form.data.email);
 
   const outcome = await signIn(c.env, form.data.email, form.data.password);
   if (!outcome.ok) {

@@ -2,8 +2,8 @@ import { and, eq, isNull } from "drizzle-orm";
 import { sessions, users } from "../db/schema";
 import { DUMMY_PASSWORD_HASH, hashToken, verifyPassword } from "../platform/crypto";
 import { db } from "../platform/db";
-import { newId, randomToken } from "../platform/ids";
 import { nowIso } from "../platform/env";
+import { newId, randomToken } from "../platform/ids";
 
 export const SESSION_TTL_SECONDS = 7 * 24 * 3600;
 

@@ -26,7 +26,10 @@ workspaceRouter.openapi(
     summary: "Rename the workspace handle",
     description: `Re-aliases the email slug to match; the old email slug keeps routing for 30 days. Errors carry code \`invalid\`, \`reserved\` or \`taken\`.`,
     request: { body: jsonBody(SetSlugRequestSchema) },
-    responses: { 200: jsonResponse(RenameResultSchema, "The rename result"), 400: problemResponse("Invalid, reserved or taken handle") },
+    responses: {
+      200: jsonResponse(RenameResultSchema, "The rename result"),
+      400: problemResponse("Invalid, reserved or taken handle"),
+    },
   }),
   async (c) => {
     const result = await renameWorkspace(c.env, c.var.caller.workspace.id, c.req.valid("json").slug);

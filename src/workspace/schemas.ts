@@ -1,14 +1,21 @@
 import { z } from "@hono/zod-openapi";
 
 export const SlugQuerySchema = z.object({
-  slug: z.string().min(1).max(100).openapi({ param: { name: "slug", in: "query" } }),
+  slug: z
+    .string()
+    .min(1)
+    .max(100)
+    .openapi({ param: { name: "slug", in: "query" } }),
 });
 
 export const AvailabilitySchema = z
   .object({ slug: z.string(), available: z.boolean(), reason: z.enum(["invalid", "reserved", "taken"]).optional() })
   .openapi("SlugAvailability");
 
-export const SetSlugRequestSchema = z.object({ slug: z.string().max(100) }).strict().openapi("SetSlugRequest");
+export const SetSlugRequestSchema = z
+  .object({ slug: z.string().max(100) })
+  .strict()
+  .openapi("SetSlugRequest");
 
 export const RenameResultSchema = z
   .object({

@@ -43,23 +43,37 @@ export type RenameResult = {
 export async function renameWorkspace(env: Env, workspaceId: string, slug: string): Promise<RenameResult> {
   const format = checkHandleFormat(slug);
   if (!format.ok) {
-    throw badRequest(format.reason, format.reason === "reserved" ? `"${slug}" is reserved` : "slug must be 3-32 characters of a-z, 0-9 and inner hyphens", [
-      { path: "slug", message: format.reason },
-    ]);
+    throw badRequest(
+      format.reason,
+      format.reason === "reserved"
+        ? `"${slug}" is reserved`
+        : "slug must be 3-32 characters of a-z, 0-9 and inner hyphens",
+      [{ path: "slug", message: format.reason }],
+    );
   }
   const d = db(env);
-  const ws = await d.select({ slug: workspaces.slug, emailSlug: workspaces.emailSlug }).from(workspaces).where(eq(workspaces.id, workspaceId)).get();
+  const ws = await d
+    .select({ slug: workspaces.slug, emailSlug: workspaces.emailSlug })
+    .from(workspaces)
+    .where(eq(workspaces.id, workspaceId))
+    .get();
   if (!ws) throw notFound("No such workspace");
-  if (ws.slug === slug) throw badRequest("taken", "This is already the workspace's handle", [{ path: "slug", message: "taken" }]);
+  if (ws.slug === slug)
+    throw badRequest("taken", "This is already the workspace's handle", [{ path: "slug", message: "taken" }]);
 
   const now = nowIso();
   const routesUntil = new Date(Date.now() + EMAIL_SLUG_CONTINUITY_DAYS * 86_400_000).toISOString();
   try {
     await d.batch([
       // Free the slug if it is our own retired one, or anyone's whose window has passed.
-      d.delete(emailSlugs).where(
-        and(eq(emailSlugs.slug, slug), or(eq(emailSlugs.workspaceId, workspaceId), sql`${emailSlugs.routesUntil} <= ${now}`)),
-      ),
+      d
+        .delete(emailSlugs)
+        .where(
+          and(
+            eq(emailSlugs.slug, slug),
+            or(eq(emailSlugs.workspaceId, workspaceId), sql`${emailSlugs.routesUntil} <= ${now}`),
+          ),
+        ),
       d.update(workspaces).set({ slug, emailSlug: slug }).where(eq(workspaces.id, workspaceId)),
       d
         .update(emailSlugs)
@@ -68,7 +82,8 @@ export async function renameWorkspace(env: Env, workspaceId: string, slug: strin
       d.insert(emailSlugs).values({ slug, workspaceId, createdAt: now }),
     ]);
   } catch (e) {
-    if (isUniqueViolation(e)) throw badRequest("taken", `"${slug}" is already taken`, [{ path: "slug", message: "taken" }]);
+    if (isUniqueViolation(e))
+      throw badRequest("taken", `"${slug}" is already taken`, [{ path: "slug", message: "taken" }]);
     throw e;
   }
   return { slug, previous_slug: ws.slug, email_slug: slug, previous_email_slug_routes_until: routesUntil };

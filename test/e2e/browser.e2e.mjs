@@ -16,7 +16,10 @@ import { startBridge } from "../../tools/browser-bridge/bridge.mjs";
 const PORT = 8792;
 const ORIGIN = `http://127.0.0.1:${PORT}`;
 const ROOT = path.resolve(import.meta.dirname, "../..");
-const WRANGLER = path.join(path.dirname(createRequire(import.meta.url).resolve("wrangler/package.json")), "bin/wrangler.js");
+const WRANGLER = path.join(
+  path.dirname(createRequire(import.meta.url).resolve("wrangler/package.json")),
+  "bin/wrangler.js",
+);
 const SECRET = `marmalade-${Math.random().toString(36).slice(2, 8)}`;
 
 const step = (msg) => console.log(`• ${msg}`);
@@ -25,7 +28,9 @@ const step = (msg) => console.log(`• ${msg}`);
 function listen(handler) {
   return new Promise((resolve) => {
     const server = createServer(handler);
-    server.listen(0, "127.0.0.1", () => resolve({ server, port: /** @type {import("node:net").AddressInfo} */ (server.address()).port }));
+    server.listen(0, "127.0.0.1", () =>
+      resolve({ server, port: /** @type {import("node:net").AddressInfo} */ (server.address()).port }),
+    );
   });
 }
 
@@ -65,7 +70,10 @@ async function fakeModel(pageUrl) {
     else {
       const text = JSON.parse(toolMessages.at(-1).content).text ?? "";
       const found = /The secret word is ([\w-]+)/.exec(text)?.[1];
-      message = { role: "assistant", content: found ? `The page says the secret word is ${found}.` : "I could not find it." };
+      message = {
+        role: "assistant",
+        content: found ? `The page says the secret word is ${found}.` : "I could not find it.",
+      };
     }
     res.writeHead(200, { "Content-Type": "application/json" });
     res.end(
@@ -94,7 +102,9 @@ function run(args, env) {
     let out = "";
     child.stdout.on("data", (c) => (out += c));
     child.stderr.on("data", (c) => (out += c));
-    child.on("exit", (code) => (code === 0 ? resolve(out) : reject(new Error(`wrangler ${args[0]} failed (${code}):\n${out}`))));
+    child.on("exit", (code) =>
+      code === 0 ? resolve(out) : reject(new Error(`wrangler ${args[0]} failed (${code}):\n${out}`)),
+    );
   });
 }
 
@@ -114,7 +124,10 @@ async function waitFor(check, ms, what) {
 const api = (method, p, { token, body } = {}) =>
   fetch(`${ORIGIN}${p}`, {
     method,
-    headers: { ...(token ? { Authorization: `Bearer ${token}` } : {}), ...(body ? { "Content-Type": "application/json" } : {}) },
+    headers: {
+      ...(token ? { Authorization: `Bearer ${token}` } : {}),
+      ...(body ? { "Content-Type": "application/json" } : {}),
+    },
     body: body ? JSON.stringify(body) : undefined,
   });
 
@@ -135,8 +148,22 @@ async function main() {
     dev = spawn(
       process.execPath,
       [
-        WRANGLER, "dev", "--port", String(PORT), "--ip", "127.0.0.1", "--inspector-port", "0", "--persist-to", persist,
-        "--var", `LLM_BASE_URL:${model.baseUrl}`, "--var", "LLM_MODEL:fake-e2e", "--var", "RATE_LIMITS:off",
+        WRANGLER,
+        "dev",
+        "--port",
+        String(PORT),
+        "--ip",
+        "127.0.0.1",
+        "--inspector-port",
+        "0",
+        "--persist-to",
+        persist,
+        "--var",
+        `LLM_BASE_URL:${model.baseUrl}`,
+        "--var",
+        "LLM_MODEL:fake-e2e",
+        "--var",
+        "RATE_LIMITS:off",
         "--show-interactive-dev-session=false",
       ],
       { cwd: ROOT, env, stdio: ["ignore", "pipe", "pipe"], detached: true },
@@ -146,7 +173,9 @@ async function main() {
     await waitFor(async () => (await fetch(`${ORIGIN}/v1/health`)).ok, 90_000, "wrangler dev");
 
     step("signing up a workspace");
-    const signup = await api("POST", "/v1/api/signup", { body: { workspace_name: "E2E", email: `e2e-${Date.now()}@example.com`, password: "correct horse battery" } });
+    const signup = await api("POST", "/v1/api/signup", {
+      body: { workspace_name: "E2E", email: `e2e-${Date.now()}@example.com`, password: "correct horse battery" },
+    });
     assert.equal(signup.status, 201, await signup.clone().text());
     const { token } = await signup.json();
 
@@ -157,26 +186,45 @@ async function main() {
 
     step("starting the bridge with headless Chromium");
     bridge = await startBridge({ url: ORIGIN, token, headless: true, log: (l) => console.log(`  [bridge] ${l}`) });
-    await Promise.race([bridge.connected(), new Promise((_, reject) => setTimeout(() => reject(new Error("bridge did not connect")), 20_000))]);
+    await Promise.race([
+      bridge.connected(),
+      new Promise((_, reject) => setTimeout(() => reject(new Error("bridge did not connect")), 20_000)),
+    ]);
 
     step("asking the agent to read the page");
-    const res = await api("POST", "/v1/agent-browser/ask", { token, body: { prompt: `Open ${page.url} and tell me the secret word.`, timeout_ms: 60_000 } });
+    const res = await api("POST", "/v1/agent-browser/ask", {
+      token,
+      body: { prompt: `Open ${page.url} and tell me the secret word.`, timeout_ms: 60_000 },
+    });
     const text = await res.text();
     assert.equal(res.status, 200, text);
     const reply = JSON.parse(text);
     assert.deepEqual(reply, { reply: `The page says the secret word is ${SECRET}.`, steps: 3 });
 
-    assert.ok(page.visits.some((v) => v.path === "/page" && /Chrome/.test(v.userAgent)), "Chromium fetched the test page");
+    assert.ok(
+      page.visits.some((v) => v.path === "/page" && /Chrome/.test(v.userAgent)),
+      "Chromium fetched the test page",
+    );
     const [first] = model.requests;
     assert.deepEqual(first.tools.map((t) => t.function.name).sort(), [
-      "computer_click", "computer_key", "computer_navigate", "computer_read", "computer_screenshot", "computer_scroll", "computer_type", "computer_url",
+      "computer_click",
+      "computer_key",
+      "computer_navigate",
+      "computer_read",
+      "computer_screenshot",
+      "computer_scroll",
+      "computer_type",
+      "computer_url",
     ]);
     const readResult = JSON.parse(model.requests[2].messages.filter((m) => m.role === "tool").at(-1).content);
     assert.ok(!readResult.text.includes("hidden text"), "computer.read returns visible text only");
     assert.equal(await bridge.page.title(), "Bridge E2E page");
 
     step("an OAuth-style token is refused on ask");
-    const oauth = await api("POST", "/v1/agent-browser/ask", { token: `svc_at_${"x".repeat(43)}`, body: { prompt: "hi" } });
+    const oauth = await api("POST", "/v1/agent-browser/ask", {
+      token: `svc_at_${"x".repeat(43)}`,
+      body: { prompt: "hi" },
+    });
     assert.equal(oauth.status, 403);
 
     console.log(`PASS browser end-to-end: reply ${JSON.stringify(reply.reply)} in ${reply.steps} steps`);

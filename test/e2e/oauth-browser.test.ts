@@ -5,9 +5,9 @@
 import { createHash, randomBytes } from "node:crypto";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { chromium, type Browser, type Page } from "playwright-core";
+import { type Browser, chromium, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startDevServer, type DevServer } from "./server";
+import { type DevServer, startDevServer } from "./server";
 
 const PORT = Number(process.env.E2E_PORT ?? 8791);
 const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
@@ -25,7 +25,10 @@ function pkce() {
   return { verifier, challenge: b64url(createHash("sha256").update(verifier).digest()) };
 }
 
-async function api(path: string, init: { method?: string; token?: string; json?: unknown; form?: Record<string, string> } = {}) {
+async function api(
+  path: string,
+  init: { method?: string; token?: string; json?: unknown; form?: Record<string, string> } = {},
+) {
   const headers: Record<string, string> = {};
   if (init.token) headers.Authorization = `Bearer ${init.token}`;
   let body: string | undefined;
@@ -37,11 +40,24 @@ async function api(path: string, init: { method?: string; token?: string; json?:
     headers["Content-Type"] = "application/x-www-form-urlencoded";
     body = new URLSearchParams(init.form).toString();
   }
-  return fetch(`${dev.origin}${path}`, { method: init.method ?? (body ? "POST" : "GET"), headers, body, redirect: "manual" });
+  return fetch(`${dev.origin}${path}`, {
+    method: init.method ?? (body ? "POST" : "GET"),
+    headers,
+    body,
+    redirect: "manual",
+  });
 }
 
 function authorizeUrl(clientId: string, redirectUri: string, challenge: string, state: string, scope: string) {
-  const q = new URLSearchParams({ client_id: clientId, redirect_uri: redirectUri, response_type: "code", code_challenge: challenge, code_challenge_method: "S256", state, scope });
+  const q = new URLSearchParams({
+    client_id: clientId,
+    redirect_uri: redirectUri,
+    response_type: "code",
+    code_challenge: challenge,
+    code_challenge_method: "S256",
+    state,
+    scope,
+  });
   return `${dev.origin}/v1/oauth/authorize?${q}`;
 }
 
@@ -63,11 +79,20 @@ beforeAll(async () => {
   dev = await startDevServer(PORT);
   browser = await chromium.launch({
     executablePath: CHROMIUM,
-    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--no-first-run"],
+    args: [
+      "--headless",
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--no-first-run",
+    ],
   });
 
   const email = `e2e-${Date.now()}@example.com`;
-  const signup = await api("/v1/api/signup", { json: { workspace_name: "E2E Workspace", email, password: PASSWORD, name: "Eve Edge" } });
+  const signup = await api("/v1/api/signup", {
+    json: { workspace_name: "E2E Workspace", email, password: PASSWORD, name: "Eve Edge" },
+  });
   expect(signup.status).toBe(201);
   account = { email, token: ((await signup.json()) as { token: string }).token };
 });
@@ -82,7 +107,12 @@ describe("OAuth in a real browser", () => {
   it("signs in, shows consent, approves, lands on the redirect with a code that exchanges", async () => {
     const reg = await api("/v1/oauth/register", {
       token: account.token,
-      json: { redirect_uris: [callback], scope: "agents:read conversations:read", client_name: "Playwright App", token_endpoint_auth_method: "none" },
+      json: {
+        redirect_uris: [callback],
+        scope: "agents:read conversations:read",
+        client_name: "Playwright App",
+        token_endpoint_auth_method: "none",
+      },
     });
     expect(reg.status).toBe(201);
     const client = (await reg.json()) as { client_id: string };
@@ -110,12 +140,21 @@ describe("OAuth in a real browser", () => {
     expect(await page.locator("body").textContent()).toContain("Received.");
 
     const token = await api("/v1/oauth/token", {
-      form: { grant_type: "authorization_code", code: code!, code_verifier: verifier, redirect_uri: callback, client_id: client.client_id },
+      form: {
+        grant_type: "authorization_code",
+        code: code!,
+        code_verifier: verifier,
+        redirect_uri: callback,
+        client_id: client.client_id,
+      },
     });
     expect(token.status).toBe(200);
     const tokens = (await token.json()) as { access_token: string; scope: string };
     expect(tokens.scope).toBe("agents:read");
-    const me = (await (await api("/v1/api/me", { token: tokens.access_token })).json()) as { auth: string; user: { email: string } };
+    const me = (await (await api("/v1/api/me", { token: tokens.access_token })).json()) as {
+      auth: string;
+      user: { email: string };
+    };
     expect(me).toMatchObject({ auth: "oauth", user: { email: account.email } });
 
     // Consent is remembered: the same request goes straight back with a new code.
@@ -126,7 +165,9 @@ describe("OAuth in a real browser", () => {
     expect(new URL(page.url()).searchParams.get("code")).toMatch(/^svc_code_/);
 
     // More scopes ask again; denying lands on the redirect with access_denied.
-    await page.goto(authorizeUrl(client.client_id, callback, again.challenge, "third", "agents:read conversations:read"));
+    await page.goto(
+      authorizeUrl(client.client_id, callback, again.challenge, "third", "agents:read conversations:read"),
+    );
     expect(await page.locator("body").textContent()).toContain("Read your conversations");
     await page.getByRole("button", { name: "Deny" }).click();
     await page.waitForURL((url) => url.href.startsWith(callback));
@@ -147,7 +188,13 @@ describe("OAuth in a real browser", () => {
     const landed = new URL(page.url());
     expect(landed.searchParams.get("state")).toBe("cli-state");
     const token = await api("/v1/oauth/token", {
-      form: { grant_type: "authorization_code", code: landed.searchParams.get("code")!, code_verifier: verifier, redirect_uri: callback, client_id: "svc_client_cli" },
+      form: {
+        grant_type: "authorization_code",
+        code: landed.searchParams.get("code")!,
+        code_verifier: verifier,
+        redirect_uri: callback,
+        client_id: "svc_client_cli",
+      },
     });
     expect(token.status).toBe(200);
     await context.close();

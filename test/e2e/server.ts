@@ -3,7 +3,7 @@
  * throwaway --persist-to directory, then the dev server on a fixed port, ready when
  * /v1/health answers.
  */
-import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -15,13 +15,29 @@ export type DevServer = { origin: string; stop: () => Promise<void>; output: () 
 export async function startDevServer(port: number): Promise<DevServer> {
   const persist = mkdtempSync(path.join(tmpdir(), "svc-e2e-"));
   const env = { ...process.env, WRANGLER_SEND_METRICS: "false", CI: "1" };
-  const migrate = spawnSync("npx", ["wrangler", "d1", "migrations", "apply", "DB", "--local", "--persist-to", persist], { cwd: ROOT, env, encoding: "utf8" });
+  const migrate = spawnSync(
+    "npx",
+    ["wrangler", "d1", "migrations", "apply", "DB", "--local", "--persist-to", persist],
+    { cwd: ROOT, env, encoding: "utf8" },
+  );
   if (migrate.status !== 0) throw new Error(`migrations failed:\n${migrate.stdout}\n${migrate.stderr}`);
 
   let log = "";
   const child: ChildProcess = spawn(
     "npx",
-    ["wrangler", "dev", "--port", String(port), "--ip", "127.0.0.1", "--persist-to", persist, "--inspector-port", "0", "--show-interactive-dev-session=false"],
+    [
+      "wrangler",
+      "dev",
+      "--port",
+      String(port),
+      "--ip",
+      "127.0.0.1",
+      "--persist-to",
+      persist,
+      "--inspector-port",
+      "0",
+      "--show-interactive-dev-session=false",
+    ],
     { cwd: ROOT, env, detached: true, stdio: ["ignore", "pipe", "pipe"] },
   );
   child.stdout?.on("data", (d) => (log += d));

@@ -1,5 +1,5 @@
 import { env } from "cloudflare:workers";
-import { AgentRowSchema, type AgentRow } from "../../src/agents/schemas";
+import { type AgentRow, AgentRowSchema } from "../../src/agents/schemas";
 import { call, parse } from "./api";
 
 /** Creates an agent through the API and returns it; anything but 200 fails the test. */
@@ -17,7 +17,9 @@ export async function getAgent(token: string, id: string): Promise<AgentRow> {
 
 /** The handles the database holds for an agent, sorted. */
 export async function handlesOf(agentId: string): Promise<string[]> {
-  const { results } = await env.DB.prepare("SELECT handle FROM agent_handles WHERE agent_id = ? ORDER BY handle").bind(agentId).all<{ handle: string }>();
+  const { results } = await env.DB.prepare("SELECT handle FROM agent_handles WHERE agent_id = ? ORDER BY handle")
+    .bind(agentId)
+    .all<{ handle: string }>();
   return results.map((r) => r.handle);
 }
 
@@ -43,6 +45,7 @@ export const IMAGES = {
   gif: "R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBRAA7",
   webp: "UklGRhoAAABXRUJQVlA4TA0AAAAvAAAAEAcQERGIiP4HAA==",
   jpeg: b64([
-    0xff, 0xd8, 0xff, 0xe0, 0x00, 0x10, 0x4a, 0x46, 0x49, 0x46, 0x00, 0x01, 0x01, 0x00, 0x00, 0x01, 0x00, 0x01, 0x00, 0x00, 0xff, 0xd9,
+    0xff, 0xd8, 0xff, 0xe0, 0x00, 0x10, 0x4a, 0x46, 0x49, 0x46, 0x00, 0x01, 0x01, 0x00, 0x00, 0x01, 0x00, 0x01, 0x00,
+    0x00, 0xff, 0xd9,
   ]),
 } as const;

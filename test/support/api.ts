@@ -26,12 +26,20 @@ export async function parse<T extends z.ZodType>(res: Response, schema: T): Prom
   return schema.parse(await res.json());
 }
 
-export type ProblemBody = { type: string; title: string; status: number; code: string; detail?: string; errors?: { path: string; message: string }[] };
+export type ProblemBody = {
+  type: string;
+  title: string;
+  status: number;
+  code: string;
+  detail?: string;
+  errors?: { path: string; message: string }[];
+};
 
 export async function expectProblem(res: Response, status: number, code?: string): Promise<ProblemBody> {
   const text = await res.text();
   if (res.status !== status) throw new Error(`expected ${status}, got ${res.status}: ${text}`);
-  if (!res.headers.get("Content-Type")?.startsWith("application/problem+json")) throw new Error(`not a problem body: ${res.headers.get("Content-Type")}`);
+  if (!res.headers.get("Content-Type")?.startsWith("application/problem+json"))
+    throw new Error(`not a problem body: ${res.headers.get("Content-Type")}`);
   const body = JSON.parse(text) as ProblemBody;
   if (body.status !== status) throw new Error(`problem status ${body.status} != ${status}`);
   if (code && body.code !== code) throw new Error(`expected code ${code}, got ${body.code}: ${text}`);

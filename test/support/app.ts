@@ -10,7 +10,12 @@ type Init = { token?: string; body?: unknown; headers?: Record<string, string> }
  * example SIGNUP_MODE=closed, or a model provider), the way a deployment with those
  * settings would answer.
  */
-export async function callWith(overrides: Record<string, unknown>, method: string, path: string, init: Init = {}): Promise<Response> {
+export async function callWith(
+  overrides: Record<string, unknown>,
+  method: string,
+  path: string,
+  init: Init = {},
+): Promise<Response> {
   const headers: Record<string, string> = { "CF-Connecting-IP": freshIp(), ...init.headers };
   if (init.token) headers.Authorization = `Bearer ${init.token}`;
   let body: string | undefined;
@@ -19,7 +24,11 @@ export async function callWith(overrides: Record<string, unknown>, method: strin
     headers["Content-Type"] ??= "application/json";
   }
   const ctx = createExecutionContext();
-  const res = await worker.fetch(new Request(`${ORIGIN}${path}`, { method, headers, body }), { ...env, ...overrides } as Env, ctx);
+  const res = await worker.fetch(
+    new Request(`${ORIGIN}${path}`, { method, headers, body }),
+    { ...env, ...overrides } as Env,
+    ctx,
+  );
   await waitOnExecutionContext(ctx);
   return res;
 }

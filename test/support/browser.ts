@@ -3,7 +3,12 @@ import { expect } from "vitest";
 import { SUBPROTOCOL_PREFIX } from "../../durable-objects/protocol";
 import { call } from "./api";
 
-export type Frame = Record<string, unknown> & { id?: number; method?: string; params?: Record<string, unknown>; type?: string };
+export type Frame = Record<string, unknown> & {
+  id?: number;
+  method?: string;
+  params?: Record<string, unknown>;
+  type?: string;
+};
 
 /**
  * A scripted browser extension on the far end of `/v1/agent-browser/connect`: it records
@@ -19,7 +24,9 @@ export class FakeExtension {
       this.frames.push(typeof e.data === "string" ? e.data : new TextDecoder().decode(e.data as ArrayBuffer));
       for (const w of this.waiters.splice(0)) w();
     });
-    this.closed = new Promise((resolve) => ws.addEventListener("close", (e) => resolve({ code: e.code, reason: e.reason })));
+    this.closed = new Promise((resolve) =>
+      ws.addEventListener("close", (e) => resolve({ code: e.code, reason: e.reason })),
+    );
     ws.accept();
   }
 
@@ -94,4 +101,3 @@ export async function eventually(check: () => Promise<boolean> | boolean, ms = 5
 
 /** A 1×1 transparent PNG, base64. */
 export const TINY_PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNkYAAAAAYAAjCB0C8AAAAASUVORK5CYII=";
-

@@ -1,4 +1,4 @@
-import { http, HttpResponse } from "msw";
+import { HttpResponse, http } from "msw";
 import { setupServer } from "msw/node";
 
 /**
@@ -8,7 +8,12 @@ import { setupServer } from "msw/node";
  * configured; the shared test env has no provider, so plain `call` sees "not configured".
  */
 export const LLM_BASE_URL = "https://llm.test/v1";
-export const LLM_ENV = { LLM_BASE_URL, LLM_API_KEY: "sk-test-provider-key", LLM_MODEL: "test-chat-model", IMAGE_MODEL: "test-image-model" };
+export const LLM_ENV = {
+  LLM_BASE_URL,
+  LLM_API_KEY: "sk-test-provider-key",
+  LLM_MODEL: "test-chat-model",
+  IMAGE_MODEL: "test-image-model",
+};
 
 export type Recorded = { path: string; headers: Headers; body: Record<string, unknown> };
 

@@ -1,5 +1,5 @@
 import { expect } from "vitest";
-import { ClientInfoSchema, TokenResponseSchema, type ClientInfo } from "../../src/oauth/schemas";
+import { type ClientInfo, ClientInfoSchema, TokenResponseSchema } from "../../src/oauth/schemas";
 import { pkceChallenge } from "../../src/oauth/tokens";
 import { base64url } from "../../src/platform/ids";
 import { call, ORIGIN, parse } from "./api";
@@ -48,10 +48,23 @@ export function authorizePath(params: Record<string, string | undefined>): strin
 export const csrfFrom = (html: string) => /name="csrf_token" value="([^"]+)"/.exec(html)?.[1];
 
 /** Posts the consent form the way the browser would, with the page's hidden fields. */
-export async function postConsent(session: string, html: string, decision: "approve" | "deny", override: Record<string, string> = {}) {
+export async function postConsent(
+  session: string,
+  html: string,
+  decision: "approve" | "deny",
+  override: Record<string, string> = {},
+) {
   const form = new URLSearchParams();
   for (const m of html.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)"\/?>/g)) {
-    form.append(m[1]!, m[2]!.replaceAll("&amp;", "&").replaceAll("&quot;", '"').replaceAll("&lt;", "<").replaceAll("&gt;", ">").replaceAll("&#39;", "'"));
+    form.append(
+      m[1]!,
+      m[2]!
+        .replaceAll("&amp;", "&")
+        .replaceAll("&quot;", '"')
+        .replaceAll("&lt;", "<")
+        .replaceAll("&gt;", ">")
+        .replaceAll("&#39;", "'"),
+    );
   }
   for (const [k, v] of Object.entries(override)) form.set(k, v);
   form.set("decision", decision);
@@ -95,13 +108,19 @@ export function oauthPost(path: string, params: Record<string, string | undefine
   const clean: Record<string, string> = {};
   for (const [k, v] of Object.entries(params)) if (v !== undefined) clean[k] = v;
   const headers: Record<string, string> = { ...opts.headers };
-  if (opts.basic) headers.Authorization = `Basic ${btoa(`${encodeURIComponent(opts.basic[0])}:${encodeURIComponent(opts.basic[1])}`)}`;
+  if (opts.basic)
+    headers.Authorization = `Basic ${btoa(`${encodeURIComponent(opts.basic[0])}:${encodeURIComponent(opts.basic[1])}`)}`;
   if (opts.json) return call("POST", path, { body: clean, headers });
   headers["Content-Type"] = "application/x-www-form-urlencoded";
   return call("POST", path, { rawBody: new URLSearchParams(clean).toString(), headers });
 }
 
-export async function exchange(client: { client_id: string; client_secret?: string }, code: string, verifier: string, redirectUri = REDIRECT) {
+export async function exchange(
+  client: { client_id: string; client_secret?: string },
+  code: string,
+  verifier: string,
+  redirectUri = REDIRECT,
+) {
   const res = await oauthPost("/v1/oauth/token", {
     grant_type: "authorization_code",
     code,
@@ -113,7 +132,11 @@ export async function exchange(client: { client_id: string; client_secret?: stri
   return res;
 }
 
-export async function tokensFor(session: string, client: { client_id: string; client_secret?: string }, scope?: string) {
+export async function tokensFor(
+  session: string,
+  client: { client_id: string; client_secret?: string },
+  scope?: string,
+) {
   const { verifier, challenge } = newPkce();
   const { code } = await obtainCode(session, client, { challenge, scope });
   const res = await exchange(client, code, verifier);
@@ -121,7 +144,11 @@ export async function tokensFor(session: string, client: { client_id: string; cl
   return parse(res, TokenResponseSchema);
 }
 
-export async function expectOAuthError(res: Response, status: number, error: string): Promise<{ error: string; error_description?: string }> {
+export async function expectOAuthError(
+  res: Response,
+  status: number,
+  error: string,
+): Promise<{ error: string; error_description?: string }> {
   const text = await res.text();
   if (res.status !== status) throw new Error(`expected ${status} ${error}, got ${res.status}: ${text}`);
   expect(res.headers.get("Content-Type")).toMatch(/^application\/json/);
@@ -132,6 +159,5 @@ export async function expectOAuthError(res: Response, status: number, error: str
 
 export const me = (token: string) => call("GET", "/v1/api/me", { token });
 
-export { ORIGIN };
-
 export { auditEvents } from "./audit";
+export { ORIGIN };

@@ -35,7 +35,17 @@ export function fakeLlm(...script: (Turn | ((req: ChatRequest) => Turn))[]) {
     if ("status" in turn) return Response.json({ error: { message: "scripted failure" } }, { status: turn.status });
     const message =
       "tool" in turn
-        ? { role: "assistant", content: null, tool_calls: [{ id: `call_${requests.length}`, type: "function", function: { name: turn.tool, arguments: JSON.stringify(turn.args ?? {}) } }] }
+        ? {
+            role: "assistant",
+            content: null,
+            tool_calls: [
+              {
+                id: `call_${requests.length}`,
+                type: "function",
+                function: { name: turn.tool, arguments: JSON.stringify(turn.args ?? {}) },
+              },
+            ],
+          }
         : { role: "assistant", content: turn.text };
     return Response.json({
       id: `chatcmpl-${requests.length}`,

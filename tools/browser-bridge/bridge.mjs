@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+import { pathToFileURL } from "node:url";
 // Reference bridge for the local-browser channel: dials /v1/agent-browser/connect with a
 // personal access token and runs each computer.* command in a real Chromium page driven by
 // playwright-core. It is the executable description of the frame protocol (decisions.md,
@@ -9,9 +10,16 @@
 // The frame schemas are the service's own (durable-objects/protocol.ts, run by Node's
 // built-in TypeScript type stripping), so the bridge and the server cannot drift apart.
 import { parseArgs } from "node:util";
-import { pathToFileURL } from "node:url";
 import { chromium } from "playwright-core";
-import { CLOSE, CommandFrameSchema, LIMITS, PARAMS, PING_FRAME, PONG_FRAME, SUBPROTOCOL_PREFIX } from "../../durable-objects/protocol.ts";
+import {
+  CLOSE,
+  CommandFrameSchema,
+  LIMITS,
+  PARAMS,
+  PING_FRAME,
+  PONG_FRAME,
+  SUBPROTOCOL_PREFIX,
+} from "../../durable-objects/protocol.ts";
 
 const PING_INTERVAL_MS = 20_000;
 const BACKOFF = { initialMs: 500, maxMs: 30_000 };
@@ -81,7 +89,9 @@ export async function startBridge(options) {
         return;
       }
       const delay = Math.min(BACKOFF.maxMs, BACKOFF.initialMs * 2 ** attempt++) * (0.75 + Math.random() / 2);
-      log(`disconnected (${event.code}${event.reason ? ` ${event.reason}` : ""}); reconnecting in ${Math.round(delay)} ms`);
+      log(
+        `disconnected (${event.code}${event.reason ? ` ${event.reason}` : ""}); reconnecting in ${Math.round(delay)} ms`,
+      );
       setTimeout(connect, delay);
     });
     ws.addEventListener("error", () => {
@@ -104,12 +114,19 @@ export async function startBridge(options) {
     const frame = CommandFrameSchema.safeParse(data);
     if (!frame.success) {
       const id = data && typeof data === "object" && "id" in data && Number.isInteger(data.id) ? data.id : null;
-      if (id !== null) reply(ws, { type: "error", id, error: "unknown command", message: frame.error.message.slice(0, 1_000) });
+      if (id !== null)
+        reply(ws, { type: "error", id, error: "unknown command", message: frame.error.message.slice(0, 1_000) });
       return;
     }
     const { id, method, params } = frame.data;
     const checked = PARAMS[method].safeParse(params);
-    if (!checked.success) return reply(ws, { type: "error", id, error: "invalid argument", message: checked.error.message.slice(0, 1_000) });
+    if (!checked.success)
+      return reply(ws, {
+        type: "error",
+        id,
+        error: "invalid argument",
+        message: checked.error.message.slice(0, 1_000),
+      });
     try {
       const result = await run(page, method, checked.data);
       reply(ws, { type: "success", id, result });
@@ -122,7 +139,8 @@ export async function startBridge(options) {
   connect();
   return {
     /** Resolves when a socket is open (now, or on the next connection). */
-    connected: () => (socket?.readyState === WebSocket.OPEN ? Promise.resolve() : new Promise((resolve) => onOpen.push(resolve))),
+    connected: () =>
+      socket?.readyState === WebSocket.OPEN ? Promise.resolve() : new Promise((resolve) => onOpen.push(resolve)),
     page,
     async stop() {
       stopped = true;
@@ -186,10 +204,17 @@ async function main() {
     },
   });
   if (!values.token?.startsWith("svc_pat_")) {
-    console.error("usage: npm run bridge -- --url http://localhost:8787 --token svc_pat_... [--headed] [--chromium /usr/bin/chromium]");
+    console.error(
+      "usage: npm run bridge -- --url http://localhost:8787 --token svc_pat_... [--headed] [--chromium /usr/bin/chromium]",
+    );
     process.exit(2);
   }
-  const bridge = await startBridge({ url: values.url, token: values.token, headless: !values.headed, executablePath: values.chromium });
+  const bridge = await startBridge({
+    url: values.url,
+    token: values.token,
+    headless: !values.headed,
+    executablePath: values.chromium,
+  });
   const shutdown = async () => {
     await bridge.stop();
     process.exit(0);
