@@ -7,6 +7,7 @@ import { accountRouter } from "./account/routes";
 import { adminRouter } from "./admin/routes";
 import { agentsRouter } from "./agents/routes";
 import { auditRouter } from "./audit/routes";
+import { billingRouter } from "./billing/routes";
 import { browserRouter } from "./browser/routes";
 import { isOAuthJsonPath, oauthErrorHandler } from "./oauth/errors";
 import { oauthRouter } from "./oauth/routes";
@@ -40,6 +41,7 @@ export function createApp() {
   app.route("/", adminRouter);
   app.route("/", agentsRouter);
   app.route("/", auditRouter);
+  app.route("/", billingRouter);
   app.route("/", workspaceRouter);
   app.route("/", browserRouter);
   app.route("/", signinRouter);
@@ -69,7 +71,7 @@ export function createApp() {
     if (isOAuthJsonPath(c.req.path)) return oauthErrorHandler(err, c);
     if (err instanceof ApiError) {
       for (const [k, v] of Object.entries(err.headers ?? {})) c.header(k, v);
-      return problem(c, err.status, err.code, err.message, err.errors);
+      return problem(c, err.status, err.code, err.message, err.errors, err.extra);
     }
     if (err instanceof HTTPException) {
       const status = err.status === 415 ? 400 : err.status;

@@ -40,6 +40,28 @@ export async function audit(c: Context<AppEnv>, input: AuditInput): Promise<void
   const actor =
     input.actor ??
     (caller ? { kind: ACTOR_KIND[caller.auth], id: caller.userId } : { kind: "system" as const, id: null });
+  await record(c.env, workspaceId, actor, input, c.get("requestId"));
+}
+
+/**
+ * The same for service code that runs without a request (a lazy grant made while another
+ * area checks credits): the actor is the system unless given.
+ */
+export async function auditWithoutRequest(
+  env: Env,
+  workspaceId: string,
+  input: Omit<AuditInput, "workspaceId">,
+): Promise<void> {
+  await record(env, workspaceId, input.actor ?? { kind: "system", id: null }, input, undefined);
+}
+
+async function record(
+  env: Env,
+  workspaceId: string,
+  actor: { kind: ActorKind; id: string | null },
+  input: AuditInput,
+  requestId: string | undefined,
+): Promise<void> {
   const event: AppendEvent = {
     kind: input.kind,
     outcome: input.outcome ?? "success",
@@ -54,18 +76,18 @@ export async function audit(c: Context<AppEnv>, input: AuditInput): Promise<void
     occurredAt: new Date().toISOString(),
   };
   try {
-    await auditLog(c.env, workspaceId).append([event]);
+    await auditLog(env, workspaceId).append([event]);
   } catch (error) {
     // The state change is already committed: park the event rather than lose it.
     console.error(
       JSON.stringify({
         level: "error",
         msg: "audit append failed; event parked",
-        request_id: c.get("requestId"),
+        request_id: requestId,
         kind: input.kind,
         error: String(error),
       }),
     );
-    await parkEvent(c.env, workspaceId, event, error);
+    await parkEvent(env, workspaceId, event, error);
   }
 }

@@ -37,6 +37,14 @@ export const AUDIT_DETAIL_FIELDS: Readonly<Record<string, readonly string[]>> = 
   "skill.uninstall": ["slug", "changed", "agents_updated"],
   "mcp.install": ["slug", "changed"],
   "mcp.uninstall": ["slug", "changed", "agents_updated"],
+  // billing: slugs, Stripe object ids and amounts only, never card or customer details
+  "billing.checkout": ["plan_slug", "session_id"],
+  "billing.portal": ["session_id"],
+  "billing.topup": ["pack_slug", "session_id"],
+  "billing.customer": ["customer_id"],
+  "billing.credit": ["ledger_kind", "amount", "reference", "event_id", "pack_slug", "plan_slug"],
+  "billing.refund": ["ledger_kind", "amount", "reference", "event_id", "pack_slug", "charge_id"],
+  "billing.plan": ["plan_slug", "previous_plan_slug", "status", "previous_status", "subscription_id", "event_id"],
   // OAuth authorization server
   "oauth.client.register": [
     "client_id",

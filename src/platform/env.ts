@@ -13,6 +13,14 @@ declare global {
     LLM_MODEL?: string;
     IMAGE_MODEL?: string;
     AI?: Ai;
+    STRIPE_SECRET_KEY?: string;
+    STRIPE_WEBHOOK_SECRET?: string;
+    STRIPE_API_HOST?: string;
+    STRIPE_API_PORT?: string;
+    STRIPE_API_PROTOCOL?: string;
+    /** JSON map of plan or pack slug → Stripe price id. */
+    STRIPE_PRICES?: string;
+    FREE_MONTHLY_CREDITS?: string;
   }
 }
 

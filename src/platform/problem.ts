@@ -40,6 +40,8 @@ export class ApiError extends Error {
     detail: string,
     readonly errors?: FieldError[],
     readonly headers?: Record<string, string>,
+    /** Extension members of the problem body (RFC 9457 §3.2), e.g. a 402's `balance`. */
+    readonly extra?: Record<string, unknown>,
   ) {
     super(detail);
   }
@@ -57,8 +59,10 @@ export function problemBody(
   detail?: string,
   errors?: FieldError[],
   requestId?: string,
+  extra?: Record<string, unknown>,
 ): Problem {
   return {
+    ...extra,
     type: "about:blank",
     title: TITLES[status] ?? "Error",
     status,
@@ -75,8 +79,9 @@ export function problem(
   code: string,
   detail?: string,
   errors?: FieldError[],
+  extra?: Record<string, unknown>,
 ) {
-  const body = problemBody(status, code, detail, errors, c.get("requestId"));
+  const body = problemBody(status, code, detail, errors, c.get("requestId"), extra);
   return c.body(JSON.stringify(body), status, { "Content-Type": "application/problem+json" });
 }
 

@@ -1,0 +1,7 @@
+import { billingRouter } from "./routes";
+
+/**
+ * The billing area. It keeps no personal data: about the payer it stores only the Stripe
+ * customer id, which names the workspace rather than a user, so it has no erasure step.
+ */
+export const billingArea = { name: "billing", router: billingRouter } as const;

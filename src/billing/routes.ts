@@ -1,0 +1,237 @@
+import type { Context } from "hono";
+import { audit } from "../audit/audit";
+import { type AppEnv, baseUrl } from "../platform/env";
+import { apiRoute, createRouter, jsonBody, jsonResponse } from "../platform/openapi";
+import { ApiError, problemResponse } from "../platform/problem";
+import { listPacks, listPlans } from "./catalogue";
+import { entries, freeMonthlyCredits, grantedBalance } from "./ledger";
+import {
+  BillingStatusSchema,
+  CheckoutRequestSchema,
+  CreditsQuerySchema,
+  CreditsSchema,
+  PackListSchema,
+  PlanListSchema,
+  RedirectSchema,
+  TopupRequestSchema,
+  WebhookAckSchema,
+  WebhookHeadersSchema,
+} from "./schemas";
+import { billingStatus, type Redirect, startCheckout, startPortal, startTopup } from "./service";
+import { verifiedEvent } from "./stripe";
+import { processEvent } from "./webhook";
+
+export const billingRouter = createRouter();
+
+const TAGS = ["Billing"];
+const notConfigured = problemResponse("Billing is not configured (`billing_not_configured`: no Stripe keys)");
+const providerError = problemResponse("Stripe refused or failed the request (`payment_provider_error`)");
+const origin = (c: Context<AppEnv>) => baseUrl(c.env, c.req.url);
+/** Ties the Stripe Idempotency-Key of a POST to this request, so the SDK's retries of it are safe. */
+const requestKey = (c: Context<AppEnv>) => c.get("requestId");
+
+async function auditCustomer(c: Context<AppEnv>, r: Redirect) {
+  if (!r.customerCreated) return;
+  await audit(c, {
+    kind: "billing.customer",
+    target: `workspace:${c.var.caller.workspace.id}`,
+    intent: "create_customer",
+    details: { customer_id: r.customerId },
+  });
+}
+
+billingRouter.openapi(
+  apiRoute("authenticated", {
+    method: "get",
+    path: "/v1/api/billing/plans",
+    tags: TAGS,
+    summary: "The plan catalogue",
+    description: "`priced` plans can be bought through checkout; the free plan is never priced.",
+    responses: { 200: jsonResponse(PlanListSchema, "Every plan, cheapest first") },
+  }),
+  async (c) => c.json({ plans: await listPlans(c.env, freeMonthlyCredits(c.env)) }, 200),
+);
+
+billingRouter.openapi(
+  apiRoute("authenticated", {
+    method: "get",
+    path: "/v1/api/billing/packs",
+    tags: TAGS,
+    summary: "The credit-pack catalogue",
+    description: "`priced` packs can be bought through top-up, on any plan.",
+    responses: { 200: jsonResponse(PackListSchema, "Every credit pack, smallest first") },
+  }),
+  async (c) => c.json({ packs: await listPacks(c.env) }, 200),
+);
+
+billingRouter.openapi(
+  apiRoute(
+    { scope: "billing:read" },
+    {
+      method: "get",
+      path: "/v1/api/billing",
+      tags: TAGS,
+      summary: "The workspace's plan, subscription status and credit balance",
+      description:
+        "A workspace on the free plan receives its monthly credits (`free:YYYY-MM`) at its first use in the month, this read included.",
+      responses: { 200: jsonResponse(BillingStatusSchema, "The billing state") },
+    },
+  ),
+  async (c) => c.json(await billingStatus(c.env, c.var.caller.workspace.id), 200),
+);
+
+billingRouter.openapi(
+  apiRoute(
+    { scope: "billing:read" },
+    {
+      method: "get",
+      path: "/v1/api/billing/credits",
+      tags: TAGS,
+      summary: "The credit balance and the newest ledger entries",
+      request: { query: CreditsQuerySchema },
+      responses: {
+        200: jsonResponse(CreditsSchema, "Balance (sum of every entry) and entries, newest first"),
+        400: problemResponse("`limit` is not an integer"),
+      },
+    },
+  ),
+  async (c) => {
+    const workspaceId = c.var.caller.workspace.id;
+    const balance = await grantedBalance(c.env, workspaceId);
+    return c.json({ balance, entries: await entries(c.env, workspaceId, c.req.valid("query").limit) }, 200);
+  },
+);
+
+billingRouter.openapi(
+  apiRoute("admin", {
+    method: "post",
+    path: "/v1/api/billing/checkout",
+    tags: TAGS,
+    summary: "Start a subscription checkout",
+    description:
+      "Creates the workspace's Stripe customer if it has none, then a subscription-mode Checkout Session for the plan. " +
+      "Nothing is provisioned here: the plan changes when Stripe reports the subscription to the webhook.",
+    request: { body: jsonBody(CheckoutRequestSchema) },
+    responses: {
+      200: jsonResponse(RedirectSchema, "Stripe's hosted checkout page"),
+      400: problemResponse(
+        "Invalid body, a plan that is no longer offered (`plan_inactive`), has no price (`plan_not_priced`), or a workspace already subscribed (`already_subscribed`: use the portal)",
+      ),
+      404: problemResponse("No such plan (`plan_not_found`)"),
+      502: providerError,
+      503: notConfigured,
+    },
+  }),
+  async (c) => {
+    const { plan_slug } = c.req.valid("json");
+    const r = await startCheckout(c.env, c.var.caller.workspace.id, plan_slug, origin(c), requestKey(c));
+    await auditCustomer(c, r);
+    await audit(c, {
+      kind: "billing.checkout",
+      target: `plan:${plan_slug}`,
+      intent: "checkout",
+      details: { plan_slug, session_id: r.sessionId },
+    });
+    return c.json({ url: r.url }, 200);
+  },
+);
+
+billingRouter.openapi(
+  apiRoute("admin", {
+    method: "post",
+    path: "/v1/api/billing/portal",
+    tags: TAGS,
+    summary: "Open the billing portal",
+    description:
+      "Creates the workspace's Stripe customer if it has none, then a billing-portal session where payment methods, invoices and the subscription are managed.",
+    responses: {
+      200: jsonResponse(RedirectSchema, "Stripe's hosted billing portal"),
+      502: providerError,
+      503: notConfigured,
+    },
+  }),
+  async (c) => {
+    const r = await startPortal(c.env, c.var.caller.workspace.id, origin(c), requestKey(c));
+    await auditCustomer(c, r);
+    await audit(c, {
+      kind: "billing.portal",
+      target: `workspace:${c.var.caller.workspace.id}`,
+      intent: "open_portal",
+      details: { session_id: r.sessionId },
+    });
+    return c.json({ url: r.url }, 200);
+  },
+);
+
+billingRouter.openapi(
+  apiRoute("admin", {
+    method: "post",
+    path: "/v1/api/billing/topup",
+    tags: TAGS,
+    summary: "Buy a credit pack",
+    description:
+      "A payment-mode Checkout Session for one pack, on any plan (a customer is created on demand). " +
+      "The credits are added when Stripe reports the paid checkout to the webhook, never from the success redirect.",
+    request: { body: jsonBody(TopupRequestSchema) },
+    responses: {
+      200: jsonResponse(RedirectSchema, "Stripe's hosted checkout page"),
+      400: problemResponse("Invalid body, or a pack without a price (`pack_not_priced`)"),
+      404: problemResponse("No such credit pack (`pack_not_found`)"),
+      502: providerError,
+      503: notConfigured,
+    },
+  }),
+  async (c) => {
+    const { pack_slug } = c.req.valid("json");
+    const r = await startTopup(c.env, c.var.caller.workspace.id, pack_slug, origin(c), requestKey(c));
+    await auditCustomer(c, r);
+    await audit(c, {
+      kind: "billing.topup",
+      target: `pack:${pack_slug}`,
+      intent: "topup",
+      details: { pack_slug, session_id: r.sessionId },
+    });
+    return c.json({ url: r.url }, 200);
+  },
+);
+
+billingRouter.openapi(
+  apiRoute("public", {
+    method: "post",
+    path: "/v1/webhooks/stripe",
+    tags: TAGS,
+    summary: "Stripe webhook",
+    description:
+      "Stripe's events, authenticated by the `Stripe-Signature` over the raw body. Each event id is processed once. " +
+      "Handled: `checkout.session.completed`, `checkout.session.async_payment_succeeded`, `customer.subscription.created|updated|deleted`, " +
+      "`invoice.paid`, `charge.refunded`, `charge.dispute.created`; anything else is acknowledged and ignored.",
+    request: { headers: WebhookHeadersSchema },
+    responses: {
+      200: jsonResponse(WebhookAckSchema, "Processed, ignored, or already processed"),
+      400: problemResponse("Missing or invalid signature (`invalid_signature`)"),
+      500: problemResponse("The event could not be processed (`webhook_failed`); Stripe retries it"),
+      503: notConfigured,
+    },
+  }),
+  async (c) => {
+    const event = await verifiedEvent(c.env, await c.req.text(), c.req.valid("header")["stripe-signature"]);
+    let outcome: Awaited<ReturnType<typeof processEvent>>;
+    try {
+      outcome = await processEvent(c.env, event);
+    } catch (error) {
+      console.error(
+        JSON.stringify({
+          level: "error",
+          msg: "stripe webhook failed",
+          request_id: c.get("requestId"),
+          event_id: event.id,
+          event_type: event.type,
+          error: String(error),
+        }),
+      );
+      throw new ApiError(500, "webhook_failed", "The event could not be processed; Stripe will retry it");
+    }
+    for (const a of outcome.audits) await audit(c, a);
+    return c.json({ received: true as const, duplicate: outcome.duplicate }, 200);
+  },
+);

@@ -1,0 +1,177 @@
+import { eq } from "drizzle-orm";
+import Stripe from "stripe";
+import { billingAccounts } from "../db/schema";
+import { db } from "../platform/db";
+import { nowIso } from "../platform/env";
+import { ApiError, badRequest } from "../platform/problem";
+import { findPack, findPlan } from "./catalogue";
+import { grantedBalance } from "./ledger";
+import type { BillingStatus } from "./schemas";
+import { prices, stripeClient } from "./stripe";
+
+/** Subscription statuses under which the subscribed plan applies; anything else is the free plan. */
+export const LIVE_STATUSES: readonly string[] = ["active", "trialing", "past_due"];
+
+export type Account = typeof billingAccounts.$inferSelect;
+
+export async function findAccount(env: Env, workspaceId: string): Promise<Account | undefined> {
+  return db(env).select().from(billingAccounts).where(eq(billingAccounts.workspaceId, workspaceId)).get();
+}
+
+export async function billingStatus(env: Env, workspaceId: string): Promise<BillingStatus> {
+  const [account, balance] = await Promise.all([findAccount(env, workspaceId), grantedBalance(env, workspaceId)]);
+  return {
+    plan: account?.planSlug ?? "free",
+    status: account?.status ?? "none",
+    current_period_end: account?.currentPeriodEnd ?? null,
+    balance,
+    customer: !!account?.stripeCustomerId,
+  };
+}
+
+/** Turns a failure of Stripe's API into a 502 problem; the provider's message is not shown. */
+async function callStripe<T>(what: string, fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (e) {
+    if (e instanceof Stripe.errors.StripeError) {
+      console.error(
+        JSON.stringify({
+          level: "error",
+          msg: `stripe ${what} failed`,
+          type: e.type,
+          code: e.code,
+          status: e.statusCode,
+        }),
+      );
+      throw new ApiError(502, "payment_provider_error", `The payment provider refused to ${what}`);
+    }
+    throw e;
+  }
+}
+
+/**
+ * The workspace's Stripe customer, created on demand. Concurrent first calls send the same
+ * Idempotency-Key (derived from the workspace id), so Stripe answers them all with one
+ * customer; the id is stored (claimed once by a conditional UPDATE) before it is used.
+ */
+export async function ensureCustomer(env: Env, workspaceId: string): Promise<{ customerId: string; created: boolean }> {
+  const existing = await findAccount(env, workspaceId);
+  if (existing?.stripeCustomerId) return { customerId: existing.stripeCustomerId, created: false };
+  const stripe = stripeClient(env);
+  const customer = await callStripe("create the customer", () =>
+    stripe.customers.create({ metadata: { workspace_id: workspaceId } }, { idempotencyKey: `customer:${workspaceId}` }),
+  );
+  const now = nowIso();
+  const [, claimed] = await env.DB.batch<{ workspace_id: string }>([
+    env.DB.prepare(
+      "INSERT INTO billing_accounts (workspace_id, updated_at) VALUES (?1, ?2) ON CONFLICT DO NOTHING",
+    ).bind(workspaceId, now),
+    env.DB.prepare(
+      `UPDATE billing_accounts SET stripe_customer_id = ?1, updated_at = ?2
+       WHERE workspace_id = ?3 AND stripe_customer_id IS NULL RETURNING workspace_id`,
+    ).bind(customer.id, now, workspaceId),
+  ]);
+  if (claimed?.results.length) return { customerId: customer.id, created: true };
+  const stored = await findAccount(env, workspaceId);
+  if (!stored?.stripeCustomerId) throw new Error("billing account lost its customer id");
+  return { customerId: stored.stripeCustomerId, created: false };
+}
+
+export type Redirect = { url: string; sessionId: string; customerId: string; customerCreated: boolean };
+
+function redirectUrl(url: string | null): string {
+  if (!url) throw new ApiError(502, "payment_provider_error", "The payment provider returned no URL");
+  return url;
+}
+
+/** A subscription-mode Checkout Session for an active, priced plan. Nothing is provisioned here. */
+export async function startCheckout(
+  env: Env,
+  workspaceId: string,
+  planSlug: string,
+  origin: string,
+  requestKey: string,
+): Promise<Redirect> {
+  const stripe = stripeClient(env);
+  const plan = await findPlan(env, planSlug);
+  if (!plan) throw new ApiError(404, "plan_not_found", `No plan "${planSlug}"`);
+  if (!plan.active) throw badRequest("plan_inactive", `The plan "${planSlug}" is no longer offered`);
+  const price = plan.slug === "free" ? undefined : prices(env)[plan.slug];
+  if (!price) throw badRequest("plan_not_priced", `The plan "${planSlug}" has no price`);
+  const account = await findAccount(env, workspaceId);
+  if (account?.stripeSubscriptionId && LIVE_STATUSES.includes(account.status))
+    throw badRequest(
+      "already_subscribed",
+      "The workspace already has a subscription; change or cancel it in the billing portal",
+    );
+  const { customerId, created } = await ensureCustomer(env, workspaceId);
+  const metadata = { workspace_id: workspaceId, plan_slug: plan.slug };
+  const session = await callStripe("create the checkout session", () =>
+    stripe.checkout.sessions.create(
+      {
+        mode: "subscription",
+        customer: customerId,
+        client_reference_id: workspaceId,
+        line_items: [{ price, quantity: 1 }],
+        metadata,
+        subscription_data: { metadata },
+        success_url: `${origin}/?checkout=success`,
+        cancel_url: `${origin}/?checkout=cancelled`,
+      },
+      { idempotencyKey: `checkout:${workspaceId}:${requestKey}` },
+    ),
+  );
+  return { url: redirectUrl(session.url), sessionId: session.id, customerId, customerCreated: created };
+}
+
+/** A payment-mode Checkout Session for one credit pack, on any plan. Credits come from the webhook. */
+export async function startTopup(
+  env: Env,
+  workspaceId: string,
+  packSlug: string,
+  origin: string,
+  requestKey: string,
+): Promise<Redirect> {
+  const stripe = stripeClient(env);
+  const pack = await findPack(env, packSlug);
+  if (!pack) throw new ApiError(404, "pack_not_found", `No credit pack "${packSlug}"`);
+  const price = prices(env)[pack.slug];
+  if (!price) throw badRequest("pack_not_priced", `The credit pack "${packSlug}" has no price`);
+  const { customerId, created } = await ensureCustomer(env, workspaceId);
+  const metadata = { workspace_id: workspaceId, pack_slug: pack.slug };
+  const session = await callStripe("create the checkout session", () =>
+    stripe.checkout.sessions.create(
+      {
+        mode: "payment",
+        customer: customerId,
+        client_reference_id: workspaceId,
+        line_items: [{ price, quantity: 1 }],
+        metadata,
+        payment_intent_data: { metadata },
+        success_url: `${origin}/?topup=success`,
+        cancel_url: `${origin}/?topup=cancelled`,
+      },
+      { idempotencyKey: `topup:${workspaceId}:${requestKey}` },
+    ),
+  );
+  return { url: redirectUrl(session.url), sessionId: session.id, customerId, customerCreated: created };
+}
+
+/** A billing-portal session, where the admin manages payment methods, invoices and the subscription. */
+export async function startPortal(
+  env: Env,
+  workspaceId: string,
+  origin: string,
+  requestKey: string,
+): Promise<Redirect> {
+  const stripe = stripeClient(env);
+  const { customerId, created } = await ensureCustomer(env, workspaceId);
+  const session = await callStripe("create the portal session", () =>
+    stripe.billingPortal.sessions.create(
+      { customer: customerId, return_url: `${origin}/` },
+      { idempotencyKey: `portal:${workspaceId}:${requestKey}` },
+    ),
+  );
+  return { url: redirectUrl(session.url), sessionId: session.id, customerId, customerCreated: created };
+}
