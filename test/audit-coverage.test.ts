@@ -290,6 +290,10 @@ const COVERED_ELSEWHERE: Record<string, string> = {
   "POST /v1/oauth/token":
     "issues tokens from an audited consent; replays are audited as oauth.token.reuse (oauth-token.test.ts)",
   "POST /v1/oauth/introspect": "reads only",
+  "POST /v1/api/billing/checkout": "billing.test.ts (billing.checkout, billing.customer; needs the fake Stripe)",
+  "POST /v1/api/billing/portal": "billing.test.ts (billing.portal; needs the fake Stripe)",
+  "POST /v1/api/billing/topup": "billing.test.ts (billing.topup; needs the fake Stripe)",
+  "POST /v1/webhooks/stripe": "billing-webhook.test.ts (billing.credit, billing.refund, billing.plan; signed events)",
 };
 
 describe("audit events of state-changing operations", () => {

@@ -17,8 +17,8 @@ import {
   PlanListSchema,
   RedirectSchema,
 } from "../src/billing/schemas";
-import { callWith } from "./support/app";
 import { call, expectProblem, parse } from "./support/api";
+import { callWith } from "./support/app";
 import { auditEvents } from "./support/audit";
 import { fakeStripe, PRICES, STRIPE_ENV, stripeServer } from "./support/fake-stripe";
 import { addUser, issueToken, signupWorkspace } from "./support/seed";
@@ -150,7 +150,12 @@ describe("catalogues and state", () => {
       await call("GET", "/v1/api/billing/credits?limit=99999", { token: ws.adminToken }),
       CreditsSchema,
     );
-    expect(all.entries.map((e) => e.reference)).toEqual(["turn-2", "turn-1", "turn-0", monthlyGrantReference(new Date())]);
+    expect(all.entries.map((e) => e.reference)).toEqual([
+      "turn-2",
+      "turn-1",
+      "turn-0",
+      monthlyGrantReference(new Date()),
+    ]);
     expect(all.balance).toBe(97);
     await expectProblem(
       await call("GET", "/v1/api/billing/credits?limit=ten", { token: ws.adminToken }),

@@ -208,6 +208,8 @@ function validBody(key: string): Record<string, unknown> {
       client_id: tokenClientId,
     }),
     "POST /v1/oauth/introspect": () => ({ token: "svc_at_unknown", client_id: tokenClientId }),
+    "POST /v1/api/billing/checkout": () => ({ plan_slug: "pro" }),
+    "POST /v1/api/billing/topup": () => ({ pack_slug: "credits-1000" }),
     "POST /v1/oauth/revoke": () => ({ token: "svc_at_unknown", client_id: tokenClientId }),
   };
   const make = bodies[key];
@@ -513,6 +515,14 @@ describe("hostile input on every operation of the OpenAPI document", () => {
       "POST /v1/agents/{id}/suggest-instructions": [200, 404, 500],
       "POST /v1/agent-browser/ask": [200, 403],
       "GET /v1/agent-browser/connect": [101],
+      "POST /v1/api/billing/checkout": [200, 400, 403, 404, 503],
+      "POST /v1/api/billing/portal": [200, 403, 503],
+      "POST /v1/api/billing/topup": [200, 400, 403, 404, 503],
+      "GET /v1/api/billing/plans": [200, 401],
+      "GET /v1/api/billing/packs": [200, 401],
+      "GET /v1/api/billing": [200, 401, 403],
+      "GET /v1/api/billing/credits": [200, 400, 401, 403],
+      "POST /v1/webhooks/stripe": [200, 400, 500, 503],
     };
     const missing = Object.entries(SPEC).flatMap(([key, statuses]) => {
       const op = OPERATIONS.find((o) => o.key === key);

@@ -94,7 +94,7 @@ export const WebhookHeadersSchema = z.object({
     .string()
     .max(4096)
     .optional()
-    .openapi({ param: { name: "Stripe-Signature", in: "header" }, description: "Stripe's signature of the raw body" }),
+    .openapi({ param: { name: "stripe-signature", in: "header" }, description: "Stripe's signature of the raw body" }),
 });
 export const WebhookAckSchema = z
   .object({

@@ -277,7 +277,9 @@ async function effectsOf(env: Env, event: Stripe.Event): Promise<{ workspaceId: 
     case "customer.subscription.created":
     case "customer.subscription.updated":
     case "customer.subscription.deleted": {
-      const state = await subscriptionState(env, event.id, event.data.object.id, event.data.object);
+      // A deleted subscription may be gone from Stripe's API; the event then holds its final state.
+      const fallback = event.type === "customer.subscription.deleted" ? event.data.object : undefined;
+      const state = await subscriptionState(env, event.id, event.data.object.id, fallback);
       return state ?? { workspaceId: null, effects: [] };
     }
     case "invoice.paid":

@@ -80,7 +80,9 @@ function post(path: string, create: (form: URLSearchParams) => Record<string, un
 
 const metadataOf = (form: URLSearchParams, prefix = "metadata") =>
   Object.fromEntries(
-    [...form.entries()].filter(([k]) => k.startsWith(`${prefix}[`)).map(([k, v]) => [k.slice(prefix.length + 1, -1), v]),
+    [...form.entries()]
+      .filter(([k]) => k.startsWith(`${prefix}[`))
+      .map(([k, v]) => [k.slice(prefix.length + 1, -1), v]),
   );
 
 export const stripeServer = setupServer(
