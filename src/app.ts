@@ -3,23 +3,41 @@ import { bodyLimit } from "hono/body-limit";
 import { HTTPException } from "hono/http-exception";
 import { requestId } from "hono/request-id";
 import { secureHeaders } from "hono/secure-headers";
-import { accountRouter } from "./account/routes";
-import { adminRouter } from "./admin/routes";
-import { agentsRouter } from "./agents/routes";
-import { auditRouter } from "./audit/routes";
-import { browserRouter } from "./browser/routes";
+import { accountArea } from "./account";
+import { adminArea } from "./admin";
+import { agentsArea } from "./agents";
+import { auditArea } from "./audit";
+import { browserArea } from "./browser";
+import { healthArea } from "./health";
+import { type Area, type AreaRegistry, registryOf } from "./http/area";
+import { BEARER, createRouter } from "./http/route";
+import { oauthArea } from "./oauth";
 import { isOAuthJsonPath, oauthErrorHandler } from "./oauth/errors";
-import { oauthRouter } from "./oauth/routes";
-import { healthRouter } from "./platform/health";
-import { BEARER, createRouter } from "./platform/openapi";
 import { ApiError, problem } from "./platform/problem";
-import { signinRouter } from "./signin/routes";
-import { workspaceRouter } from "./workspace/routes";
+import { signinArea } from "./signin";
+import { workspaceArea } from "./workspace";
 
 const MiB = 1024 * 1024;
 /** Routes that accept more than the default 1 MiB body (base64 images). */
 const LARGE_BODY_PATHS = /^\/v1\/agents\/[^/]+\/avatar$/;
-export function createApp() {
+/**
+ * Every area of the service, in order: routes are mounted, erasure steps run and cron jobs
+ * fire in this order. A new area exports one `Area` from its folder's index.ts and is added
+ * here (and nowhere else).
+ */
+export const AREAS: readonly Area[] = [
+  healthArea,
+  accountArea,
+  adminArea,
+  agentsArea,
+  workspaceArea,
+  browserArea,
+  signinArea,
+  oauthArea,
+  auditArea, // last: erasure redacts the chain after every other area's step
+];
+
+export function createApp(registry: AreaRegistry = registryOf(AREAS)) {
   const app = createRouter();
 
   app.use(requestId());
@@ -35,15 +53,11 @@ export function createApp() {
   );
   app.use((c, next) => (LARGE_BODY_PATHS.test(c.req.path) ? limits[1]! : limits[0]!)(c, next));
 
-  app.route("/", healthRouter);
-  app.route("/", accountRouter);
-  app.route("/", adminRouter);
-  app.route("/", agentsRouter);
-  app.route("/", auditRouter);
-  app.route("/", workspaceRouter);
-  app.route("/", browserRouter);
-  app.route("/", signinRouter);
-  app.route("/", oauthRouter);
+  app.use((c, next) => {
+    c.set("areas", registry);
+    return next();
+  });
+  for (const area of AREAS) if (area.router) app.route("/", area.router);
 
   app.openAPIRegistry.registerComponent("securitySchemes", BEARER, {
     type: "http",

@@ -1,39 +1,48 @@
 import { and, eq, isNull, ne, sql } from "drizzle-orm";
-import { auditLog } from "../audit/client";
 import { apiTokens, sessions, users } from "../db/schema";
+import type { EraseStep, ErasureCounts } from "../http/area";
 import { db } from "../platform/db";
 import { nowIso } from "../platform/env";
 import { badRequest, notFound } from "../platform/problem";
-import { type ErasureCounts, registerEraseStep, runEraseSteps } from "./erasure";
 
-registerEraseStep("tokens", async (env, workspaceId, userId) => {
-  const res = await db(env)
-    .update(apiTokens)
-    .set({ revokedAt: nowIso() })
-    .where(and(eq(apiTokens.workspaceId, workspaceId), eq(apiTokens.userId, userId), isNull(apiTokens.revokedAt)))
-    .run();
-  return { tokens: res.meta.changes };
-});
+/** The admin area's own step: the user's personal access tokens and sign-in sessions. */
+export const eraseCredentials: EraseStep = async (env, workspaceId, userId) => {
+  const now = nowIso();
+  const [tokens, signins] = await db(env).batch([
+    db(env)
+      .update(apiTokens)
+      .set({ revokedAt: now })
+      .where(and(eq(apiTokens.workspaceId, workspaceId), eq(apiTokens.userId, userId), isNull(apiTokens.revokedAt))),
+    db(env)
+      .update(sessions)
+      .set({ revokedAt: now })
+      .where(and(eq(sessions.workspaceId, workspaceId), eq(sessions.userId, userId), isNull(sessions.revokedAt))),
+  ]);
+  return { tokens: tokens.meta.changes, sessions: signins.meta.changes };
+};
 
-registerEraseStep("sessions", async (env, workspaceId, userId) => {
-  const res = await db(env)
-    .update(sessions)
-    .set({ revokedAt: nowIso() })
-    .where(and(eq(sessions.workspaceId, workspaceId), eq(sessions.userId, userId), isNull(sessions.revokedAt)))
-    .run();
-  return { sessions: res.meta.changes };
-});
+type Steps = readonly { area: string; step: EraseStep }[];
+
+/** Runs every area's step in the order of the area list and adds up their counters. */
+export async function runEraseSteps(env: Env, steps: Steps, workspaceId: string, userId: string) {
+  const counts: ErasureCounts = {};
+  for (const { step } of steps) {
+    for (const [k, v] of Object.entries(await step(env, workspaceId, userId))) counts[k] = (counts[k] ?? 0) + v;
+  }
+  return counts;
+}
 
 export type ErasureSummary = { user_id: string; erased: true; counts: ErasureCounts };
 
 /**
- * Erases a user of the workspace: every registered area removes the user's credentials and
- * data, the audit log redacts the user's details (the chain still verifies), and last the
+ * Erases a user of the workspace: every area's step removes the user's credentials and data
+ * (the audit area's, last, redacts the user's details; the chain still verifies), then the
  * user row is anonymized. Each step is idempotent and the row is anonymized last, so a
  * failure part-way can be retried to completion.
  */
 export async function eraseUser(
   env: Env,
+  steps: Steps,
   workspaceId: string,
   userId: string,
   opts: { self: boolean },
@@ -60,8 +69,7 @@ export async function eraseUser(
       );
   }
 
-  const counts = await runEraseSteps(env, workspaceId, userId);
-  counts.audit_events_redacted += await auditLog(env, workspaceId).redactUser(userId);
+  const counts = await runEraseSteps(env, steps, workspaceId, userId);
   await d
     .update(users)
     .set({ email: null, name: null, passwordHash: null, erasedAt: nowIso() })

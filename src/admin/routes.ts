@@ -1,6 +1,6 @@
 import { UserSchema } from "../account/schemas";
 import { audit } from "../audit/audit";
-import { apiRoute, createRouter, jsonBody, jsonResponse } from "../platform/openapi";
+import { apiRoute, createRouter, jsonBody, jsonResponse } from "../http/route";
 import { problemResponse } from "../platform/problem";
 import { EraseRequestSchema, ErasureSummarySchema } from "./erase-schemas";
 import { eraseUser, refuseSelfErase } from "./erase-service";
@@ -147,7 +147,7 @@ adminRouter.openapi(
     const { id } = c.req.valid("param");
     c.req.valid("json");
     refuseSelfErase(c.var.caller.userId, id);
-    const summary = await eraseUser(c.env, c.var.caller.workspace.id, id, { self: false });
+    const summary = await eraseUser(c.env, c.var.areas.eraseSteps, c.var.caller.workspace.id, id, { self: false });
     await audit(c, {
       kind: "user.erase",
       target: `user:${id}`,

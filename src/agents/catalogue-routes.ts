@@ -1,5 +1,5 @@
 import { audit } from "../audit/audit";
-import { apiRoute, createRouter, jsonResponse } from "../platform/openapi";
+import { apiRoute, createRouter, jsonResponse } from "../http/route";
 import { problemResponse } from "../platform/problem";
 import {
   installMcpServer,

@@ -1,8 +1,9 @@
 import type { Context } from "hono";
 import { audit } from "../audit/audit";
+import type { AppEnv } from "../http/context";
+import { apiRoute, createRouter, jsonBody, jsonResponse } from "../http/route";
 import { imageModel, languageModel } from "../llm/model";
-import { type AppEnv, baseUrl } from "../platform/env";
-import { apiRoute, createRouter, jsonBody, jsonResponse } from "../platform/openapi";
+import { baseUrl } from "../platform/env";
 import { ApiError, problemResponse } from "../platform/problem";
 import { avatarPrompt, generateAvatarImage } from "./avatar-generation";
 import { avatarRouter } from "./avatar-routes";

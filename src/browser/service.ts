@@ -6,7 +6,6 @@ import {
   type ConnectionMeta,
 } from "../../durable-objects/browser-session";
 import { type CommandOutcome, LIMITS, type Method } from "../../durable-objects/protocol";
-import { registerEraseStep } from "../admin/erasure";
 import type { AgentRow } from "../agents/schemas";
 import { listAgents } from "../agents/service";
 import type { Caller } from "../auth/caller";
@@ -206,8 +205,8 @@ export async function askBrowser(env: Env, caller: Caller, input: AskRequest, de
   }
 }
 
-// Erasing a user ends their browser session at once (their tokens are revoked with them).
-registerEraseStep("browser-session", async (env, _workspaceId, userId) => {
+/** Erasing a user ends their browser session at once (their tokens are revoked with them). */
+export async function eraseBrowserSession(env: Env, _workspaceId: string, userId: string): Promise<{}> {
   await browserSession(env, userId).disconnect("user erased");
   return {};
-});
+}

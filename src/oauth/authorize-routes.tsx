@@ -3,7 +3,8 @@ import { getCookie } from "hono/cookie";
 import { audit } from "../audit/audit";
 import { resolveSession, SESSION_COOKIE } from "../auth/resolve";
 import { isScope, roleCeiling } from "../auth/scopes";
-import { type AppEnv, baseUrl } from "../platform/env";
+import type { AppEnv } from "../http/context";
+import { baseUrl } from "../platform/env";
 import { PAGE_HEADERS } from "../platform/pages";
 import {
   AUTHORIZE_PARAMS,

@@ -2,7 +2,7 @@ import { z } from "@hono/zod-openapi";
 import type { Context, ErrorHandler } from "hono";
 import { HTTPException } from "hono/http-exception";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
-import type { AppEnv } from "../platform/env";
+import type { AppEnv } from "../http/context";
 import { ApiError } from "../platform/problem";
 
 /** Every OAuth endpoint answers errors in the RFC 6749 shape, never as problem bodies. */

@@ -2,12 +2,12 @@ import { createRoute, OpenAPIHono } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import { cors } from "hono/cors";
 import { audit } from "../audit/audit";
+import { bearerToken } from "../auth/resolve";
 import { SCOPES } from "../auth/scopes";
-import { type AppEnv, baseUrl } from "../platform/env";
-import { apiRoute, jsonBody, jsonResponse } from "../platform/openapi";
-import { rateLimit } from "../platform/rate-limit";
-import "./access-token";
-import "./erasure";
+import type { AppEnv } from "../http/context";
+import { rateLimit } from "../http/rate-limit";
+import { apiRoute, jsonBody, jsonResponse } from "../http/route";
+import { baseUrl } from "../platform/env";
 import { authorizeRouter } from "./authorize-routes";
 import { authenticateClient } from "./client-auth";
 import {
@@ -221,11 +221,11 @@ oauthRouter.openapi(
  * the token must be the named client's.
  */
 async function managedClient(c: Context<AppEnv>): Promise<ClientRow> {
-  const match = /^Bearer[ ]+([\x21-\x7e]+)[ ]*$/i.exec(c.req.header("Authorization") ?? "");
-  const client = match?.[1] ? await clientByRegistrationToken(c.env, match[1]) : undefined;
+  const token = bearerToken(c.req.header("Authorization"));
+  const client = token ? await clientByRegistrationToken(c.env, token) : undefined;
   if (!client) {
     throw new OAuthError(401, "invalid_token", "A valid registration access token is required", {
-      "WWW-Authenticate": match ? 'Bearer error="invalid_token"' : "Bearer",
+      "WWW-Authenticate": token ? 'Bearer error="invalid_token"' : "Bearer",
     });
   }
   if (client.clientId !== c.req.param("client_id"))

@@ -3,9 +3,9 @@ import { deleteCookie, getCookie, setCookie } from "hono/cookie";
 import { z } from "zod";
 import { audit } from "../audit/audit";
 import { SESSION_COOKIE } from "../auth/resolve";
-import type { AppEnv } from "../platform/env";
+import type { AppEnv } from "../http/context";
+import { rateLimit } from "../http/rate-limit";
 import { csrfToken, csrfValid, PAGE_HEADERS } from "../platform/pages";
-import { rateLimit } from "../platform/rate-limit";
 import { SigninPage } from "./pages";
 import { SESSION_TTL_SECONDS, safeReturnTo, signIn, signOut } from "./service";
 

@@ -3,10 +3,10 @@ import { and, desc, eq, gte, type SQL, sql } from "drizzle-orm";
 import { type DrizzleSqliteDODatabase, drizzle } from "drizzle-orm/durable-sqlite";
 import { migrate } from "drizzle-orm/durable-sqlite/migrator";
 import { uuidv7 } from "uuidv7";
-import { type ChainFields, canonicalJson, detailsDigest, entryHash, GENESIS_HASH, newSalt } from "./audit-log/chain";
-import migrations from "./audit-log/migrations/migrations.js";
-import * as schema from "./audit-log/schema";
-import { events } from "./audit-log/schema";
+import { type ChainFields, canonicalJson, detailsDigest, entryHash, GENESIS_HASH, newSalt } from "./chain";
+import migrations from "./migrations/migrations.js";
+import * as schema from "./schema";
+import { events } from "./schema";
 import type {
   ActorKind,
   AppendEvent,
@@ -16,7 +16,7 @@ import type {
   ListPage,
   ListResult,
   VerifyResult,
-} from "./audit-log/types";
+} from "./types";
 
 const REDACTED_DETAILS = canonicalJson({ redacted: true });
 

@@ -1,9 +1,9 @@
 import { createRoute, OpenAPIHono, type RouteConfig } from "@hono/zod-openapi";
 import type { MiddlewareHandler } from "hono";
-import { authenticate, requireAdmin, requireScope } from "../auth/middleware";
 import type { Scope } from "../auth/scopes";
-import type { AppEnv } from "./env";
-import { ApiError, fieldErrors, problemResponse } from "./problem";
+import { ApiError, fieldErrors, problemResponse } from "../platform/problem";
+import type { AppEnv } from "./context";
+import { authenticate, requireAdmin, requireScope } from "./guards";
 
 /** Who may call a route: public, any authenticated caller, a scope, or a workspace admin. */
 export type Access = "public" | "authenticated" | "admin" | { scope: Scope };
