@@ -1,6 +1,6 @@
 import { EraseRequestSchema, ErasureSummarySchema } from "../admin/erase-schemas";
 import { eraseUser } from "../admin/erase-service";
-import { audit } from "../audit/audit";
+import { audit } from "../http/audit";
 import { rateLimit } from "../http/rate-limit";
 import { apiRoute, createRouter, jsonBody, jsonResponse } from "../http/route";
 import { ApiError, problemResponse } from "../platform/problem";

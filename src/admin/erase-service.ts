@@ -1,6 +1,6 @@
 import { and, eq, isNull, ne, sql } from "drizzle-orm";
 import { apiTokens, sessions, users } from "../db/schema";
-import type { EraseStep, ErasureCounts } from "../http/area";
+import type { EraseStep, ErasureCounts } from "../http/registry";
 import { db } from "../platform/db";
 import { nowIso } from "../platform/env";
 import { badRequest, notFound } from "../platform/problem";

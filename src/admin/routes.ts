@@ -1,5 +1,5 @@
 import { UserSchema } from "../account/schemas";
-import { audit } from "../audit/audit";
+import { audit } from "../http/audit";
 import { apiRoute, createRouter, jsonBody, jsonResponse } from "../http/route";
 import { problemResponse } from "../platform/problem";
 import { EraseRequestSchema, ErasureSummarySchema } from "./erase-schemas";

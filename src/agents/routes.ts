@@ -1,5 +1,5 @@
 import type { Context } from "hono";
-import { audit } from "../audit/audit";
+import { audit } from "../http/audit";
 import type { AppEnv } from "../http/context";
 import { apiRoute, createRouter, jsonBody, jsonResponse } from "../http/route";
 import { imageModel, languageModel } from "../llm/model";

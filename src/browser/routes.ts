@@ -1,6 +1,6 @@
 import { createRoute } from "@hono/zod-openapi";
 import { CLOSE, LIMITS, PING_FRAME, PONG_FRAME } from "../../durable-objects/protocol";
-import { audit } from "../audit/audit";
+import { audit } from "../http/audit";
 import { BEARER, createRouter, jsonBody, jsonResponse } from "../http/route";
 import { forbidden, problemResponse } from "../platform/problem";
 import { patSubprotocol, requirePat, requireUpgradeWithPat } from "./auth";

@@ -1,21 +1,7 @@
 import type { Hono } from "hono";
 import { type BearerKind, PAT_KIND } from "../auth/resolve";
 import type { AppEnv } from "./context";
-
-/**
- * What erasing a user did in one area, as counters the area names (`{ tokens: 2 }`). The
- * erasure summary's `counts` is the union of every area's counters.
- */
-export type ErasureCounts = Record<string, number>;
-
-/** Removes or anonymizes one user's personal data in an area; must be idempotent. */
-export type EraseStep = (env: Env, workspaceId: string, userId: string) => Promise<ErasureCounts>;
-
-/** Work the Worker's `scheduled` handler runs on every cron tick. */
-export type CronJob = (env: Env, controller: ScheduledController) => Promise<unknown>;
-
-/** Consumes the batches of one queue (named as in wrangler.toml). */
-export type QueueConsumer = (batch: MessageBatch<unknown>, env: Env) => Promise<void>;
+import type { AreaRegistry, CronJob, EraseStep, QueueConsumer } from "./registry";
 
 /**
  * An area of the service, as `app.ts` and `index.ts` plug it in. Each area folder exports
@@ -31,15 +17,6 @@ export type Area = {
   bearerKind?: BearerKind;
   crons?: readonly CronJob[];
   queues?: Readonly<Record<string, QueueConsumer>>;
-};
-
-/** The registries filled from the area list, in its order. */
-export type AreaRegistry = {
-  eraseSteps: readonly { area: string; step: EraseStep }[];
-  /** Personal access tokens first, then the kinds areas add. */
-  bearerKinds: readonly BearerKind[];
-  crons: readonly CronJob[];
-  queues: ReadonlyMap<string, QueueConsumer>;
 };
 
 export function registryOf(areas: readonly Area[]): AreaRegistry {

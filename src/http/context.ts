@@ -1,5 +1,5 @@
 import type { Caller } from "../auth/caller";
-import type { AreaRegistry } from "./area";
+import type { AreaRegistry } from "./registry";
 
 /** The Hono environment of every route: the Worker's bindings and what middleware sets per request. */
 export type AppEnv = {

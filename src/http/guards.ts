@@ -1,11 +1,11 @@
 import type { Context, MiddlewareHandler } from "hono";
 import { getCookie } from "hono/cookie";
-import { audit } from "../audit/audit";
 import { isAdmin } from "../auth/caller";
 import { bearerToken, type Resolved, resolveBearer, resolveSession, SESSION_COOKIE } from "../auth/resolve";
 import type { Scope } from "../auth/scopes";
 import { baseUrl } from "../platform/env";
 import { ApiError } from "../platform/problem";
+import { audit } from "./audit";
 import type { AppEnv } from "./context";
 
 /** 401 with the RFC 6750 / RFC 9728 challenge pointing clients at the resource metadata. */

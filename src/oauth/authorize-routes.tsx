@@ -1,8 +1,8 @@
 import { type Context, Hono } from "hono";
 import { getCookie } from "hono/cookie";
-import { audit } from "../audit/audit";
 import { resolveSession, SESSION_COOKIE } from "../auth/resolve";
 import { isScope, roleCeiling } from "../auth/scopes";
+import { audit } from "../http/audit";
 import type { AppEnv } from "../http/context";
 import { baseUrl } from "../platform/env";
 import { PAGE_HEADERS } from "../platform/pages";

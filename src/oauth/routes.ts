@@ -1,9 +1,9 @@
 import { createRoute, OpenAPIHono } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import { cors } from "hono/cors";
-import { audit } from "../audit/audit";
 import { bearerToken } from "../auth/resolve";
 import { SCOPES } from "../auth/scopes";
+import { audit } from "../http/audit";
 import type { AppEnv } from "../http/context";
 import { rateLimit } from "../http/rate-limit";
 import { apiRoute, jsonBody, jsonResponse } from "../http/route";

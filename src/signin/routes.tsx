@@ -1,8 +1,8 @@
 import { Hono } from "hono";
 import { deleteCookie, getCookie, setCookie } from "hono/cookie";
 import { z } from "zod";
-import { audit } from "../audit/audit";
 import { SESSION_COOKIE } from "../auth/resolve";
+import { audit } from "../http/audit";
 import type { AppEnv } from "../http/context";
 import { rateLimit } from "../http/rate-limit";
 import { csrfToken, csrfValid, PAGE_HEADERS } from "../platform/pages";

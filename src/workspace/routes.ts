@@ -1,4 +1,4 @@
-import { audit } from "../audit/audit";
+import { audit } from "../http/audit";
 import { apiRoute, createRouter, jsonBody, jsonResponse } from "../http/route";
 import { problemResponse } from "../platform/problem";
 import { AvailabilitySchema, RenameResultSchema, SetSlugRequestSchema, SlugQuerySchema } from "./schemas";

@@ -2,7 +2,7 @@ import type { Context } from "hono";
 import { type RecordInput, record } from "../../durable-objects/audit-log/record";
 import type { ActorKind } from "../../durable-objects/audit-log/types";
 import type { Caller } from "../auth/caller";
-import type { AppEnv } from "../http/context";
+import type { AppEnv } from "./context";
 
 export type AuditInput = Omit<RecordInput, "actor"> & {
   /** Defaults to the authenticated caller (or the system when there is none). */
