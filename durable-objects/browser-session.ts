@@ -1,5 +1,6 @@
 import { DurableObject } from "cloudflare:workers";
 import { z } from "zod";
+import { nowIso } from "../src/platform/env";
 import { record } from "./audit-log/record";
 import {
   CLOSE,
@@ -78,7 +79,7 @@ export class BrowserSession extends DurableObject<Env> {
     this.ctx.acceptWebSocket(server);
     const attachment: Attachment = {
       ...meta.data,
-      connectedAt: new Date().toISOString(),
+      connectedAt: nowIso(),
       userAgent: null,
       nextId: 1,
       retired: false,

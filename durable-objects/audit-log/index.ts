@@ -3,6 +3,7 @@ import { and, desc, eq, gte, type SQL, sql } from "drizzle-orm";
 import { type DrizzleSqliteDODatabase, drizzle } from "drizzle-orm/durable-sqlite";
 import { migrate } from "drizzle-orm/durable-sqlite/migrator";
 import { uuidv7 } from "uuidv7";
+import { nowIso } from "../../src/platform/env";
 import { type ChainFields, canonicalJson, detailsDigest, entryHash, GENESIS_HASH, newSalt } from "./chain";
 import migrations from "./migrations/migrations.js";
 import * as schema from "./schema";
@@ -127,7 +128,7 @@ export class AuditLog extends DurableObject<Env> {
       const row = {
         seq,
         id: uuidv7(),
-        occurredAt: e.occurredAt ?? new Date().toISOString(),
+        occurredAt: e.occurredAt ?? nowIso(),
         kind: e.kind,
         outcome: e.outcome,
         actorKind: e.actorKind,

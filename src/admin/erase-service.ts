@@ -1,25 +1,6 @@
-import { and, eq, isNull, ne, sql } from "drizzle-orm";
-import { apiTokens, sessions, users } from "../db/schema";
 import type { EraseStep, ErasureCounts } from "../http/registry";
-import { db } from "../platform/db";
-import { nowIso } from "../platform/env";
+import { anonymizeUser, liveUser, otherAdmins } from "../identity/users";
 import { badRequest, notFound } from "../platform/problem";
-
-/** The admin area's own step: the user's personal access tokens and sign-in sessions. */
-export const eraseCredentials: EraseStep = async (env, workspaceId, userId) => {
-  const now = nowIso();
-  const [tokens, signins] = await db(env).batch([
-    db(env)
-      .update(apiTokens)
-      .set({ revokedAt: now })
-      .where(and(eq(apiTokens.workspaceId, workspaceId), eq(apiTokens.userId, userId), isNull(apiTokens.revokedAt))),
-    db(env)
-      .update(sessions)
-      .set({ revokedAt: now })
-      .where(and(eq(sessions.workspaceId, workspaceId), eq(sessions.userId, userId), isNull(sessions.revokedAt))),
-  ]);
-  return { tokens: tokens.meta.changes, sessions: signins.meta.changes };
-};
 
 type Steps = readonly { area: string; step: EraseStep }[];
 
@@ -47,22 +28,10 @@ export async function eraseUser(
   userId: string,
   opts: { self: boolean },
 ): Promise<ErasureSummary> {
-  const d = db(env);
-  const user = await d
-    .select({ id: users.id, role: users.role })
-    .from(users)
-    .where(and(eq(users.id, userId), eq(users.workspaceId, workspaceId), isNull(users.erasedAt)))
-    .get();
+  const user = await liveUser(env, workspaceId, userId);
   if (!user) throw notFound("No such user in this workspace");
   if (opts.self && user.role === "admin") {
-    const others = await d
-      .select({ n: sql<number>`count(*)` })
-      .from(users)
-      .where(
-        and(eq(users.workspaceId, workspaceId), eq(users.role, "admin"), ne(users.id, userId), isNull(users.erasedAt)),
-      )
-      .get();
-    if (!others?.n)
+    if (!(await otherAdmins(env, workspaceId, userId)))
       throw badRequest(
         "last_admin",
         "The last admin of a workspace cannot erase themselves; make another user admin first",
@@ -70,11 +39,7 @@ export async function eraseUser(
   }
 
   const counts = await runEraseSteps(env, steps, workspaceId, userId);
-  await d
-    .update(users)
-    .set({ email: null, name: null, passwordHash: null, erasedAt: nowIso() })
-    .where(eq(users.id, userId))
-    .run();
+  await anonymizeUser(env, userId);
   return { user_id: userId, erased: true, counts };
 }
 

@@ -1,5 +1,5 @@
 import type { Area } from "../http/area";
-import { eraseCredentials } from "./erase-service";
+import { eraseCredentials } from "../identity/credentials";
 import { adminRouter } from "./routes";
 
 /** Users, personal access tokens and erasure, for workspace admins. */

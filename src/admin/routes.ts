@@ -1,6 +1,8 @@
-import { UserSchema } from "../account/schemas";
 import { audit } from "../http/audit";
 import { apiRoute, createRouter, jsonBody, jsonResponse } from "../http/route";
+import { UserSchema } from "../identity/schemas";
+import { createToken, listTokens, revokeToken } from "../identity/tokens";
+import { createUser, listUsers } from "../identity/users";
 import { problemResponse } from "../platform/problem";
 import { EraseRequestSchema, ErasureSummarySchema } from "./erase-schemas";
 import { eraseUser, refuseSelfErase } from "./erase-service";
@@ -12,8 +14,6 @@ import {
   TokenListSchema,
   UserListSchema,
 } from "./schemas";
-import { createToken, listTokens, revokeToken } from "./tokens-service";
-import { createUser, listUsers } from "./users-service";
 
 export const adminRouter = createRouter();
 

@@ -5,9 +5,10 @@ import { SESSION_COOKIE } from "../auth/resolve";
 import { audit } from "../http/audit";
 import type { AppEnv } from "../http/context";
 import { rateLimit } from "../http/rate-limit";
+import { SESSION_TTL_SECONDS, signIn, signOut } from "../identity/sessions";
 import { csrfToken, csrfValid, PAGE_HEADERS } from "../platform/pages";
 import { SigninPage } from "./pages";
-import { SESSION_TTL_SECONDS, safeReturnTo, signIn, signOut } from "./service";
+import { safeReturnTo } from "./service";
 
 /** Browser sign-in pages (HTML, not part of the JSON API document). */
 export const signinRouter = new Hono<AppEnv>();
