@@ -99,7 +99,6 @@ accountRouter.openapi(
     await audit(c, {
       kind: "user.erase",
       target: `user:${caller.userId}`,
-      intent: "erase",
       details: { counts: summary.counts, self: true },
     });
     return c.json(summary, 200);

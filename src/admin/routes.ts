@@ -47,7 +47,6 @@ adminRouter.openapi(
     await audit(c, {
       kind: "user.create",
       target: `user:${user.id}`,
-      intent: "create",
       subjectUserId: user.id,
       details: { email: user.email, name: user.name, role: user.role },
     });
@@ -82,7 +81,6 @@ adminRouter.openapi(
     await audit(c, {
       kind: "token.create",
       target: `token:${info.id}`,
-      intent: "create",
       subjectUserId: info.user_id,
       details: { name: info.name, scopes: info.scopes, user_id: info.user_id, expires_at: info.expires_at },
     });
@@ -120,7 +118,6 @@ adminRouter.openapi(
     await audit(c, {
       kind: "token.revoke",
       target: `token:${info.id}`,
-      intent: "revoke",
       subjectUserId: info.user_id,
       details: { name: info.name, user_id: info.user_id },
     });
@@ -151,7 +148,6 @@ adminRouter.openapi(
     await audit(c, {
       kind: "user.erase",
       target: `user:${id}`,
-      intent: "erase",
       details: { counts: summary.counts, self: false },
     });
     return c.json(summary, 200);

@@ -53,7 +53,7 @@ catalogueRouter.openapi(
   async (c) => {
     const { slug } = c.req.valid("param");
     const { entry, changed } = await installSkill(c.env, c.var.caller.workspace.id, slug);
-    await audit(c, { kind: "skill.install", target: `skill:${slug}`, intent: "install", details: { slug, changed } });
+    await audit(c, { kind: "skill.install", target: `skill:${slug}`, details: { slug, changed } });
     return c.json(entry, 200);
   },
 );
@@ -78,7 +78,6 @@ catalogueRouter.openapi(
     await audit(c, {
       kind: "skill.uninstall",
       target: `skill:${slug}`,
-      intent: "uninstall",
       details: { slug, changed, agents_updated: agentsUpdated },
     });
     return c.json(entry, 200);
@@ -119,7 +118,6 @@ catalogueRouter.openapi(
     await audit(c, {
       kind: "mcp.install",
       target: `mcp_server:${slug}`,
-      intent: "install",
       details: { slug, changed },
     });
     return c.json(entry, 200);
@@ -146,7 +144,6 @@ catalogueRouter.openapi(
     await audit(c, {
       kind: "mcp.uninstall",
       target: `mcp_server:${slug}`,
-      intent: "uninstall",
       details: { slug, changed, agents_updated: agentsUpdated },
     });
     return c.json(entry, 200);

@@ -48,7 +48,6 @@ browserRouter.openapi(
     await audit(c, {
       kind: "browser.connect",
       target: `browser_session:${connectionId}`,
-      intent: "connect",
       subjectUserId: caller.userId,
       details: { token_id: caller.credentialId },
     });
@@ -96,7 +95,6 @@ browserRouter.openapi(
         kind: "browser.ask",
         outcome: "denied",
         target: `user:${caller.userId}`,
-        intent: "ask",
         subjectUserId: caller.userId,
         details: { finish: "not_connected", steps: 0 },
       });
@@ -110,7 +108,6 @@ browserRouter.openapi(
       kind: "browser.ask",
       outcome: outcome.finish === "answered" ? "success" : "error",
       target: `browser_session:${connection.connectionId}`,
-      intent: "ask",
       agentId: outcome.agent.id,
       subjectUserId: caller.userId,
       details: {

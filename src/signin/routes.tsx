@@ -51,7 +51,6 @@ signinRouter.post("/v1/signin", rateLimit("SIGNIN_LIMITER"), async (c) => {
         workspaceId: outcome.workspaceId,
         actor: { kind: "user", id: null },
         target: `user:${outcome.userId}`,
-        intent: "signin",
         subjectUserId: outcome.userId,
         details: { email: form.data.email, reason: "bad_credentials" },
       });
@@ -63,7 +62,6 @@ signinRouter.post("/v1/signin", rateLimit("SIGNIN_LIMITER"), async (c) => {
     workspaceId: outcome.workspaceId,
     actor: { kind: "user", id: outcome.userId },
     target: `session:${outcome.sessionId}`,
-    intent: "signin",
     subjectUserId: outcome.userId,
     details: { email: form.data.email },
   });
@@ -86,7 +84,6 @@ signinRouter.post("/v1/signout", async (c) => {
       workspaceId: session.workspaceId,
       actor: { kind: "user", id: session.userId },
       target: `session:${session.id}`,
-      intent: "signout",
       subjectUserId: session.userId,
     });
   }
