@@ -991,7 +991,8 @@ describe("erasure", () => {
     await expectOAuthError(await refresh(client, b.refresh_token), 400, "invalid_grant");
     await expectActive(bystander.access_token, true);
     const left = await env.DB.prepare(
-      "SELECT (SELECT COUNT(*) FROM oauth_consents WHERE user_id = ?1) AS consents, (SELECT COUNT(*) FROM oauth_codes WHERE user_id = ?1 AND consumed_at IS NULL) AS codes",
+      "SELECT (SELECT COUNT(*) FROM oauth_consents WHERE user_id = ?1) AS consents, (SELECT COUNT(*) " +
+        "FROM oauth_codes WHERE user_id = ?1 AND consumed_at IS NULL) AS codes",
     )
       .bind(member.user.id)
       .first<{ consents: number; codes: number }>();

@@ -132,7 +132,9 @@ adminRouter.openapi(
     tags: ["Administration"],
     summary: "Erase a user of the workspace",
     description:
-      "Revokes the user's credentials, removes their data in every area, redacts their personal data in the audit log (the chain still verifies) and anonymizes the user. Self-erase is refused here; use POST /v1/api/me/erase.",
+      "Revokes the user's credentials, removes their data in every area, redacts their personal data " +
+      "in the audit log (the chain still verifies) and anonymizes the user. Self-erase is refused " +
+      "here; use POST /v1/api/me/erase.",
     request: { params: IdParamSchema, body: jsonBody(EraseRequestSchema) },
     responses: {
       200: jsonResponse(ErasureSummarySchema, "The erasure summary"),

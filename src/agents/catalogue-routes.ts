@@ -65,7 +65,8 @@ catalogueRouter.openapi(
     tags: ["Skills and MCP servers"],
     summary: "Uninstall a skill from the workspace",
     description:
-      "Idempotent. The skill is removed from every agent's enabled subset in the same transaction; an agent left with an empty subset uses every installed skill.",
+      "Idempotent. The skill is removed from every agent's enabled subset in the same transaction; an " +
+      "agent left with an empty subset uses every installed skill.",
     request: slugParams,
     responses: {
       200: jsonResponse(SkillEntrySchema, "The uninstalled skill"),
@@ -131,7 +132,8 @@ catalogueRouter.openapi(
     tags: ["Skills and MCP servers"],
     summary: "Uninstall an MCP server from the workspace",
     description:
-      "Idempotent. The server is removed from every agent's enabled subset in the same transaction; an agent left with an empty subset uses every installed server.",
+      "Idempotent. The server is removed from every agent's enabled subset in the same transaction; an " +
+      "agent left with an empty subset uses every installed server.",
     request: slugParams,
     responses: {
       200: jsonResponse(McpServerEntrySchema, "The uninstalled server"),

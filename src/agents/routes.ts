@@ -85,7 +85,9 @@ agentsRouter.openapi(
     responses: {
       200: agentResponse("The created agent"),
       400: problemResponse(
-        "Invalid slug (`invalid_slug`), alias (`invalid_alias`), a taken handle (`handle_taken`), a model outside the runtime profile (`invalid_model`), a skill or MCP server not installed, or another bad field",
+        "Invalid slug (`invalid_slug`), alias (`invalid_alias`), a taken handle (`handle_taken`), a " +
+          "model outside the runtime profile (`invalid_model`), a skill or MCP server not installed, or " +
+          "another bad field",
       ),
     },
   }),
@@ -324,7 +326,9 @@ for (const kind of ["skills", "mcp_servers"] as const) {
       path,
       tags: TAGS,
       summary: `Replace the agent's enabled ${noun}`,
-      description: `Every slug must be installed for the workspace (400 otherwise). An empty list resets to every installed ${noun.replace(/s$/, "")}. Duplicates are dropped.`,
+      description:
+        "Every slug must be installed for the workspace (400 otherwise). " +
+        `An empty list resets to every installed ${noun.replace(/s$/, "")}. Duplicates are dropped.`,
       request: { ...params, body: jsonBody(schema) },
       responses: { 200: jsonResponse(schema, `The new subset`), ...idErrors },
     }),
