@@ -1,16 +1,27 @@
-// The npm registry reachable from this workplace lacks some platform builds of workerd
-// (macOS and Windows), so `npm install` leaves them out of package-lock.json and `npm ci`
+// The npm registry reachable from this workplace lacks some platform builds of workerd and
+// Biome (macOS, Windows, Android, musl), so `npm install` leaves them out of package-lock.json and `npm ci`
 // then refuses the lockfile as out of sync. This adds the missing optional platform
 // entries (with their os/cpu, so npm never fetches them on Linux). Run after `npm install`:
 //   node tools/complete-lockfile.mjs
 import { readFileSync, writeFileSync } from "node:fs";
 
+const BIOME = "MIT OR Apache-2.0";
 const PLATFORMS = {
   "@cloudflare/workerd-darwin-64": { os: ["darwin"], cpu: ["x64"] },
   "@cloudflare/workerd-darwin-arm64": { os: ["darwin"], cpu: ["arm64"] },
   "@cloudflare/workerd-linux-64": { os: ["linux"], cpu: ["x64"] },
   "@cloudflare/workerd-linux-arm64": { os: ["linux"], cpu: ["arm64"] },
   "@cloudflare/workerd-windows-64": { os: ["win32"], cpu: ["x64"] },
+  "@biomejs/cli-android-arm64": { os: ["android"], cpu: ["arm64"], license: BIOME },
+  "@biomejs/cli-android-x64": { os: ["android"], cpu: ["x64"], license: BIOME },
+  "@biomejs/cli-darwin-arm64": { os: ["darwin"], cpu: ["arm64"], license: BIOME },
+  "@biomejs/cli-darwin-x64": { os: ["darwin"], cpu: ["x64"], license: BIOME },
+  "@biomejs/cli-linux-arm64": { os: ["linux"], cpu: ["arm64"], libc: ["glibc"], license: BIOME },
+  "@biomejs/cli-linux-arm64-musl": { os: ["linux"], cpu: ["arm64"], libc: ["musl"], license: BIOME },
+  "@biomejs/cli-linux-x64": { os: ["linux"], cpu: ["x64"], libc: ["glibc"], license: BIOME },
+  "@biomejs/cli-linux-x64-musl": { os: ["linux"], cpu: ["x64"], libc: ["musl"], license: BIOME },
+  "@biomejs/cli-win32-arm64": { os: ["win32"], cpu: ["arm64"], license: BIOME },
+  "@biomejs/cli-win32-x64": { os: ["win32"], cpu: ["x64"], license: BIOME },
 };
 
 const path = new URL("../package-lock.json", import.meta.url);
