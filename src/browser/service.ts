@@ -206,7 +206,11 @@ export async function askBrowser(env: Env, caller: Caller, input: AskRequest, de
 }
 
 /** Erasing a user ends their browser session at once (their tokens are revoked with them). */
-export async function eraseBrowserSession(env: Env, _workspaceId: string, userId: string): Promise<Record<string, number>> {
+export async function eraseBrowserSession(
+  env: Env,
+  _workspaceId: string,
+  userId: string,
+): Promise<Record<string, number>> {
   await browserSession(env, userId).disconnect("user erased");
   return {};
 }
