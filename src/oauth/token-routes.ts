@@ -1,4 +1,4 @@
-import type { Context, MiddlewareHandler } from "hono";
+import type { Context } from "hono";
 import { audit } from "../http/audit";
 import type { AppEnv } from "../http/context";
 import { rateLimit } from "../http/rate-limit";
@@ -39,8 +39,6 @@ async function clientRequest<T>(c: Context<AppEnv>, body: { parse: (input: unkno
   return { client, request: body.parse(Object.fromEntries(params)) };
 }
 
-const tokenLimit: MiddlewareHandler<AppEnv> = rateLimit("TOKEN_LIMITER");
-
 tokenRouter.openapi(
   apiRoute(
     "public",
@@ -66,7 +64,7 @@ tokenRouter.openapi(
         429: oauthError("Rate limited"),
       },
     },
-    [tokenLimit],
+    [rateLimit("TOKEN_LIMITER")],
   ),
   async (c) => {
     const { client, request } = await clientRequest(c, tokenBody);
