@@ -1,7 +1,7 @@
 import type { Context } from "hono";
 import { audit } from "../http/audit";
 import type { AppEnv } from "../http/context";
-import { apiRoute, createRouter, jsonBody, jsonResponse } from "../http/route";
+import { apiRoute, createRouter, jsonBody, jsonResponse, MiB } from "../http/route";
 import { imageModel, languageModel } from "../llm/model";
 import { baseUrl } from "../platform/env";
 import { ApiError, problemResponse } from "../platform/problem";
@@ -215,24 +215,29 @@ agentsRouter.openapi(
 );
 
 agentsRouter.openapi(
-  apiRoute("admin", {
-    method: "post",
-    path: "/v1/agents/{id}/avatar",
-    tags: TAGS,
-    summary: "Upload an agent's avatar",
-    description:
-      "`image_base64` is decoded and checked by content: PNG, JPEG, WebP or GIF, at most 1 MiB decoded. It is stored under its content hash " +
-      "and `avatar_url` becomes its absolute download URL. Bodies over 2 MiB are refused with 413.",
-    request: { ...params, body: jsonBody(AvatarUploadRequestSchema) },
-    responses: {
-      200: agentResponse("The agent with its new avatar_url"),
-      400: problemResponse(
-        "Malformed id, or an empty (`empty_image`), oversized (`image_too_large`), undecodable (`invalid_image`) or unsupported (`unsupported_image`) image",
-      ),
-      404: problemResponse("No such agent in this workspace"),
-      413: problemResponse("Body over 2 MiB"),
+  apiRoute(
+    "admin",
+    {
+      method: "post",
+      path: "/v1/agents/{id}/avatar",
+      tags: TAGS,
+      summary: "Upload an agent's avatar",
+      description:
+        "`image_base64` is decoded and checked by content: PNG, JPEG, WebP or GIF, at most 1 MiB decoded. It is stored under its content hash " +
+        "and `avatar_url` becomes its absolute download URL. Bodies over 2 MiB are refused with 413.",
+      request: { ...params, body: jsonBody(AvatarUploadRequestSchema) },
+      responses: {
+        200: agentResponse("The agent with its new avatar_url"),
+        400: problemResponse(
+          "Malformed id, or an empty (`empty_image`), oversized (`image_too_large`), undecodable (`invalid_image`) or unsupported (`unsupported_image`) image",
+        ),
+        404: problemResponse("No such agent in this workspace"),
+        413: problemResponse("Body over 2 MiB"),
+      },
     },
-  }),
+    [],
+    { maxBodyBytes: 2 * MiB },
+  ),
   async (c) => {
     const { id } = c.req.valid("param");
     const workspaceId = c.var.caller.workspace.id;

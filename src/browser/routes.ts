@@ -1,7 +1,7 @@
 import { createRoute } from "@hono/zod-openapi";
 import { CLOSE, LIMITS, PING_FRAME, PONG_FRAME } from "../../durable-objects/protocol";
 import { audit } from "../http/audit";
-import { BEARER, createRouter, jsonBody, jsonResponse } from "../http/route";
+import { BEARER, contractRoute, createRouter, jsonBody, jsonResponse } from "../http/route";
 import { forbidden, problemResponse } from "../platform/problem";
 import { patSubprotocol, requirePat, requireUpgradeWithPat } from "./auth";
 import { AskReplySchema, AskRequestSchema } from "./schemas";
@@ -61,7 +61,7 @@ browserRouter.openapi(
 );
 
 browserRouter.openapi(
-  createRoute({
+  contractRoute({
     method: "post",
     path: "/v1/agent-browser/ask",
     tags: ["Local browser"],

@@ -5,6 +5,7 @@ import { SESSION_COOKIE } from "../auth/resolve";
 import { audit } from "../http/audit";
 import type { AppEnv } from "../http/context";
 import { rateLimit } from "../http/rate-limit";
+import { limitBody } from "../http/route";
 import { SESSION_TTL_SECONDS, signIn, signOut } from "../identity/sessions";
 import { csrfToken, csrfValid, PAGE_HEADERS } from "../platform/pages";
 import { SigninPage } from "./pages";
@@ -27,7 +28,7 @@ signinRouter.get("/v1/signin", (c) => {
   return c.html(<SigninPage csrfToken={csrfToken(c)} returnTo={returnTo} />, 200, PAGE_HEADERS);
 });
 
-signinRouter.post("/v1/signin", rateLimit("SIGNIN_LIMITER"), async (c) => {
+signinRouter.post("/v1/signin", limitBody(), rateLimit("SIGNIN_LIMITER"), async (c) => {
   const form = SigninFormSchema.safeParse(await c.req.parseBody().catch(() => ({})));
   const returnTo = safeReturnTo(form.success ? form.data.return_to : undefined);
   const render = (status: 400 | 401 | 403, error: string, email?: string) =>
@@ -75,7 +76,7 @@ signinRouter.post("/v1/signin", rateLimit("SIGNIN_LIMITER"), async (c) => {
   return c.redirect(returnTo, 303);
 });
 
-signinRouter.post("/v1/signout", async (c) => {
+signinRouter.post("/v1/signout", limitBody(), async (c) => {
   const cookie = getCookie(c, SESSION_COOKIE);
   const session = cookie ? await signOut(c.env, cookie) : undefined;
   if (session) {
