@@ -1,8 +1,79 @@
+// The architecture, as rules that `npm test` checks. Layers, bottom to top:
+//
+//   platform, db          env, D1 access, problems, ids, crypto; the table definitions
+//   auth                  who is calling: credentials → caller, scopes, roles
+//   identity              the one owner of users, sessions and personal access tokens
+//   http                  the route contract: apiRoute, guards, errors, the Area type, audit(c, …)
+//   areas                 one folder per area of the API (account, agents, oauth, ...)
+//   app.ts, index.ts      the only places that list the areas
+//
+// Durable Objects (durable-objects/) stand beside the Worker: they use platform and db,
+// and the Worker uses them (their clients, types, and the audit `record`).
+// Every other folder of src/ is an area (its name is captured as $1).
+const AREAS = "(?!(?:platform|db|auth|identity|http)/)([^/]+)";
+
 module.exports = {
-  forbidden: [{ name: "no-cycles", severity: "error", from: {}, to: { circular: true } }],
+  forbidden: [
+    { name: "no-cycles", severity: "error", from: {}, to: { circular: true } },
+    {
+      name: "no-folder-cycles",
+      comment: "two folders never import each other, even through different files",
+      severity: "error",
+      scope: "folder",
+      from: {},
+      to: { circular: true },
+    },
+    {
+      name: "platform-knows-no-one",
+      comment: "platform and db are the bottom: no auth, no route contract, no area, no object",
+      severity: "error",
+      from: { path: "^src/(platform|db)/" },
+      to: { path: "^(src/(?!platform/|db/)|durable-objects/)" },
+    },
+    {
+      name: "auth-knows-tables-and-platform",
+      severity: "error",
+      from: { path: "^src/auth/" },
+      to: { path: "^(src/(?!platform/|db/|auth/)|durable-objects/)" },
+    },
+    {
+      name: "identity-below-the-routes",
+      severity: "error",
+      from: { path: "^src/identity/" },
+      to: { path: "^(src/(?!platform/|db/|auth/|identity/)|durable-objects/)" },
+    },
+    {
+      name: "contract-knows-no-area",
+      comment: "the route contract sits above auth and audit, below every area",
+      severity: "error",
+      from: { path: "^src/http/" },
+      to: { path: `^src/${AREAS}/` },
+    },
+    {
+      name: "objects-stay-in-their-folder",
+      comment: "Durable Objects import only durable-objects/, platform and the table definitions",
+      severity: "error",
+      from: { path: "^durable-objects/" },
+      to: { path: "^src/(?!platform/|db/)" },
+    },
+    {
+      name: "no-other-areas-routes",
+      comment: "an area may call another area's services, never its routes (or its area module)",
+      severity: "error",
+      from: { path: `^src/${AREAS}/` },
+      to: { path: `^src/${AREAS}/(.*routes.*|index\\.ts)$`, pathNot: "^src/$1/" },
+    },
+    {
+      name: "only-app-lists-areas",
+      severity: "error",
+      from: { path: "^src/", pathNot: "^src/(app|index)\\.ts$" },
+      to: { path: `^src/${AREAS}/index\\.ts$`, pathNot: "^src/$1/" },
+    },
+  ],
   options: {
     tsConfig: { fileName: "tsconfig.json" },
     tsPreCompilationDeps: true,
     doNotFollow: { path: "node_modules" },
+    exclude: { path: "^durable-objects/audit-log/migrations/" },
   },
 };

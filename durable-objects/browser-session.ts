@@ -1,9 +1,7 @@
 import { DurableObject } from "cloudflare:workers";
 import { z } from "zod";
-import { auditLog } from "../src/audit/client";
-import { parkEvent } from "../src/audit/outbox";
-import { allowedDetails } from "../src/audit/policy";
-import type { AppendEvent } from "./audit-log/types";
+import { nowIso } from "../src/platform/env";
+import { record } from "./audit-log/record";
 import {
   CLOSE,
   CommandFrameSchema,
@@ -81,7 +79,7 @@ export class BrowserSession extends DurableObject<Env> {
     this.ctx.acceptWebSocket(server);
     const attachment: Attachment = {
       ...meta.data,
-      connectedAt: new Date().toISOString(),
+      connectedAt: nowIso(),
       userAgent: null,
       nextId: 1,
       retired: false,
@@ -302,40 +300,23 @@ export class BrowserSession extends DurableObject<Env> {
     cause: "closed" | "replaced" | "ended" | "rate_limited",
     code: number,
   ): Promise<void> {
-    const kind = "browser.disconnect";
-    const event: AppendEvent = {
-      kind,
-      outcome: "success",
-      actorKind: "token",
-      actorId: a.userId,
-      agentId: null,
-      conversationId: null,
-      target: `browser_session:${a.connectionId}`,
-      intent: "disconnect",
-      subjectUserId: a.userId,
-      details: allowedDetails(kind, {
-        cause,
-        code,
-        token_id: a.tokenId,
-        connected_at: a.connectedAt,
-        duration_ms: Date.now() - Date.parse(a.connectedAt),
-      }),
-      occurredAt: new Date().toISOString(),
-    };
     try {
-      await auditLog(this.env, a.workspaceId).append([event]);
+      await record(this.env, a.workspaceId, {
+        kind: "browser.disconnect",
+        actor: { kind: "token", id: a.userId },
+        target: `browser_session:${a.connectionId}`,
+        subjectUserId: a.userId,
+        details: {
+          cause,
+          code,
+          token_id: a.tokenId,
+          connected_at: a.connectedAt,
+          duration_ms: Date.now() - Date.parse(a.connectedAt),
+        },
+      });
     } catch (e) {
-      // The socket is already closed: park the event for the outbox rather than lose it, as audit() does.
-      console.error(
-        JSON.stringify({ level: "error", msg: "browser.disconnect audit failed; event parked", error: String(e) }),
-      );
-      try {
-        await parkEvent(this.env, a.workspaceId, event, e);
-      } catch (parkError) {
-        console.error(
-          JSON.stringify({ level: "error", msg: "browser.disconnect event lost", error: String(parkError) }),
-        );
-      }
+      // Neither the chain nor the outbox took it; the socket is closed, so there is no one to tell.
+      console.error(JSON.stringify({ level: "error", msg: "browser.disconnect event lost", error: String(e) }));
     }
   }
 }

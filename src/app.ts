@@ -1,51 +1,50 @@
 import { Scalar } from "@scalar/hono-api-reference";
-import { bodyLimit } from "hono/body-limit";
-import { HTTPException } from "hono/http-exception";
 import { requestId } from "hono/request-id";
 import { secureHeaders } from "hono/secure-headers";
-import { accountRouter } from "./account/routes";
-import { adminRouter } from "./admin/routes";
-import { agentsRouter } from "./agents/routes";
-import { auditRouter } from "./audit/routes";
-import { billingRouter } from "./billing/routes";
-import { browserRouter } from "./browser/routes";
-import { isOAuthJsonPath, oauthErrorHandler } from "./oauth/errors";
-import { oauthRouter } from "./oauth/routes";
-import { healthRouter } from "./platform/health";
-import { BEARER, createRouter } from "./platform/openapi";
-import { ApiError, problem } from "./platform/problem";
-import { signinRouter } from "./signin/routes";
-import { workspaceRouter } from "./workspace/routes";
+import { accountArea } from "./account";
+import { adminArea } from "./admin";
+import { agentsArea } from "./agents";
+import { auditArea } from "./audit";
+import { billingArea } from "./billing";
+import { browserArea } from "./browser";
+import { healthArea } from "./health";
+import { type Area, registryOf } from "./http/area";
+import type { AreaRegistry } from "./http/registry";
+import { BEARER, createRouter, limitBody } from "./http/route";
+import { oauthArea } from "./oauth";
+import { problem } from "./platform/problem";
+import { signinArea } from "./signin";
+import { workspaceArea } from "./workspace";
 
-const MiB = 1024 * 1024;
-/** Routes that accept more than the default 1 MiB body (base64 images). */
-const LARGE_BODY_PATHS = /^\/v1\/agents\/[^/]+\/avatar$/;
-export function createApp() {
+/**
+ * Every area of the service, in order: routes are mounted, erasure steps run and cron jobs
+ * fire in this order. A new area exports one `Area` from its folder's index.ts and is added
+ * here (and nowhere else).
+ */
+export const AREAS: readonly Area[] = [
+  healthArea,
+  accountArea,
+  adminArea,
+  agentsArea,
+  workspaceArea,
+  browserArea,
+  signinArea,
+  oauthArea,
+  billingArea,
+  auditArea, // last: erasure redacts the chain after every other area's step
+];
+
+export function createApp(registry: AreaRegistry = registryOf(AREAS)) {
   const app = createRouter();
 
   app.use(requestId());
   // DENY rather than the default SAMEORIGIN: the sign-in and consent pages must never be framed, and this runs last.
   app.use(secureHeaders({ crossOriginResourcePolicy: false, xFrameOptions: "DENY" }));
-  const limits = [1, 2].map((n) =>
-    bodyLimit({
-      maxSize: n * MiB,
-      onError: () => {
-        throw new ApiError(413, "payload_too_large", `The request body exceeds ${n} MiB`);
-      },
-    }),
-  );
-  app.use((c, next) => (LARGE_BODY_PATHS.test(c.req.path) ? limits[1]! : limits[0]!)(c, next));
-
-  app.route("/", healthRouter);
-  app.route("/", accountRouter);
-  app.route("/", adminRouter);
-  app.route("/", agentsRouter);
-  app.route("/", auditRouter);
-  app.route("/", billingRouter);
-  app.route("/", workspaceRouter);
-  app.route("/", browserRouter);
-  app.route("/", signinRouter);
-  app.route("/", oauthRouter);
+  app.use((c, next) => {
+    c.set("areas", registry);
+    return next();
+  });
+  for (const area of AREAS) if (area.router) app.route("/", area.router);
 
   app.openAPIRegistry.registerComponent("securitySchemes", BEARER, {
     type: "http",
@@ -65,29 +64,9 @@ export function createApp() {
   }));
   app.get("/v1/docs", Scalar({ url: "/v1/openapi.json", pageTitle: "Workspace Agent Service API" }));
 
+  // Registered last, so it runs only for requests no route answered: they too are refused
+  // over 1 MiB (413) before the 404. Each route applies its own limit (see `contractRoute`).
+  app.use(limitBody());
   app.notFound((c) => problem(c, 404, "not_found", `No route for ${c.req.method} ${c.req.path}`));
-  app.onError((err, c) => {
-    // Errors raised before the OAuth router runs (the body limit) still answer in the OAuth shape.
-    if (isOAuthJsonPath(c.req.path)) return oauthErrorHandler(err, c);
-    if (err instanceof ApiError) {
-      for (const [k, v] of Object.entries(err.headers ?? {})) c.header(k, v);
-      return problem(c, err.status, err.code, err.message, err.errors, err.extra);
-    }
-    if (err instanceof HTTPException) {
-      const status = err.status === 415 ? 400 : err.status;
-      const code = err.status === 415 ? "unsupported_media_type" : status === 400 ? "malformed_request" : "http_error";
-      return problem(c, status as 400, code, err.message || "Bad request");
-    }
-    console.error(
-      JSON.stringify({
-        level: "error",
-        request_id: c.get("requestId"),
-        path: c.req.path,
-        error: String(err),
-        stack: (err as Error)?.stack,
-      }),
-    );
-    return problem(c, 500, "internal_error", "An unexpected error occurred");
-  });
   return app;
 }

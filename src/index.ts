@@ -1,15 +1,22 @@
-import { createApp } from "./app";
-import { deliverOutbox } from "./audit/outbox";
+import { AREAS, createApp } from "./app";
+import { registryOf } from "./http/area";
 
 export { AuditLog } from "../durable-objects/audit-log";
 export { BrowserSession } from "../durable-objects/browser-session";
 
-const app = createApp();
+const registry = registryOf(AREAS);
+const app = createApp(registry);
 
 export default {
   fetch: app.fetch,
-  /** Every minute: deliver audit events parked after a failed append. */
-  scheduled: async (_controller, env, ctx) => {
-    ctx.waitUntil(deliverOutbox(env));
+  /** Every minute: each area's cron jobs (the audit outbox delivery today). */
+  scheduled: async (controller, env, ctx) => {
+    for (const job of registry.crons) ctx.waitUntil(job(env, controller));
+  },
+  /** Each queue's batches go to the area that consumes it. */
+  queue: async (batch, env) => {
+    const consume = registry.queues.get(batch.queue);
+    if (!consume) throw new Error(`no consumer for queue ${batch.queue}`);
+    await consume(batch, env);
   },
 } satisfies ExportedHandler<Env>;

@@ -1,7 +1,8 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { MeSchema, UserSchema } from "../src/account/schemas";
+import { MeSchema } from "../src/account/schemas";
 import { CreatedTokenSchema, TokenListSchema, UserListSchema } from "../src/admin/schemas";
+import { UserSchema } from "../src/identity/schemas";
 import { call, expectProblem, parse } from "./support/api";
 import { callWith } from "./support/app";
 import { addUser, issueToken, PASSWORD, signupWorkspace } from "./support/seed";

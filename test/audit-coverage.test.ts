@@ -1,5 +1,5 @@
 import { beforeAll, describe, expect, it } from "vitest";
-import { AUDIT_DETAIL_FIELDS } from "../src/audit/policy";
+import { AUDIT_DETAIL_FIELDS } from "../durable-objects/audit-log/policy";
 import { createAgent, IMAGES } from "./support/agents";
 import { call } from "./support/api";
 import { auditEvents } from "./support/audit";

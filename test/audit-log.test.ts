@@ -1,8 +1,8 @@
 import { evictDurableObject, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { auditLog } from "../durable-objects/audit-log/client";
 import type { AppendEvent } from "../durable-objects/audit-log/types";
-import { auditLog } from "../src/audit/client";
 
 const event = (n: number, overrides: Partial<AppendEvent> = {}): AppendEvent => ({
   kind: "agent.update",

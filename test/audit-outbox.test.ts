@@ -1,7 +1,8 @@
 import { createExecutionContext, createScheduledController, waitOnExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { deliverOutbox, parkEvent, parkedCount } from "../src/audit/outbox";
+import { parkEvent } from "../durable-objects/audit-log/record";
+import { deliverOutbox, parkedCount } from "../src/audit/outbox";
 import worker from "../src/index";
 import { call } from "./support/api";
 import { callWith } from "./support/app";

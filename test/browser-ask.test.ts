@@ -2,7 +2,7 @@ import { env } from "cloudflare:workers";
 import { MockLanguageModelV4 } from "ai/test";
 import { describe, expect, it } from "vitest";
 import { METHODS } from "../durable-objects/protocol";
-import { resolveBearer } from "../src/auth/resolve";
+import { PAT_KIND, resolveBearer } from "../src/auth/resolve";
 import { askBrowser } from "../src/browser/service";
 import { type BrowserTurn, computerTools } from "../src/browser/tools";
 import { connectExtension, TINY_PNG } from "./support/browser";
@@ -42,7 +42,7 @@ const toolResults = (options: CallOptions) =>
 async function connected() {
   const ws = await signupWorkspace();
   const ext = await connectExtension(ws.adminToken);
-  const resolved = await resolveBearer(env, ws.adminToken);
+  const resolved = await resolveBearer(env, [PAT_KIND], ws.adminToken);
   return { ws, ext, caller: resolved!.caller };
 }
 

@@ -3,8 +3,9 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import type { Attachment, BrowserSession } from "../durable-objects/browser-session";
 import { CLOSE, LIMITS, PING_FRAME, PONG_FRAME } from "../durable-objects/protocol";
-import { runEraseSteps } from "../src/admin/erasure";
+import { runEraseSteps } from "../src/admin/erase-service";
 import { deliverOutbox, parkedCount } from "../src/audit/outbox";
+import { browserArea } from "../src/browser";
 import { auditEvents } from "./support/audit";
 import { connectExtension, eventually, sessionOf, TINY_PNG } from "./support/browser";
 import { signupWorkspace } from "./support/seed";
@@ -305,7 +306,7 @@ describe("BrowserSession: audit", () => {
 describe("BrowserSession: erasure", () => {
   it("ends the user's session when the user is erased", async () => {
     const { ws, ext, stub } = await connectedUser();
-    await runEraseSteps(env, ws.workspace.id, ws.user.id);
+    await runEraseSteps(env, [{ area: "browser", step: browserArea.eraseStep! }], ws.workspace.id, ws.user.id);
     expect(await ext.closed).toEqual({ code: CLOSE.ended, reason: "user erased" });
     expect(await stub.isConnected()).toBe(false);
     const [event] = await auditKinds(ws.workspace.id, "browser.disconnect");

@@ -1,6 +1,6 @@
 import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
-import { auditLog } from "../src/audit/client";
+import { auditLog } from "../durable-objects/audit-log/client";
 import { createAgent, IMAGES } from "./support/agents";
 import { call } from "./support/api";
 import { REDIRECT, registerClient } from "./support/oauth";

@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { runEraseSteps } from "../src/admin/erasure";
-import "../src/oauth/erasure";
+import { runEraseSteps } from "../src/admin/erase-service";
+import { oauthArea } from "../src/oauth";
 import { IntrospectionSchema, TokenResponseSchema } from "../src/oauth/schemas";
 import { pkceChallenge } from "../src/oauth/tokens";
 import { hashToken } from "../src/platform/crypto";
@@ -971,6 +971,8 @@ describe("deleted clients", () => {
 });
 
 describe("erasure", () => {
+  const oauthSteps = [{ area: "oauth", step: oauthArea.eraseStep! }];
+
   it("revokes the user's grants and tokens, forgets consents and unused codes, and counts them", async () => {
     const ws = await signupWorkspace();
     const client = await registerClient(ws.adminToken);
@@ -981,7 +983,7 @@ describe("erasure", () => {
     await freshCode(session, client);
     const bystander = await tokensFor(await signIn(ws.email), client);
 
-    const counts = await runEraseSteps(env, ws.workspace.id, member.user.id);
+    const counts = await runEraseSteps(env, oauthSteps, ws.workspace.id, member.user.id);
     // Two grants and one consent.
     expect(counts.oauth_grants).toBe(3);
     await expectActive(a.access_token, false);
@@ -989,12 +991,13 @@ describe("erasure", () => {
     await expectOAuthError(await refresh(client, b.refresh_token), 400, "invalid_grant");
     await expectActive(bystander.access_token, true);
     const left = await env.DB.prepare(
-      "SELECT (SELECT COUNT(*) FROM oauth_consents WHERE user_id = ?1) AS consents, (SELECT COUNT(*) FROM oauth_codes WHERE user_id = ?1 AND consumed_at IS NULL) AS codes",
+      "SELECT (SELECT COUNT(*) FROM oauth_consents WHERE user_id = ?1) AS consents, (SELECT COUNT(*) " +
+        "FROM oauth_codes WHERE user_id = ?1 AND consumed_at IS NULL) AS codes",
     )
       .bind(member.user.id)
       .first<{ consents: number; codes: number }>();
     expect(left).toEqual({ consents: 0, codes: 0 });
-    expect((await runEraseSteps(env, ws.workspace.id, member.user.id)).oauth_grants).toBe(0);
+    expect((await runEraseSteps(env, oauthSteps, ws.workspace.id, member.user.id)).oauth_grants).toBe(0);
   });
 });
 

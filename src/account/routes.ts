@@ -1,9 +1,9 @@
 import { EraseRequestSchema, ErasureSummarySchema } from "../admin/erase-schemas";
 import { eraseUser } from "../admin/erase-service";
-import { audit } from "../audit/audit";
-import { apiRoute, createRouter, jsonBody, jsonResponse } from "../platform/openapi";
+import { audit } from "../http/audit";
+import { rateLimit } from "../http/rate-limit";
+import { apiRoute, createRouter, jsonBody, jsonResponse } from "../http/route";
 import { ApiError, problemResponse } from "../platform/problem";
-import { rateLimit } from "../platform/rate-limit";
 import { MeSchema, SignupRequestSchema, SignupResponseSchema } from "./schemas";
 import { signup } from "./service";
 
@@ -95,11 +95,10 @@ accountRouter.openapi(
   async (c) => {
     c.req.valid("json");
     const caller = c.var.caller;
-    const summary = await eraseUser(c.env, caller.workspace.id, caller.userId, { self: true });
+    const summary = await eraseUser(c.env, c.var.areas.eraseSteps, caller.workspace.id, caller.userId, { self: true });
     await audit(c, {
       kind: "user.erase",
       target: `user:${caller.userId}`,
-      intent: "erase",
       details: { counts: summary.counts, self: true },
     });
     return c.json(summary, 200);

@@ -1,7 +1,8 @@
-import { patInsert } from "../admin/tokens-service";
 import { defaultAgentInserts } from "../agents/service";
 import { DEFAULT_GRANT } from "../auth/scopes";
-import { emailSlugs, users, workspaces } from "../db/schema";
+import { emailSlugs, workspaces } from "../db/schema";
+import { patInsert } from "../identity/tokens";
+import { userInsert } from "../identity/users";
 import { hashPassword } from "../platform/crypto";
 import { db, isUniqueViolation } from "../platform/db";
 import { nowIso } from "../platform/env";
@@ -47,7 +48,7 @@ export async function signup(env: Env, input: SignupInput): Promise<SignupResult
       await d.batch([
         d.insert(workspaces).values(workspace),
         d.insert(emailSlugs).values({ slug, workspaceId: workspace.id, createdAt: now }),
-        d.insert(users).values(user),
+        userInsert(d, user),
         ...defaultAgentInserts(d, workspace.id, now),
         pat.statement,
       ]);

@@ -12,14 +12,11 @@ export const ErasureSummarySchema = z
   .object({
     user_id: z.uuid(),
     erased: z.literal(true),
-    counts: z.object({
-      tokens: z.number().int(),
-      sessions: z.number().int(),
-      oauth_grants: z.number().int(),
-      memory_freezes: z.number().int(),
-      artifacts: z.number().int(),
-      conversations_left: z.number().int(),
-      audit_events_redacted: z.number().int(),
+    counts: z.record(z.string(), z.number().int()).openapi({
+      description:
+        "What each area removed, by counter name; areas add their own counters. Today: `tokens` and `sessions` " +
+        "revoked, `oauth_grants` revoked (grants and consents), `audit_events_redacted`.",
+      example: { tokens: 2, sessions: 1, oauth_grants: 0, audit_events_redacted: 14 },
     }),
   })
   .openapi("ErasureSummary");

@@ -1,72 +1,45 @@
-import { and, eq, isNull, ne, sql } from "drizzle-orm";
-import { auditLog } from "../audit/client";
-import { apiTokens, sessions, users } from "../db/schema";
-import { db } from "../platform/db";
-import { nowIso } from "../platform/env";
+import type { EraseStep, ErasureCounts } from "../http/registry";
+import { anonymizeUser, liveUser, otherAdmins } from "../identity/users";
 import { badRequest, notFound } from "../platform/problem";
-import { type ErasureCounts, registerEraseStep, runEraseSteps } from "./erasure";
 
-registerEraseStep("tokens", async (env, workspaceId, userId) => {
-  const res = await db(env)
-    .update(apiTokens)
-    .set({ revokedAt: nowIso() })
-    .where(and(eq(apiTokens.workspaceId, workspaceId), eq(apiTokens.userId, userId), isNull(apiTokens.revokedAt)))
-    .run();
-  return { tokens: res.meta.changes };
-});
+type Steps = readonly { area: string; step: EraseStep }[];
 
-registerEraseStep("sessions", async (env, workspaceId, userId) => {
-  const res = await db(env)
-    .update(sessions)
-    .set({ revokedAt: nowIso() })
-    .where(and(eq(sessions.workspaceId, workspaceId), eq(sessions.userId, userId), isNull(sessions.revokedAt)))
-    .run();
-  return { sessions: res.meta.changes };
-});
+/** Runs every area's step in the order of the area list and adds up their counters. */
+export async function runEraseSteps(env: Env, steps: Steps, workspaceId: string, userId: string) {
+  const counts: ErasureCounts = {};
+  for (const { step } of steps) {
+    for (const [k, v] of Object.entries(await step(env, workspaceId, userId))) counts[k] = (counts[k] ?? 0) + v;
+  }
+  return counts;
+}
 
 export type ErasureSummary = { user_id: string; erased: true; counts: ErasureCounts };
 
 /**
- * Erases a user of the workspace: every registered area removes the user's credentials and
- * data, the audit log redacts the user's details (the chain still verifies), and last the
+ * Erases a user of the workspace: every area's step removes the user's credentials and data
+ * (the audit area's, last, redacts the user's details; the chain still verifies), then the
  * user row is anonymized. Each step is idempotent and the row is anonymized last, so a
  * failure part-way can be retried to completion.
  */
 export async function eraseUser(
   env: Env,
+  steps: Steps,
   workspaceId: string,
   userId: string,
   opts: { self: boolean },
 ): Promise<ErasureSummary> {
-  const d = db(env);
-  const user = await d
-    .select({ id: users.id, role: users.role })
-    .from(users)
-    .where(and(eq(users.id, userId), eq(users.workspaceId, workspaceId), isNull(users.erasedAt)))
-    .get();
+  const user = await liveUser(env, workspaceId, userId);
   if (!user) throw notFound("No such user in this workspace");
   if (opts.self && user.role === "admin") {
-    const others = await d
-      .select({ n: sql<number>`count(*)` })
-      .from(users)
-      .where(
-        and(eq(users.workspaceId, workspaceId), eq(users.role, "admin"), ne(users.id, userId), isNull(users.erasedAt)),
-      )
-      .get();
-    if (!others?.n)
+    if (!(await otherAdmins(env, workspaceId, userId)))
       throw badRequest(
         "last_admin",
         "The last admin of a workspace cannot erase themselves; make another user admin first",
       );
   }
 
-  const counts = await runEraseSteps(env, workspaceId, userId);
-  counts.audit_events_redacted += await auditLog(env, workspaceId).redactUser(userId);
-  await d
-    .update(users)
-    .set({ email: null, name: null, passwordHash: null, erasedAt: nowIso() })
-    .where(eq(users.id, userId))
-    .run();
+  const counts = await runEraseSteps(env, steps, workspaceId, userId);
+  await anonymizeUser(env, userId);
   return { user_id: userId, erased: true, counts };
 }
 

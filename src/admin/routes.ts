@@ -1,6 +1,8 @@
-import { UserSchema } from "../account/schemas";
-import { audit } from "../audit/audit";
-import { apiRoute, createRouter, jsonBody, jsonResponse } from "../platform/openapi";
+import { audit } from "../http/audit";
+import { apiRoute, createRouter, jsonBody, jsonResponse } from "../http/route";
+import { UserSchema } from "../identity/schemas";
+import { createToken, listTokens, revokeToken } from "../identity/tokens";
+import { createUser, listUsers } from "../identity/users";
 import { problemResponse } from "../platform/problem";
 import { EraseRequestSchema, ErasureSummarySchema } from "./erase-schemas";
 import { eraseUser, refuseSelfErase } from "./erase-service";
@@ -12,8 +14,6 @@ import {
   TokenListSchema,
   UserListSchema,
 } from "./schemas";
-import { createToken, listTokens, revokeToken } from "./tokens-service";
-import { createUser, listUsers } from "./users-service";
 
 export const adminRouter = createRouter();
 
@@ -47,7 +47,6 @@ adminRouter.openapi(
     await audit(c, {
       kind: "user.create",
       target: `user:${user.id}`,
-      intent: "create",
       subjectUserId: user.id,
       details: { email: user.email, name: user.name, role: user.role },
     });
@@ -82,7 +81,6 @@ adminRouter.openapi(
     await audit(c, {
       kind: "token.create",
       target: `token:${info.id}`,
-      intent: "create",
       subjectUserId: info.user_id,
       details: { name: info.name, scopes: info.scopes, user_id: info.user_id, expires_at: info.expires_at },
     });
@@ -120,7 +118,6 @@ adminRouter.openapi(
     await audit(c, {
       kind: "token.revoke",
       target: `token:${info.id}`,
-      intent: "revoke",
       subjectUserId: info.user_id,
       details: { name: info.name, user_id: info.user_id },
     });
@@ -135,7 +132,9 @@ adminRouter.openapi(
     tags: ["Administration"],
     summary: "Erase a user of the workspace",
     description:
-      "Revokes the user's credentials, removes their data in every area, redacts their personal data in the audit log (the chain still verifies) and anonymizes the user. Self-erase is refused here; use POST /v1/api/me/erase.",
+      "Revokes the user's credentials, removes their data in every area, redacts their personal data " +
+      "in the audit log (the chain still verifies) and anonymizes the user. Self-erase is refused " +
+      "here; use POST /v1/api/me/erase.",
     request: { params: IdParamSchema, body: jsonBody(EraseRequestSchema) },
     responses: {
       200: jsonResponse(ErasureSummarySchema, "The erasure summary"),
@@ -147,11 +146,10 @@ adminRouter.openapi(
     const { id } = c.req.valid("param");
     c.req.valid("json");
     refuseSelfErase(c.var.caller.userId, id);
-    const summary = await eraseUser(c.env, c.var.caller.workspace.id, id, { self: false });
+    const summary = await eraseUser(c.env, c.var.areas.eraseSteps, c.var.caller.workspace.id, id, { self: false });
     await audit(c, {
       kind: "user.erase",
       target: `user:${id}`,
-      intent: "erase",
       details: { counts: summary.counts, self: false },
     });
     return c.json(summary, 200);

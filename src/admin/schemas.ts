@@ -1,6 +1,6 @@
 import { z } from "@hono/zod-openapi";
-import { EmailSchema, PasswordSchema, UserSchema } from "../account/schemas";
 import { ROLES, SCOPES } from "../auth/scopes";
+import { EmailSchema, PasswordSchema, UserSchema } from "../identity/schemas";
 
 export const UserListSchema = z.object({ users: z.array(UserSchema) }).openapi("UserList");
 

@@ -1,5 +1,5 @@
 import { z } from "@hono/zod-openapi";
-import { apiRoute, createRouter } from "../platform/openapi";
+import { apiRoute, createRouter } from "../http/route";
 import { notFound, problemResponse } from "../platform/problem";
 import { AVATAR_CACHE_CONTROL, avatarKeyFromUrlParts } from "./avatars";
 import { AvatarParamsSchema } from "./schemas";

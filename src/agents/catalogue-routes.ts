@@ -1,5 +1,5 @@
-import { audit } from "../audit/audit";
-import { apiRoute, createRouter, jsonResponse } from "../platform/openapi";
+import { audit } from "../http/audit";
+import { apiRoute, createRouter, jsonResponse } from "../http/route";
 import { problemResponse } from "../platform/problem";
 import {
   installMcpServer,
@@ -53,7 +53,7 @@ catalogueRouter.openapi(
   async (c) => {
     const { slug } = c.req.valid("param");
     const { entry, changed } = await installSkill(c.env, c.var.caller.workspace.id, slug);
-    await audit(c, { kind: "skill.install", target: `skill:${slug}`, intent: "install", details: { slug, changed } });
+    await audit(c, { kind: "skill.install", target: `skill:${slug}`, details: { slug, changed } });
     return c.json(entry, 200);
   },
 );
@@ -65,7 +65,8 @@ catalogueRouter.openapi(
     tags: ["Skills and MCP servers"],
     summary: "Uninstall a skill from the workspace",
     description:
-      "Idempotent. The skill is removed from every agent's enabled subset in the same transaction; an agent left with an empty subset uses every installed skill.",
+      "Idempotent. The skill is removed from every agent's enabled subset in the same transaction; an " +
+      "agent left with an empty subset uses every installed skill.",
     request: slugParams,
     responses: {
       200: jsonResponse(SkillEntrySchema, "The uninstalled skill"),
@@ -78,7 +79,6 @@ catalogueRouter.openapi(
     await audit(c, {
       kind: "skill.uninstall",
       target: `skill:${slug}`,
-      intent: "uninstall",
       details: { slug, changed, agents_updated: agentsUpdated },
     });
     return c.json(entry, 200);
@@ -119,7 +119,6 @@ catalogueRouter.openapi(
     await audit(c, {
       kind: "mcp.install",
       target: `mcp_server:${slug}`,
-      intent: "install",
       details: { slug, changed },
     });
     return c.json(entry, 200);
@@ -133,7 +132,8 @@ catalogueRouter.openapi(
     tags: ["Skills and MCP servers"],
     summary: "Uninstall an MCP server from the workspace",
     description:
-      "Idempotent. The server is removed from every agent's enabled subset in the same transaction; an agent left with an empty subset uses every installed server.",
+      "Idempotent. The server is removed from every agent's enabled subset in the same transaction; an " +
+      "agent left with an empty subset uses every installed server.",
     request: slugParams,
     responses: {
       200: jsonResponse(McpServerEntrySchema, "The uninstalled server"),
@@ -146,7 +146,6 @@ catalogueRouter.openapi(
     await audit(c, {
       kind: "mcp.uninstall",
       target: `mcp_server:${slug}`,
-      intent: "uninstall",
       details: { slug, changed, agents_updated: agentsUpdated },
     });
     return c.json(entry, 200);

@@ -1,8 +1,9 @@
 import type { Context } from "hono";
-import { audit } from "../audit/audit";
+import { audit } from "../http/audit";
+import type { AppEnv } from "../http/context";
+import { apiRoute, createRouter, jsonBody, jsonResponse, MiB } from "../http/route";
 import { imageModel, languageModel } from "../llm/model";
-import { type AppEnv, baseUrl } from "../platform/env";
-import { apiRoute, createRouter, jsonBody, jsonResponse } from "../platform/openapi";
+import { baseUrl } from "../platform/env";
 import { ApiError, problemResponse } from "../platform/problem";
 import { avatarPrompt, generateAvatarImage } from "./avatar-generation";
 import { avatarRouter } from "./avatar-routes";
@@ -47,7 +48,14 @@ const idErrors = {
 };
 const agentResponse = (description: string) => jsonResponse(AgentRowSchema, description);
 const origin = (c: Context<AppEnv>) => baseUrl(c.env, c.req.url);
-const target = (id: string) => `agent:${id}`;
+/** An audit event about one agent; the intent defaults to the kind's verb. */
+const agentEvent = (kind: string, id: string, details: Record<string, unknown>, intent?: string) => ({
+  kind,
+  target: `agent:${id}`,
+  agentId: id,
+  intent,
+  details,
+});
 
 agentsRouter.openapi(
   apiRoute(
@@ -77,7 +85,9 @@ agentsRouter.openapi(
     responses: {
       200: agentResponse("The created agent"),
       400: problemResponse(
-        "Invalid slug (`invalid_slug`), alias (`invalid_alias`), a taken handle (`handle_taken`), a model outside the runtime profile (`invalid_model`), a skill or MCP server not installed, or another bad field",
+        "Invalid slug (`invalid_slug`), alias (`invalid_alias`), a taken handle (`handle_taken`), a " +
+          "model outside the runtime profile (`invalid_model`), a skill or MCP server not installed, or " +
+          "another bad field",
       ),
     },
   }),
@@ -88,20 +98,17 @@ agentsRouter.openapi(
       const { url } = await storeAvatar(c.env, origin(c), workspaceId, monogramAvatar(body.slug, body.display_name));
       return url;
     });
-    await audit(c, {
-      kind: "agent.create",
-      target: target(agent.id),
-      intent: "create",
-      agentId: agent.id,
-      details: {
+    await audit(
+      c,
+      agentEvent("agent.create", agent.id, {
         slug: agent.slug,
         display_name: agent.display_name,
         aliases: agent.aliases,
         runtime_profile: agent.runtime_profile,
         model: agent.model,
         avatar: body.avatar_url ? "url" : "monogram",
-      },
-    });
+      }),
+    );
     return c.json(agent, 200);
   },
 );
@@ -136,17 +143,14 @@ agentsRouter.openapi(
   async (c) => {
     const { id } = c.req.valid("param");
     const { before, after, changed } = await updateAgent(c.env, c.var.caller.workspace.id, id, c.req.valid("json"));
-    await audit(c, {
-      kind: "agent.update",
-      target: target(id),
-      intent: "update",
-      agentId: id,
-      details: {
+    await audit(
+      c,
+      agentEvent("agent.update", id, {
         fields: changed,
         slug: after.slug,
         previous_slug: before.slug !== after.slug ? before.slug : undefined,
-      },
-    });
+      }),
+    );
     return c.json(after, 200);
   },
 );
@@ -165,13 +169,7 @@ agentsRouter.openapi(
   async (c) => {
     const { id } = c.req.valid("param");
     const { agent, changed } = await disableAgent(c.env, c.var.caller.workspace.id, id);
-    await audit(c, {
-      kind: "agent.disable",
-      target: target(id),
-      intent: "disable",
-      agentId: id,
-      details: { slug: agent.slug, changed },
-    });
+    await audit(c, agentEvent("agent.disable", id, { slug: agent.slug, changed }));
     return c.json(agent, 200);
   },
 );
@@ -189,13 +187,7 @@ agentsRouter.openapi(
   async (c) => {
     const { id } = c.req.valid("param");
     const { agent, changed } = await enableAgent(c.env, c.var.caller.workspace.id, id);
-    await audit(c, {
-      kind: "agent.enable",
-      target: target(id),
-      intent: "enable",
-      agentId: id,
-      details: { slug: agent.slug, changed },
-    });
+    await audit(c, agentEvent("agent.enable", id, { slug: agent.slug, changed }));
     return c.json(agent, 200);
   },
 );
@@ -214,36 +206,38 @@ agentsRouter.openapi(
   async (c) => {
     const { id } = c.req.valid("param");
     const { agent, previousDefaultId } = await makeDefault(c.env, c.var.caller.workspace.id, id);
-    await audit(c, {
-      kind: "agent.default",
-      target: target(id),
-      intent: "make_default",
-      agentId: id,
-      details: { slug: agent.slug, previous_default_id: previousDefaultId },
-    });
+    await audit(
+      c,
+      agentEvent("agent.default", id, { slug: agent.slug, previous_default_id: previousDefaultId }, "make_default"),
+    );
     return c.json(agent, 200);
   },
 );
 
 agentsRouter.openapi(
-  apiRoute("admin", {
-    method: "post",
-    path: "/v1/agents/{id}/avatar",
-    tags: TAGS,
-    summary: "Upload an agent's avatar",
-    description:
-      "`image_base64` is decoded and checked by content: PNG, JPEG, WebP or GIF, at most 1 MiB decoded. It is stored under its content hash " +
-      "and `avatar_url` becomes its absolute download URL. Bodies over 2 MiB are refused with 413.",
-    request: { ...params, body: jsonBody(AvatarUploadRequestSchema) },
-    responses: {
-      200: agentResponse("The agent with its new avatar_url"),
-      400: problemResponse(
-        "Malformed id, or an empty (`empty_image`), oversized (`image_too_large`), undecodable (`invalid_image`) or unsupported (`unsupported_image`) image",
-      ),
-      404: problemResponse("No such agent in this workspace"),
-      413: problemResponse("Body over 2 MiB"),
+  apiRoute(
+    "admin",
+    {
+      method: "post",
+      path: "/v1/agents/{id}/avatar",
+      tags: TAGS,
+      summary: "Upload an agent's avatar",
+      description:
+        "`image_base64` is decoded and checked by content: PNG, JPEG, WebP or GIF, at most 1 MiB decoded. It is stored under its content hash " +
+        "and `avatar_url` becomes its absolute download URL. Bodies over 2 MiB are refused with 413.",
+      request: { ...params, body: jsonBody(AvatarUploadRequestSchema) },
+      responses: {
+        200: agentResponse("The agent with its new avatar_url"),
+        400: problemResponse(
+          "Malformed id, or an empty (`empty_image`), oversized (`image_too_large`), undecodable (`invalid_image`) or unsupported (`unsupported_image`) image",
+        ),
+        404: problemResponse("No such agent in this workspace"),
+        413: problemResponse("Body over 2 MiB"),
+      },
     },
-  }),
+    [],
+    { maxBodyBytes: 2 * MiB },
+  ),
   async (c) => {
     const { id } = c.req.valid("param");
     const workspaceId = c.var.caller.workspace.id;
@@ -251,13 +245,15 @@ agentsRouter.openapi(
     const image = decodeAvatarUpload(c.req.valid("json").image_base64);
     const { url, hash } = await storeAvatar(c.env, origin(c), workspaceId, image);
     const agent = await setAvatarUrl(c.env, workspaceId, id, url);
-    await audit(c, {
-      kind: "agent.avatar",
-      target: target(id),
-      intent: "set_avatar",
-      agentId: id,
-      details: { source: "upload", content_type: image.contentType, size: image.bytes.length, sha256: hash },
-    });
+    await audit(
+      c,
+      agentEvent(
+        "agent.avatar",
+        id,
+        { source: "upload", content_type: image.contentType, size: image.bytes.length, sha256: hash },
+        "set_avatar",
+      ),
+    );
     return c.json(agent, 200);
   },
 );
@@ -294,13 +290,15 @@ agentsRouter.openapi(
     const image = await generateAvatarImage(model, avatarPrompt(agent, c.req.valid("json").prompt));
     const { url, hash } = await storeAvatar(c.env, origin(c), workspaceId, image);
     await setAvatarUrl(c.env, workspaceId, id, url);
-    await audit(c, {
-      kind: "agent.avatar",
-      target: target(id),
-      intent: "generate_avatar",
-      agentId: id,
-      details: { source: "generated", content_type: image.contentType, size: image.bytes.length, sha256: hash },
-    });
+    await audit(
+      c,
+      agentEvent(
+        "agent.avatar",
+        id,
+        { source: "generated", content_type: image.contentType, size: image.bytes.length, sha256: hash },
+        "generate_avatar",
+      ),
+    );
     return c.json({ avatar_url: url }, 200);
   },
 );
@@ -333,7 +331,9 @@ for (const kind of ["skills", "mcp_servers"] as const) {
       path,
       tags: TAGS,
       summary: `Replace the agent's enabled ${noun}`,
-      description: `Every slug must be installed for the workspace (400 otherwise). An empty list resets to every installed ${noun.replace(/s$/, "")}. Duplicates are dropped.`,
+      description:
+        "Every slug must be installed for the workspace (400 otherwise). " +
+        `An empty list resets to every installed ${noun.replace(/s$/, "")}. Duplicates are dropped.`,
       request: { ...params, body: jsonBody(schema) },
       responses: { 200: jsonResponse(schema, `The new subset`), ...idErrors },
     }),
@@ -341,13 +341,15 @@ for (const kind of ["skills", "mcp_servers"] as const) {
       const { id } = c.req.valid("param");
       const body = c.req.valid("json") as { skills?: string[]; mcp_servers?: string[] };
       const { before, after } = await putSubset(c.env, c.var.caller.workspace.id, id, kind, body[kind] ?? []);
-      await audit(c, {
-        kind: kind === "skills" ? "agent.skills" : "agent.mcp",
-        target: target(id),
-        intent: kind === "skills" ? "set_skills" : "set_mcp_servers",
-        agentId: id,
-        details: { [kind]: after, [`previous_${kind}`]: before },
-      });
+      await audit(
+        c,
+        agentEvent(
+          kind === "skills" ? "agent.skills" : "agent.mcp",
+          id,
+          { [kind]: after, [`previous_${kind}`]: before },
+          kind === "skills" ? "set_skills" : "set_mcp_servers",
+        ),
+      );
       return c.json(wrap(after), 200);
     },
   );
@@ -392,13 +394,15 @@ agentsRouter.openapi(
       .filter((s) => s.installed && (enabled.length === 0 || enabled.includes(s.slug)))
       .map((s) => s.name);
     const draft = await draftInstructions(model, { agent, workspaceName: caller.workspace.name, profile, skills });
-    await audit(c, {
-      kind: "agent.suggest",
-      target: target(id),
-      intent: "suggest_instructions",
-      agentId: id,
-      details: { profile_used: profile !== null, draft_length: draft.length },
-    });
+    await audit(
+      c,
+      agentEvent(
+        "agent.suggest",
+        id,
+        { profile_used: profile !== null, draft_length: draft.length },
+        "suggest_instructions",
+      ),
+    );
     return c.json({ draft }, 200);
   },
 );

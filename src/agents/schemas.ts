@@ -1,9 +1,9 @@
 import { z } from "@hono/zod-openapi";
 import { describeRuntimeProfiles, RUNTIME_PROFILE_SLUGS } from "../llm/models";
+import { TONES, VERBOSITIES } from "../llm/system-prompt";
 import { HANDLE_RULE, RESERVED_AGENT_HANDLES } from "./handles";
 
-export const TONES = ["formal", "friendly", "direct", "casual"] as const;
-export const VERBOSITIES = ["concise", "balanced", "detailed"] as const;
+export { TONES, VERBOSITIES };
 
 export const AgentRowSchema = z
   .object({

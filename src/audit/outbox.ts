@@ -1,27 +1,8 @@
 import { asc, eq, sql } from "drizzle-orm";
+import { auditLog } from "../../durable-objects/audit-log/client";
 import type { AppendEvent } from "../../durable-objects/audit-log/types";
 import { auditOutbox } from "../db/schema";
 import { db } from "../platform/db";
-import { nowIso } from "../platform/env";
-import { newId } from "../platform/ids";
-import { auditLog } from "./client";
-
-/**
- * Parks an event whose append failed after its state change was committed, so the change
- * is never left without its audit event: the scheduled handler delivers it later.
- */
-export async function parkEvent(env: Env, workspaceId: string, event: AppendEvent, error: unknown): Promise<void> {
-  await db(env)
-    .insert(auditOutbox)
-    .values({
-      id: newId(),
-      workspaceId,
-      event: JSON.stringify(event),
-      createdAt: nowIso(),
-      lastError: String(error).slice(0, 500),
-    })
-    .run();
-}
 
 /**
  * Delivers parked events, oldest first, one batch per workspace (in its original order);

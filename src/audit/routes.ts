@@ -1,6 +1,6 @@
-import { apiRoute, createRouter, jsonResponse } from "../platform/openapi";
+import { auditLog } from "../../durable-objects/audit-log/client";
+import { apiRoute, createRouter, jsonResponse } from "../http/route";
 import { problemResponse } from "../platform/problem";
-import { auditLog } from "./client";
 import { AuditListSchema, AuditQuerySchema, VerifyQuerySchema, VerifyResultSchema } from "./schemas";
 
 export const auditRouter = createRouter();

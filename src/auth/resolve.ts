@@ -41,6 +41,12 @@ const statements = preparedFor((d) => ({
     .innerJoin(workspaces, eq(workspaces.id, sessions.workspaceId))
     .where(and(eq(sessions.tokenHash, sql.placeholder("hash")), isNull(sessions.revokedAt), isNull(users.erasedAt)))
     .prepare(),
+  patLive: d
+    .select({ expiresAt: apiTokens.expiresAt })
+    .from(apiTokens)
+    .innerJoin(users, eq(users.id, apiTokens.userId))
+    .where(and(eq(apiTokens.id, sql.placeholder("id")), isNull(apiTokens.revokedAt), isNull(users.erasedAt)))
+    .prepare(),
   touchPat: d
     .update(apiTokens)
     .set({ lastUsedAt: sql`${sql.placeholder("now")}` })
@@ -94,32 +100,51 @@ const stale = (lastUsedAt: string | null, now: number) =>
 
 export type Resolved = { caller: Caller; touch?: () => Promise<unknown> };
 
-/** Resolves a bearer token (by its prefix) to a caller, or null when unknown, expired or revoked. */
-export type BearerResolver = (env: Env, token: string, now: number) => Promise<Resolved | null>;
-const bearerResolvers = new Map<string, BearerResolver>();
+/** A kind of bearer token, recognized by its prefix, resolved to a caller (null when unknown, expired or revoked). */
+export type BearerKind = {
+  prefix: string;
+  resolve: (env: Env, token: string, now: number) => Promise<Resolved | null>;
+};
 
-/** Lets another credential kind (the OAuth access token) plug into the same resolver. */
-export function registerBearerKind(prefix: string, resolver: BearerResolver): void {
-  bearerResolvers.set(prefix, resolver);
+/** Personal access tokens; other kinds (the OAuth access token) come from the areas that issue them. */
+export const PAT_KIND: BearerKind = {
+  prefix: PAT_PREFIX,
+  resolve: async (env, token, now) => {
+    const s = statements(env);
+    const row = await s.pat.get({ hash: hashToken(token) });
+    if (!row || expired(row.expiresAt, now)) return null;
+    return {
+      caller: toCaller("pat", row, parseJsonArray(row.scopes)),
+      touch: stale(row.lastUsedAt, now)
+        ? () => s.touchPat.run({ id: row.id, now: new Date(now).toISOString() })
+        : undefined,
+    };
+  },
+};
+
+/**
+ * Whether a personal access token (by id) is still live: not revoked, not expired, its user
+ * not erased. For credentials checked long after they were presented (the browser socket).
+ */
+export async function patStillLive(env: Env, tokenId: string, now = Date.now()): Promise<boolean> {
+  const row = await statements(env).patLive.get({ id: tokenId });
+  return !!row && !expired(row.expiresAt, now);
 }
 
-registerBearerKind(PAT_PREFIX, async (env, token, now) => {
-  const s = statements(env);
-  const row = await s.pat.get({ hash: hashToken(token) });
-  if (!row || expired(row.expiresAt, now)) return null;
-  return {
-    caller: toCaller("pat", row, parseJsonArray(row.scopes)),
-    touch: stale(row.lastUsedAt, now)
-      ? () => s.touchPat.run({ id: row.id, now: new Date(now).toISOString() })
-      : undefined,
-  };
-});
+export async function resolveBearer(
+  env: Env,
+  kinds: readonly BearerKind[],
+  token: string,
+  now = Date.now(),
+): Promise<Resolved | null> {
+  const kind = kinds.find((k) => token.startsWith(k.prefix));
+  return kind ? kind.resolve(env, token, now) : null;
+}
 
-export async function resolveBearer(env: Env, token: string, now = Date.now()): Promise<Resolved | null> {
-  for (const [prefix, resolver] of bearerResolvers) {
-    if (token.startsWith(prefix)) return resolver(env, token, now);
-  }
-  return null;
+/** The token of an `Authorization: Bearer <token>` header (RFC 6750 §2.1), or null. */
+export function bearerToken(header: string | undefined | null): string | null {
+  const match = /^Bearer[ ]+([\x21-\x7e]+)[ ]*$/i.exec(header ?? "");
+  return match?.[1] ?? null;
 }
 
 export async function resolveSession(env: Env, cookieValue: string, now = Date.now()): Promise<Resolved | null> {

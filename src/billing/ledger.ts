@@ -1,4 +1,4 @@
-import { auditWithoutRequest } from "../audit/audit";
+import { record } from "../../durable-objects/audit-log/record";
 import { nowIso } from "../platform/env";
 import { newId } from "../platform/ids";
 import { ApiError, badRequest } from "../platform/problem";
@@ -48,8 +48,9 @@ function grantStatement(env: Env, workspaceId: string, now: Date) {
 
 async function auditGrant(env: Env, workspaceId: string, row: GrantRow | undefined): Promise<void> {
   if (!row) return;
-  await auditWithoutRequest(env, workspaceId, {
+  await record(env, workspaceId, {
     kind: "billing.credit",
+    actor: { kind: "system", id: null },
     target: `ledger:${row.id}`,
     intent: "grant",
     details: { ledger_kind: "monthly_grant", amount: row.amount, reference: row.reference, plan_slug: "free" },

@@ -1,7 +1,8 @@
 import type { Context } from "hono";
-import { audit } from "../audit/audit";
-import { type AppEnv, baseUrl } from "../platform/env";
-import { apiRoute, createRouter, jsonBody, jsonResponse } from "../platform/openapi";
+import { audit } from "../http/audit";
+import type { AppEnv } from "../http/context";
+import { apiRoute, createRouter, jsonBody, jsonResponse } from "../http/route";
+import { baseUrl } from "../platform/env";
 import { ApiError, problemResponse } from "../platform/problem";
 import { listPacks, listPlans } from "./catalogue";
 import { entries, freeMonthlyCredits, grantedBalance } from "./ledger";

@@ -1,5 +1,5 @@
 import Stripe from "stripe";
-import type { AuditInput } from "../audit/audit";
+import type { AuditInput } from "../http/audit";
 import { isUniqueViolation } from "../platform/db";
 import { nowIso } from "../platform/env";
 import { newId } from "../platform/ids";

@@ -1,7 +1,8 @@
 import type { Context, MiddlewareHandler } from "hono";
 import { SUBPROTOCOL_PREFIX } from "../../durable-objects/protocol";
-import { resolveBearer } from "../auth/resolve";
-import type { AppEnv } from "../platform/env";
+import { bearerToken, resolveBearer } from "../auth/resolve";
+import type { AppEnv } from "../http/context";
+import { setCaller } from "../http/guards";
 import { ApiError, forbidden } from "../platform/problem";
 
 /**
@@ -12,21 +13,16 @@ import { ApiError, forbidden } from "../platform/problem";
  */
 async function resolvePat(c: Context<AppEnv>, token: string | null): Promise<void> {
   if (!token) throw forbidden("pat_required", "A personal access token (svc_pat_…) is required");
-  const resolved = await resolveBearer(c.env, token);
+  const resolved = await resolveBearer(c.env, c.var.areas.bearerKinds, token);
   if (!resolved) throw forbidden("invalid_token", "The personal access token is unknown, expired or revoked");
   if (resolved.caller.auth !== "pat")
     throw forbidden("pat_required", "The local-browser routes accept a personal access token only");
-  if (resolved.touch) {
-    const touch = resolved.touch;
-    c.executionCtx.waitUntil(touch().catch((e) => console.error("last_used_at update failed", e)));
-  }
-  c.set("caller", resolved.caller);
+  setCaller(c, resolved);
 }
 
 /** `Authorization: Bearer svc_pat_…`. */
 export const requirePat: MiddlewareHandler<AppEnv> = async (c, next) => {
-  const match = /^Bearer[ ]+([\x21-\x7e]+)[ ]*$/i.exec(c.req.header("Authorization") ?? "");
-  await resolvePat(c, match?.[1] ?? null);
+  await resolvePat(c, bearerToken(c.req.header("Authorization")));
   await next();
 };
 

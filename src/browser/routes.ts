@@ -1,7 +1,7 @@
 import { createRoute } from "@hono/zod-openapi";
 import { CLOSE, LIMITS, PING_FRAME, PONG_FRAME } from "../../durable-objects/protocol";
-import { audit } from "../audit/audit";
-import { BEARER, createRouter, jsonBody, jsonResponse } from "../platform/openapi";
+import { audit } from "../http/audit";
+import { BEARER, contractRoute, createRouter, jsonBody, jsonResponse } from "../http/route";
 import { forbidden, problemResponse } from "../platform/problem";
 import { patSubprotocol, requirePat, requireUpgradeWithPat } from "./auth";
 import { AskReplySchema, AskRequestSchema } from "./schemas";
@@ -48,7 +48,6 @@ browserRouter.openapi(
     await audit(c, {
       kind: "browser.connect",
       target: `browser_session:${connectionId}`,
-      intent: "connect",
       subjectUserId: caller.userId,
       details: { token_id: caller.credentialId },
     });
@@ -62,7 +61,7 @@ browserRouter.openapi(
 );
 
 browserRouter.openapi(
-  createRoute({
+  contractRoute({
     method: "post",
     path: "/v1/agent-browser/ask",
     tags: ["Local browser"],
@@ -96,7 +95,6 @@ browserRouter.openapi(
         kind: "browser.ask",
         outcome: "denied",
         target: `user:${caller.userId}`,
-        intent: "ask",
         subjectUserId: caller.userId,
         details: { finish: "not_connected", steps: 0 },
       });
@@ -110,7 +108,6 @@ browserRouter.openapi(
       kind: "browser.ask",
       outcome: outcome.finish === "answered" ? "success" : "error",
       target: `browser_session:${connection.connectionId}`,
-      intent: "ask",
       agentId: outcome.agent.id,
       subjectUserId: caller.userId,
       details: {

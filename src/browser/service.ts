@@ -1,19 +1,16 @@
 import { generateText, isStepCount, type LanguageModel } from "ai";
-import { and, eq, isNull, sql } from "drizzle-orm";
 import {
   CONNECTION_META_HEADER,
   type ConnectionInfo,
   type ConnectionMeta,
 } from "../../durable-objects/browser-session";
 import { type CommandOutcome, LIMITS, type Method } from "../../durable-objects/protocol";
-import { registerEraseStep } from "../admin/erasure";
 import type { AgentRow } from "../agents/schemas";
 import { listAgents } from "../agents/service";
 import type { Caller } from "../auth/caller";
-import { apiTokens, users } from "../db/schema";
+import { patStillLive } from "../auth/resolve";
 import { languageModel } from "../llm/model";
 import { composeSystemPrompt } from "../llm/system-prompt";
-import { preparedFor } from "../platform/db";
 import { newId } from "../platform/ids";
 import { ApiError, badRequest, notFound } from "../platform/problem";
 import { browserSession } from "./client";
@@ -41,28 +38,16 @@ export async function connectBrowser(env: Env, caller: Caller): Promise<{ respon
   return { response, connectionId: meta.connectionId };
 }
 
-// The socket's own token is re-checked on every ask, so revoking it (or erasing its user)
-// cuts the browser off even though the socket was authenticated long before.
-const statements = preparedFor((d) => ({
-  activeToken: d
-    .select({ expiresAt: apiTokens.expiresAt })
-    .from(apiTokens)
-    .innerJoin(users, eq(users.id, apiTokens.userId))
-    .where(and(eq(apiTokens.id, sql.placeholder("id")), isNull(apiTokens.revokedAt), isNull(users.erasedAt)))
-    .prepare(),
-}));
-
-async function tokenStillValid(env: Env, tokenId: string, now: number): Promise<boolean> {
-  const row = await statements(env).activeToken.get({ id: tokenId });
-  return !!row && (row.expiresAt === null || Date.parse(row.expiresAt) > now);
-}
-
-/** The user's live browser connection, or null (a connection whose token has lapsed is closed). */
+/**
+ * The user's live browser connection, or null. The socket's own token is re-checked on every
+ * ask, so revoking it (or erasing its user) cuts the browser off although the socket was
+ * authenticated long before; such a connection is closed.
+ */
 export async function liveConnection(env: Env, caller: Caller): Promise<ConnectionInfo | null> {
   const browser = browserSession(env, caller.userId);
   const info = await browser.connection();
   if (!info) return null;
-  if (!(await tokenStillValid(env, info.tokenId, Date.now()))) {
+  if (!(await patStillLive(env, info.tokenId, Date.now()))) {
     await browser.disconnect("the connection's token is no longer valid");
     return null;
   }
@@ -206,8 +191,12 @@ export async function askBrowser(env: Env, caller: Caller, input: AskRequest, de
   }
 }
 
-// Erasing a user ends their browser session at once (their tokens are revoked with them).
-registerEraseStep("browser-session", async (env, _workspaceId, userId) => {
+/** Erasing a user ends their browser session at once (their tokens are revoked with them). */
+export async function eraseBrowserSession(
+  env: Env,
+  _workspaceId: string,
+  userId: string,
+): Promise<Record<string, number>> {
   await browserSession(env, userId).disconnect("user erased");
   return {};
-});
+}

@@ -1,5 +1,5 @@
 import { and, eq, isNull, sql } from "drizzle-orm";
-import { callerColumns, registerBearerKind, toCaller } from "../auth/resolve";
+import { type BearerKind, callerColumns, toCaller } from "../auth/resolve";
 import { oauthClients, oauthGrants, oauthTokens, users, workspaces } from "../db/schema";
 import { hashToken } from "../platform/crypto";
 import { parseJsonArray, preparedFor } from "../platform/db";
@@ -38,10 +38,13 @@ const statements = preparedFor((d) => ({
  * OAuth access tokens on the API. Effective scopes are the granted scopes ∩ the client's
  * current scopes ∩ the user's role, computed per request.
  */
-registerBearerKind(ACCESS_TOKEN_PREFIX, async (env, token, now) => {
-  const row = await statements(env).access.get({ hash: hashToken(token) });
-  if (!row || Date.parse(row.expiresAt) <= now) return null;
-  const clientAllowed = new Set(parseJsonArray(row.clientScopes));
-  const granted = parseJsonArray(row.grantScopes).filter((s) => clientAllowed.has(s));
-  return { caller: toCaller("oauth", row, granted, { clientId: row.clientId }) };
-});
+export const OAUTH_ACCESS_TOKEN: BearerKind = {
+  prefix: ACCESS_TOKEN_PREFIX,
+  resolve: async (env, token, now) => {
+    const row = await statements(env).access.get({ hash: hashToken(token) });
+    if (!row || Date.parse(row.expiresAt) <= now) return null;
+    const clientAllowed = new Set(parseJsonArray(row.clientScopes));
+    const granted = parseJsonArray(row.grantScopes).filter((s) => clientAllowed.has(s));
+    return { caller: toCaller("oauth", row, granted, { clientId: row.clientId }) };
+  },
+};

@@ -1,10 +1,15 @@
-import { type Context, Hono } from "hono";
+import { OpenAPIHono } from "@hono/zod-openapi";
+import type { Context } from "hono";
 import { getCookie } from "hono/cookie";
-import { audit } from "../audit/audit";
 import { resolveSession, SESSION_COOKIE } from "../auth/resolve";
 import { isScope, roleCeiling } from "../auth/scopes";
-import { type AppEnv, baseUrl } from "../platform/env";
+import { audit } from "../http/audit";
+import type { AppEnv } from "../http/context";
+import { renderError } from "../http/errors";
+import { contractRoute, limitBody } from "../http/route";
+import { baseUrl } from "../platform/env";
 import { PAGE_HEADERS } from "../platform/pages";
+import { ApiError } from "../platform/problem";
 import {
   AUTHORIZE_PARAMS,
   type AuthorizeRequest,
@@ -16,15 +21,18 @@ import {
   recordConsent,
 } from "./authorize";
 import { AuthorizeErrorPage, ConsentPage, ContinuePage, SCOPE_TEXT } from "./pages";
+import { AuthorizeQuerySchema } from "./schemas";
 import { issueCode } from "./tokens";
 
 /** The browser side of the authorization server: authorize and the consent form (HTML). */
-export const authorizeRouter = new Hono<AppEnv>();
+export const authorizeRouter = new OpenAPIHono<AppEnv>();
 
 type Ctx = Context<AppEnv>;
 type Session = { secret: string; caller: AppEnv["Variables"]["caller"] };
 
 authorizeRouter.onError((err, c) => {
+  // The contract's own refusals (a body over the limit) keep their problem shape.
+  if (err instanceof ApiError) return renderError(err, c, { format: "problem" });
   console.error(
     JSON.stringify({
       level: "error",
@@ -100,7 +108,7 @@ async function redirectWithCode(c: Ctx, req: AuthorizeRequest, session: Session,
   );
 }
 
-authorizeRouter.get("/v1/oauth/authorize", async (c) => {
+async function authorize(c: Ctx) {
   const url = new URL(c.req.url);
   const check = await checkAuthorizeRequest(c.env, url.searchParams, baseUrl(c.env, c.req.url));
   if (check.kind === "fatal") return errorPage(c, 400, check.message);
@@ -126,9 +134,34 @@ authorizeRouter.get("/v1/oauth/authorize", async (c) => {
     200,
     consentHeaders(req.redirectUri),
   );
-});
+}
 
-authorizeRouter.post("/v1/oauth/consent", async (c) => {
+authorizeRouter.openapi(
+  contractRoute({
+    method: "get",
+    path: "/v1/oauth/authorize",
+    tags: ["OAuth"],
+    summary: "Authorization endpoint (browser)",
+    description:
+      "Needs the user's session; a signed-out browser is sent to sign-in and back. An unknown or deleted client or a redirect_uri not on the " +
+      "allowlist (loopback `http` URIs match on any port) is a 400 page without redirect. Other errors go back to redirect_uri with `error`, " +
+      "`state` and `iss`. PKCE with S256 is required. The granted scope is the requested scope ∩ the client's scopes (all of them when none is " +
+      "requested). Third-party clients get a consent page the first time and whenever the scopes grow. Success: 302 with `code`, `state`, `iss`.",
+    request: { query: AuthorizeQuerySchema },
+    responses: {
+      302: { description: "Redirect to redirect_uri (code or error), or to sign-in" },
+      200: { description: "Consent page (HTML)" },
+      400: { description: "Error page (HTML)" },
+    },
+  }),
+  authorize,
+  // The query schema documents the parameters; `checkAuthorizeRequest` judges them, because
+  // its answer is an error page or an error redirect, by which parameter is wrong. A query
+  // the schema refuses goes to the same handler.
+  (result, c) => (result.success ? undefined : authorize(c)),
+);
+
+authorizeRouter.post("/v1/oauth/consent", limitBody(), async (c) => {
   const form = await c.req.parseBody({ all: true }).catch(() => null);
   if (!form) return errorPage(c, 400, "The consent form could not be read.");
   const query = new URLSearchParams();

@@ -1,10 +1,10 @@
 import { and, eq, isNull, sql } from "drizzle-orm";
 import { oauthClients } from "../db/schema";
+import { OAuthError } from "../http/errors";
 import { hashToken, timingSafeEqual } from "../platform/crypto";
 import { db, parseJsonArray, preparedFor } from "../platform/db";
 import { nowIso } from "../platform/env";
 import { newId, randomToken } from "../platform/ids";
-import { OAuthError } from "./errors";
 import type { AuthMethod, ClientInfo, RegisterRequest, UpdateClientRequest } from "./schemas";
 import { revokeGrantsOfClient } from "./tokens";
 

@@ -1,6 +1,6 @@
 import type { FC } from "hono/jsx";
 import type { Scope } from "../auth/scopes";
-import { Layout } from "../signin/pages";
+import { Layout } from "../platform/layout";
 
 /** Each scope in plain words, as the consent screen shows it. */
 export const SCOPE_TEXT: Record<Scope, string> = {

@@ -1,4 +1,5 @@
-import { invalidClient, invalidRequest, OAuthError } from "./errors";
+import { OAuthError } from "../http/errors";
+import { invalidClient, invalidRequest } from "./errors";
 
 /**
  * The parameters of a token, introspection or revocation request: a form

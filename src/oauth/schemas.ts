@@ -123,6 +123,9 @@ export const ClientIdParamSchema = z.object({
     .openapi({ param: { name: "client_id", in: "path" }, example: "svc_client_0190f0b8e4c87c3a9d1e2f3a4b5c6d7e" }),
 });
 
+const VERIFIER = /^[A-Za-z0-9\-._~]{43,128}$/;
+
+/** Parsed after client authentication; failures map to OAuth errors through `tokenRequestError`. */
 export const TokenRequestSchema = z
   .object({
     grant_type: z.enum(GRANT_TYPES),
@@ -136,7 +139,15 @@ export const TokenRequestSchema = z
       .openapi({ description: "Required unless the client authenticates with HTTP Basic." }),
     client_secret: z.string().optional().openapi({ description: "`client_secret_post` clients only." }),
   })
+  .superRefine((p, ctx) => {
+    const issue = (message: string) => ctx.addIssue({ code: "custom", message });
+    if (p.grant_type === "authorization_code") {
+      if (!p.code || !p.code_verifier || !p.redirect_uri) issue("code, code_verifier and redirect_uri are required");
+      else if (!VERIFIER.test(p.code_verifier)) issue("code_verifier must be 43-128 characters of A-Z a-z 0-9 - . _ ~");
+    } else if (!p.refresh_token) issue("refresh_token is required");
+  })
   .openapi("TokenRequest");
+export type TokenRequest = z.infer<typeof TokenRequestSchema>;
 
 export const TokenResponseSchema = z
   .object({
@@ -150,7 +161,10 @@ export const TokenResponseSchema = z
 
 export const TokenParamsSchema = z
   .object({
-    token: z.string(),
+    token: z
+      .string()
+      .optional()
+      .openapi({ description: "The token; without it introspection answers inactive and revocation does nothing." }),
     token_type_hint: z.string().optional().openapi({ description: "Ignored" }),
     client_id: z.string().optional(),
     client_secret: z.string().optional(),

@@ -8,12 +8,14 @@
 import { sha256 } from "@noble/hashes/sha2.js";
 import { utf8ToBytes } from "@noble/hashes/utils.js";
 import { eq, sql } from "drizzle-orm";
+import { record } from "../../durable-objects/audit-log/record";
 import { effectiveScopes, type Role } from "../auth/scopes";
 import { oauthClients, oauthCodes, oauthGrants, oauthTokens, users } from "../db/schema";
 import { hashToken, timingSafeEqual } from "../platform/crypto";
 import { db, parseJsonArray, preparedFor } from "../platform/db";
+import { nowIso } from "../platform/env";
 import { base64url, newId, randomToken } from "../platform/ids";
-import { invalidGrant, type OAuthError } from "./errors";
+import { invalidGrant } from "./errors";
 import type { Introspection } from "./schemas";
 
 export const CODE_PREFIX = "svc_code_";
@@ -33,10 +35,25 @@ export type TokenResponse = {
 export type GrantRef = { grantId: string; workspaceId: string; userId: string; clientId: string };
 export type RevokeReason = "revoked" | "refresh_reuse" | "code_reuse" | "client_deleted" | "user_erased";
 
-/** A failed exchange or refresh; `reuse` is set when a replay was detected (and the family revoked). */
-export type TokenOutcome =
-  | { ok: true; body: TokenResponse; grant: GrantRef }
-  | { ok: false; error: OAuthError; reuse?: GrantRef & { familyRevoked: boolean } };
+/** The tokens of a successful exchange or refresh, and the grant they belong to. */
+export type Issued = { body: TokenResponse; grant: GrantRef };
+type Reuse = GrantRef & { familyRevoked: boolean };
+
+/**
+ * A replayed code or rotated refresh token: the event has no signed-in caller, so the actor
+ * is the client and the workspace the grant's.
+ */
+async function recordReuse(env: Env, r: Reuse, tokenKind: "code" | "refresh"): Promise<void> {
+  await record(env, r.workspaceId, {
+    kind: "oauth.token.reuse",
+    outcome: "denied",
+    actor: { kind: "oauth_client", id: r.clientId },
+    target: r.grantId ? `oauth_grant:${r.grantId}` : `oauth_client:${r.clientId}`,
+    intent: "reuse",
+    subjectUserId: r.userId,
+    details: { client_id: r.clientId, token_kind: tokenKind, family_revoked: r.familyRevoked },
+  });
+}
 
 /** PKCE S256: base64url(SHA-256(code_verifier)) without padding (RFC 7636 §4.2). */
 export const pkceChallenge = (verifier: string): string => base64url(sha256(utf8ToBytes(verifier)));
@@ -158,13 +175,14 @@ const tokenResponse = (pair: ReturnType<typeof newPair>, scopesJson: string): To
 
 /**
  * `authorization_code` grant. The client is already authenticated. A code presented again
- * with bindings that verify is a replay: the family it created is revoked (RFC 9700 §4.5).
+ * with bindings that verify is a replay: the family it created is revoked (RFC 9700 §4.5)
+ * and the reuse recorded. Failures throw `invalid_grant`.
  */
 export async function exchangeCode(
   env: Env,
   clientId: string,
   p: { code: string; codeVerifier: string; redirectUri: string },
-): Promise<TokenOutcome> {
+): Promise<Issued> {
   const now = Date.now();
   const nowIso = iso(now);
   const codeHash = hashToken(p.code);
@@ -194,7 +212,6 @@ export async function exchangeCode(
   const row = claimed?.results[0] as { scopes: string; workspace_id: string; user_id: string } | undefined;
   if (row) {
     return {
-      ok: true,
       body: tokenResponse(pair, row.scopes),
       grant: { grantId, workspaceId: row.workspace_id, userId: row.user_id, clientId },
     };
@@ -202,7 +219,7 @@ export async function exchangeCode(
 
   // Slow path: say why, and detect a replay.
   const code = await statements(env).code.get({ hash: codeHash });
-  if (!code) return { ok: false, error: invalidGrant("The authorization code is unknown") };
+  if (!code) throw invalidGrant("The authorization code is unknown");
   const clientOk = code.clientId === clientId;
   const redirectOk = code.redirectUri === p.redirectUri;
   const pkceOk = timingSafeEqual(code.codeChallenge, challenge);
@@ -214,26 +231,23 @@ export async function exchangeCode(
       clientId: code.clientId,
     };
     const familyRevoked = code.grantId ? !!(await revokeGrant(env, code.grantId, "code_reuse")) : false;
-    return {
-      ok: false,
-      error: invalidGrant("The authorization code was already used; the tokens issued from it are revoked"),
-      reuse: { ...ref, familyRevoked },
-    };
+    await recordReuse(env, { ...ref, familyRevoked }, "code");
+    throw invalidGrant("The authorization code was already used; the tokens issued from it are revoked");
   }
-  if (!clientOk) return { ok: false, error: invalidGrant("The authorization code was issued to another client") };
-  if (!redirectOk) return { ok: false, error: invalidGrant("redirect_uri does not match the authorization request") };
-  if (!pkceOk)
-    return { ok: false, error: invalidGrant("PKCE verification failed: code_verifier does not match code_challenge") };
-  if (code.consumedAt) return { ok: false, error: invalidGrant("The authorization code was already used") };
-  if (code.expiresAt <= nowIso) return { ok: false, error: invalidGrant("The authorization code has expired") };
-  return { ok: false, error: invalidGrant("The authorization code is no longer valid") };
+  if (!clientOk) throw invalidGrant("The authorization code was issued to another client");
+  if (!redirectOk) throw invalidGrant("redirect_uri does not match the authorization request");
+  if (!pkceOk) throw invalidGrant("PKCE verification failed: code_verifier does not match code_challenge");
+  if (code.consumedAt) throw invalidGrant("The authorization code was already used");
+  if (code.expiresAt <= nowIso) throw invalidGrant("The authorization code has expired");
+  throw invalidGrant("The authorization code is no longer valid");
 }
 
 /**
  * `refresh_token` grant: rotates the token (the new pair keeps the grant's scopes). A rotated
- * token presented again revokes the whole family (RFC 9700 §4.14.2).
+ * token presented again revokes the whole family (RFC 9700 §4.14.2) and the reuse is
+ * recorded. Failures throw `invalid_grant`.
  */
-export async function refreshTokens(env: Env, clientId: string, refreshToken: string): Promise<TokenOutcome> {
+export async function refreshTokens(env: Env, clientId: string, refreshToken: string): Promise<Issued> {
   const now = Date.now();
   const nowIso = iso(now);
   const oldHash = hashToken(refreshToken);
@@ -264,7 +278,6 @@ export async function refreshTokens(env: Env, clientId: string, refreshToken: st
     | undefined;
   if (row) {
     return {
-      ok: true,
       body: tokenResponse(pair, row.scopes),
       grant: { grantId: row.grant_id, workspaceId: row.workspace_id, userId: row.user_id, clientId },
     };
@@ -273,21 +286,17 @@ export async function refreshTokens(env: Env, clientId: string, refreshToken: st
   const t = refreshToken.startsWith(REFRESH_TOKEN_PREFIX)
     ? await statements(env).tokenWithGrant.get({ hash: oldHash })
     : undefined;
-  if (t?.kind !== "refresh") return { ok: false, error: invalidGrant("The refresh token is unknown") };
-  if (t.clientId !== clientId)
-    return { ok: false, error: invalidGrant("The refresh token was issued to another client") };
-  if (t.grantRevokedAt) return { ok: false, error: invalidGrant("The refresh token has been revoked") };
+  if (t?.kind !== "refresh") throw invalidGrant("The refresh token is unknown");
+  if (t.clientId !== clientId) throw invalidGrant("The refresh token was issued to another client");
+  if (t.grantRevokedAt) throw invalidGrant("The refresh token has been revoked");
   if (t.revokedAt) {
     const familyRevoked = !!(await revokeGrant(env, t.grantId, "refresh_reuse"));
     const ref = { grantId: t.grantId, workspaceId: t.workspaceId, userId: t.userId, clientId: t.clientId };
-    return {
-      ok: false,
-      error: invalidGrant("The refresh token was already used; every token of its family is revoked"),
-      reuse: { ...ref, familyRevoked },
-    };
+    await recordReuse(env, { ...ref, familyRevoked }, "refresh");
+    throw invalidGrant("The refresh token was already used; every token of its family is revoked");
   }
-  if (t.expiresAt <= nowIso) return { ok: false, error: invalidGrant("The refresh token has expired") };
-  return { ok: false, error: invalidGrant("The refresh token is no longer valid") };
+  if (t.expiresAt <= nowIso) throw invalidGrant("The refresh token has expired");
+  throw invalidGrant("The refresh token is no longer valid");
 }
 
 // --- introspection and revocation ----------------------------------------------------
@@ -298,7 +307,7 @@ const INACTIVE: Introspection = { active: false };
 export async function introspect(env: Env, clientId: string, token: string): Promise<Introspection> {
   if (!token.startsWith(ACCESS_TOKEN_PREFIX) && !token.startsWith(REFRESH_TOKEN_PREFIX)) return INACTIVE;
   const t = await statements(env).tokenWithGrant.get({ hash: hashToken(token) });
-  const now = new Date().toISOString();
+  const now = nowIso();
   if (
     !t ||
     t.clientId !== clientId ||
@@ -338,7 +347,7 @@ export async function revokeToken(env: Env, clientId: string, token: string): Pr
 
 /** Revokes a grant and every token of it; returns it when it was still live. */
 export async function revokeGrant(env: Env, grantId: string, reason: RevokeReason): Promise<GrantRef | null> {
-  const now = new Date().toISOString();
+  const now = nowIso();
   const [grant] = await env.DB.batch([
     env.DB.prepare(
       `UPDATE oauth_grants SET revoked_at = ?1, revoke_reason = ?2 WHERE id = ?3 AND revoked_at IS NULL
@@ -384,7 +393,7 @@ export async function revokeGrantsOfClient(
  * drops their unused codes. Counts revoked grants plus removed consents.
  */
 export async function eraseOAuthUser(env: Env, workspaceId: string, userId: string): Promise<{ oauth_grants: number }> {
-  const now = new Date().toISOString();
+  const now = nowIso();
   const [grants, , consents] = await env.DB.batch([
     env.DB.prepare(
       `UPDATE oauth_grants SET revoked_at = ?1, revoke_reason = 'user_erased' WHERE workspace_id = ?2 AND user_id = ?3 AND revoked_at IS NULL RETURNING id`,

@@ -1,5 +1,3 @@
-import type { Caller } from "../auth/caller";
-
 /**
  * Optional secrets and vars: set with `wrangler secret put` (locally in `.dev.vars`), absent
  * by default, so they are not in the generated Env of worker-configuration.d.ts.
@@ -23,15 +21,6 @@ declare global {
     FREE_MONTHLY_CREDITS?: string;
   }
 }
-
-export type AppEnv = {
-  Bindings: Env;
-  Variables: {
-    requestId: string;
-    /** Set by the auth middleware on every authenticated route. */
-    caller: Caller;
-  };
-};
 
 /** The public origin: BASE_URL when configured, else the request's own origin. */
 export function baseUrl(env: Env, requestUrl: string): string {

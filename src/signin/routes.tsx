@@ -1,13 +1,15 @@
 import { Hono } from "hono";
 import { deleteCookie, getCookie, setCookie } from "hono/cookie";
 import { z } from "zod";
-import { audit } from "../audit/audit";
 import { SESSION_COOKIE } from "../auth/resolve";
-import type { AppEnv } from "../platform/env";
+import { audit } from "../http/audit";
+import type { AppEnv } from "../http/context";
+import { rateLimit } from "../http/rate-limit";
+import { limitBody } from "../http/route";
+import { SESSION_TTL_SECONDS, signIn, signOut } from "../identity/sessions";
 import { csrfToken, csrfValid, PAGE_HEADERS } from "../platform/pages";
-import { rateLimit } from "../platform/rate-limit";
 import { SigninPage } from "./pages";
-import { SESSION_TTL_SECONDS, safeReturnTo, signIn, signOut } from "./service";
+import { safeReturnTo } from "./service";
 
 /** Browser sign-in pages (HTML, not part of the JSON API document). */
 export const signinRouter = new Hono<AppEnv>();
@@ -26,7 +28,7 @@ signinRouter.get("/v1/signin", (c) => {
   return c.html(<SigninPage csrfToken={csrfToken(c)} returnTo={returnTo} />, 200, PAGE_HEADERS);
 });
 
-signinRouter.post("/v1/signin", rateLimit("SIGNIN_LIMITER"), async (c) => {
+signinRouter.post("/v1/signin", limitBody(), rateLimit("SIGNIN_LIMITER"), async (c) => {
   const form = SigninFormSchema.safeParse(await c.req.parseBody().catch(() => ({})));
   const returnTo = safeReturnTo(form.success ? form.data.return_to : undefined);
   const render = (status: 400 | 401 | 403, error: string, email?: string) =>
@@ -50,7 +52,6 @@ signinRouter.post("/v1/signin", rateLimit("SIGNIN_LIMITER"), async (c) => {
         workspaceId: outcome.workspaceId,
         actor: { kind: "user", id: null },
         target: `user:${outcome.userId}`,
-        intent: "signin",
         subjectUserId: outcome.userId,
         details: { email: form.data.email, reason: "bad_credentials" },
       });
@@ -62,7 +63,6 @@ signinRouter.post("/v1/signin", rateLimit("SIGNIN_LIMITER"), async (c) => {
     workspaceId: outcome.workspaceId,
     actor: { kind: "user", id: outcome.userId },
     target: `session:${outcome.sessionId}`,
-    intent: "signin",
     subjectUserId: outcome.userId,
     details: { email: form.data.email },
   });
@@ -76,7 +76,7 @@ signinRouter.post("/v1/signin", rateLimit("SIGNIN_LIMITER"), async (c) => {
   return c.redirect(returnTo, 303);
 });
 
-signinRouter.post("/v1/signout", async (c) => {
+signinRouter.post("/v1/signout", limitBody(), async (c) => {
   const cookie = getCookie(c, SESSION_COOKIE);
   const session = cookie ? await signOut(c.env, cookie) : undefined;
   if (session) {
@@ -85,7 +85,6 @@ signinRouter.post("/v1/signout", async (c) => {
       workspaceId: session.workspaceId,
       actor: { kind: "user", id: session.userId },
       target: `session:${session.id}`,
-      intent: "signout",
       subjectUserId: session.userId,
     });
   }

@@ -1,5 +1,5 @@
-import { audit } from "../audit/audit";
-import { apiRoute, createRouter, jsonBody, jsonResponse } from "../platform/openapi";
+import { audit } from "../http/audit";
+import { apiRoute, createRouter, jsonBody, jsonResponse } from "../http/route";
 import { problemResponse } from "../platform/problem";
 import { AvailabilitySchema, RenameResultSchema, SetSlugRequestSchema, SlugQuerySchema } from "./schemas";
 import { renameWorkspace, slugAvailability } from "./service";

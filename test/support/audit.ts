@@ -1,5 +1,5 @@
 import { env } from "cloudflare:workers";
-import { auditLog } from "../../src/audit/client";
+import { auditLog } from "../../durable-objects/audit-log/client";
 
 /** A workspace's audit events (newest first, all time), optionally of one kind, with details parsed. */
 export async function auditEvents(workspaceId: string, kind?: string) {

@@ -1,6 +1,7 @@
-import { SignupResponseSchema, UserSchema } from "../../src/account/schemas";
+import { SignupResponseSchema } from "../../src/account/schemas";
 import { CreatedTokenSchema } from "../../src/admin/schemas";
 import type { Scope } from "../../src/auth/scopes";
+import { UserSchema } from "../../src/identity/schemas";
 import { call, parse } from "./api";
 
 export const PASSWORD = "correct horse battery";

@@ -1,4 +1,4 @@
-import type { Json, JsonObject } from "../../durable-objects/audit-log/types";
+import type { Json, JsonObject } from "./types";
 
 /**
  * The details each audit event kind may carry: an allow-list, so a field that is not named

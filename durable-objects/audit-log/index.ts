@@ -3,10 +3,11 @@ import { and, desc, eq, gte, type SQL, sql } from "drizzle-orm";
 import { type DrizzleSqliteDODatabase, drizzle } from "drizzle-orm/durable-sqlite";
 import { migrate } from "drizzle-orm/durable-sqlite/migrator";
 import { uuidv7 } from "uuidv7";
-import { type ChainFields, canonicalJson, detailsDigest, entryHash, GENESIS_HASH, newSalt } from "./audit-log/chain";
-import migrations from "./audit-log/migrations/migrations.js";
-import * as schema from "./audit-log/schema";
-import { events } from "./audit-log/schema";
+import { nowIso } from "../../src/platform/env";
+import { type ChainFields, canonicalJson, detailsDigest, entryHash, GENESIS_HASH, newSalt } from "./chain";
+import migrations from "./migrations/migrations.js";
+import * as schema from "./schema";
+import { events } from "./schema";
 import type {
   ActorKind,
   AppendEvent,
@@ -16,7 +17,7 @@ import type {
   ListPage,
   ListResult,
   VerifyResult,
-} from "./audit-log/types";
+} from "./types";
 
 const REDACTED_DETAILS = canonicalJson({ redacted: true });
 
@@ -127,7 +128,7 @@ export class AuditLog extends DurableObject<Env> {
       const row = {
         seq,
         id: uuidv7(),
-        occurredAt: e.occurredAt ?? new Date().toISOString(),
+        occurredAt: e.occurredAt ?? nowIso(),
         kind: e.kind,
         outcome: e.outcome,
         actorKind: e.actorKind,

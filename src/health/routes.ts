@@ -1,5 +1,5 @@
 import { z } from "@hono/zod-openapi";
-import { apiRoute, createRouter, jsonResponse } from "./openapi";
+import { apiRoute, createRouter, jsonResponse } from "../http/route";
 
 export const healthRouter = createRouter();
 

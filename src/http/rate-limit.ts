@@ -1,6 +1,6 @@
 import type { MiddlewareHandler } from "hono";
-import type { AppEnv } from "./env";
-import { ApiError } from "./problem";
+import { ApiError } from "../platform/problem";
+import type { AppEnv } from "./context";
 
 type LimiterName = "SIGNUP_LIMITER" | "SIGNIN_LIMITER" | "TOKEN_LIMITER";
 

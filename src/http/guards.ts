@@ -1,11 +1,12 @@
-import type { MiddlewareHandler } from "hono";
+import type { Context, MiddlewareHandler } from "hono";
 import { getCookie } from "hono/cookie";
-import { audit } from "../audit/audit";
-import { type AppEnv, baseUrl } from "../platform/env";
+import { isAdmin } from "../auth/caller";
+import { bearerToken, type Resolved, resolveBearer, resolveSession, SESSION_COOKIE } from "../auth/resolve";
+import type { Scope } from "../auth/scopes";
+import { baseUrl } from "../platform/env";
 import { ApiError } from "../platform/problem";
-import { isAdmin } from "./caller";
-import { resolveBearer, resolveSession, SESSION_COOKIE } from "./resolve";
-import type { Scope } from "./scopes";
+import { audit } from "./audit";
+import type { AppEnv } from "./context";
 
 /** 401 with the RFC 6750 / RFC 9728 challenge pointing clients at the resource metadata. */
 export function unauthorized(env: Env, requestUrl: string, detail: string, tokenPresented: boolean): ApiError {
@@ -26,8 +27,8 @@ export const authenticate: MiddlewareHandler<AppEnv> = async (c, next) => {
   const header = c.req.header("Authorization");
   let resolved = null;
   if (header !== undefined) {
-    const match = /^Bearer[ ]+([\x21-\x7e]+)[ ]*$/i.exec(header);
-    if (match?.[1]) resolved = await resolveBearer(c.env, match[1]);
+    const token = bearerToken(header);
+    if (token) resolved = await resolveBearer(c.env, c.var.areas.bearerKinds, token);
     if (!resolved)
       throw unauthorized(c.env, c.req.url, "The access token is missing, malformed, unknown, expired or revoked", true);
   } else {
@@ -35,13 +36,16 @@ export const authenticate: MiddlewareHandler<AppEnv> = async (c, next) => {
     if (cookie) resolved = await resolveSession(c.env, cookie);
     if (!resolved) throw unauthorized(c.env, c.req.url, "Authentication required", !!cookie);
   }
-  if (resolved.touch) {
-    const touch = resolved.touch;
-    c.executionCtx.waitUntil(touch().catch((e) => console.error("last_used_at update failed", e)));
-  }
-  c.set("caller", resolved.caller);
+  setCaller(c, resolved);
   await next();
 };
+
+/** Makes a resolved credential the request's caller; its `last_used_at` is written after the response. */
+export function setCaller(c: Context<AppEnv>, resolved: Resolved): void {
+  const touch = resolved.touch;
+  if (touch) c.executionCtx.waitUntil(touch().catch((e) => console.error("last_used_at update failed", e)));
+  c.set("caller", resolved.caller);
+}
 
 export function requireScope(scope: Scope): MiddlewareHandler<AppEnv> {
   return async (c, next) => {

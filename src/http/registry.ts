@@ -1,0 +1,25 @@
+import type { BearerKind } from "../auth/resolve";
+
+/**
+ * What erasing a user did in one area, as counters the area names (`{ tokens: 2 }`). The
+ * erasure summary's `counts` is the union of every area's counters.
+ */
+export type ErasureCounts = Record<string, number>;
+
+/** Removes or anonymizes one user's personal data in an area; must be idempotent. */
+export type EraseStep = (env: Env, workspaceId: string, userId: string) => Promise<ErasureCounts>;
+
+/** Work the Worker's `scheduled` handler runs on every cron tick. */
+export type CronJob = (env: Env, controller: ScheduledController) => Promise<unknown>;
+
+/** Consumes the batches of one queue (named as in wrangler.toml). */
+export type QueueConsumer = (batch: MessageBatch<unknown>, env: Env) => Promise<void>;
+
+/** The registries filled from the area list, in its order. */
+export type AreaRegistry = {
+  eraseSteps: readonly { area: string; step: EraseStep }[];
+  /** Personal access tokens first, then the kinds areas add. */
+  bearerKinds: readonly BearerKind[];
+  crons: readonly CronJob[];
+  queues: ReadonlyMap<string, QueueConsumer>;
+};

@@ -1,0 +1,158 @@
+import { createRoute, OpenAPIHono, type RouteConfig, type z } from "@hono/zod-openapi";
+import type { MiddlewareHandler } from "hono";
+import { bodyLimit } from "hono/body-limit";
+import type { Scope } from "../auth/scopes";
+import { ApiError, fieldErrors, problemResponse } from "../platform/problem";
+import type { AppEnv } from "./context";
+import { type ErrorFormat, errorHandler, OAuthError } from "./errors";
+import { authenticate, requireAdmin, requireScope } from "./guards";
+
+/** Who may call a route: public, any authenticated caller, a scope, or a workspace admin. */
+export type Access = "public" | "authenticated" | "admin" | { scope: Scope };
+
+export const BEARER = "bearer";
+
+function securityFor(access: Access): RouteConfig["security"] {
+  if (access === "public") return [];
+  if (access === "authenticated") return [{ [BEARER]: [] }];
+  if (access === "admin") return [{ [BEARER]: ["admin"] }];
+  return [{ [BEARER]: [access.scope] }];
+}
+
+function middlewareFor(access: Access): MiddlewareHandler<AppEnv>[] {
+  if (access === "public") return [];
+  if (access === "authenticated") return [authenticate];
+  if (access === "admin") return [authenticate, requireAdmin];
+  return [authenticate, requireScope(access.scope)];
+}
+
+const authErrors = (access: Access) =>
+  access === "public"
+    ? {}
+    : {
+        401: problemResponse("Missing, unknown, expired or revoked credentials"),
+        ...(access === "authenticated" ? {} : { 403: problemResponse("The caller lacks the required scope or role") }),
+      };
+
+export const MiB = 1024 * 1024;
+
+const limits = new Map<number, MiddlewareHandler<AppEnv>>();
+/**
+ * Refuses a body over `maxBytes` with 413 (streamed bodies too, while they are read). It runs
+ * inside the route, so the 413 comes in the error format of the router that declares the route.
+ */
+export function limitBody(maxBytes = MiB): MiddlewareHandler<AppEnv> {
+  let limit = limits.get(maxBytes);
+  if (!limit) {
+    limit = bodyLimit({
+      maxSize: maxBytes,
+      onError: () => {
+        throw new ApiError(413, "payload_too_large", `The request body exceeds ${maxBytes / MiB} MiB`);
+      },
+    });
+    limits.set(maxBytes, limit);
+  }
+  return limit;
+}
+
+export type RouteOptions = {
+  /** The largest request body the route accepts; 1 MiB unless it says otherwise. */
+  maxBodyBytes?: number;
+};
+
+/** `createRoute` plus what every route of the contract enforces first: the body limit. */
+export function contractRoute<const R extends RouteConfig>(route: R, options: RouteOptions = {}) {
+  const own = route.middleware ? [route.middleware].flat() : [];
+  return createRoute({ ...route, middleware: [limitBody(options.maxBodyBytes), ...own] });
+}
+
+/**
+ * An OpenAPI route whose `security` (documentation) and guard middleware (enforcement)
+ * come from one `access` declaration, so the two cannot drift apart.
+ */
+export function apiRoute<const R extends Omit<RouteConfig, "security" | "middleware">>(
+  access: Access,
+  route: R,
+  extraMiddleware: MiddlewareHandler<AppEnv>[] = [],
+  options: RouteOptions = {},
+) {
+  return contractRoute(
+    {
+      ...route,
+      security: securityFor(access),
+      middleware: [...middlewareFor(access), ...extraMiddleware],
+      responses: { ...authErrors(access), ...route.responses },
+    },
+    options,
+  );
+}
+
+type Issues = readonly { path: readonly PropertyKey[]; message: string }[];
+
+export type RouterOptions = {
+  /** How the router's errors are rendered: RFC 9457 problems (the default) or the OAuth shape. */
+  errors?: ErrorFormat["format"];
+  /** OAuth routers: the `error` of a request Hono could not read (415, malformed JSON); `invalid_request` by default. */
+  malformed?: string;
+  /** How a request that fails its schema is refused; by default a 400 `validation_failed` problem or OAuth `invalid_request`. */
+  invalid?: (issues: Issues) => Error;
+};
+
+function invalidRequest(options: RouterOptions, issues: Issues): Error {
+  if (options.invalid) return options.invalid(issues);
+  if (options.errors === "oauth")
+    return new OAuthError(400, "invalid_request", issues[0]?.message ?? "The request is invalid");
+  return new ApiError(400, "validation_failed", "The request is invalid", fieldErrors(issues));
+}
+
+/** A router for one area, answering every error (validation failures too) in the format it declares. */
+export function createRouter(options: RouterOptions = {}) {
+  const router = new OpenAPIHono<AppEnv>({
+    defaultHook: (result) => {
+      if (!result.success) throw invalidRequest(options, result.error.issues);
+    },
+  });
+  router.onError(
+    errorHandler(
+      options.errors === "oauth" ? { format: "oauth", malformed: options.malformed } : { format: "problem" },
+    ),
+  );
+  return router;
+}
+
+/** JSON request body that must be present and be JSON. */
+export const jsonBody = <T>(schema: T, description?: string) => ({
+  required: true,
+  description,
+  content: { "application/json": { schema } },
+});
+
+export const jsonResponse = <T>(schema: T, description: string) => ({
+  description,
+  content: { "application/json": { schema } },
+});
+
+/**
+ * The body of a route that reads it by its own rules (OAuth's form-or-JSON parameters, where
+ * a repeated name is refused) and then parses it with `schema`, the schema that documents it.
+ * zod-openapi validates only the schemas embedded in a route, so the document references
+ * `schema`'s component instead, under each media type the route reads.
+ */
+export function ownBody<S extends z.ZodType>(
+  router: OpenAPIHono<AppEnv>,
+  name: string,
+  schema: S,
+  options: { mediaTypes: readonly string[]; invalid: (issues: Issues) => Error },
+) {
+  router.openAPIRegistry.register(name, schema);
+  const ref = { $ref: `#/components/schemas/${name}` };
+  return {
+    doc: { required: true, content: Object.fromEntries(options.mediaTypes.map((type) => [type, { schema: ref }])) },
+    /** The parsed body, or `invalid(issues)` thrown; issues carry their `input`. */
+    parse(input: unknown): z.output<S> {
+      const result = schema.safeParse(input, { reportInput: true });
+      if (!result.success) throw options.invalid(result.error.issues);
+      return result.data;
+    },
+  };
+}

@@ -1,0 +1,51 @@
+import { and, eq, isNull } from "drizzle-orm";
+import { sessions, users } from "../db/schema";
+import { DUMMY_PASSWORD_HASH, hashToken, verifyPassword } from "../platform/crypto";
+import { db } from "../platform/db";
+import { nowIso } from "../platform/env";
+import { newId, randomToken } from "../platform/ids";
+
+export const SESSION_TTL_SECONDS = 7 * 24 * 3600;
+
+export type SigninOutcome =
+  | { ok: true; userId: string; workspaceId: string; sessionToken: string; sessionId: string }
+  | { ok: false; userId?: string; workspaceId?: string };
+
+/**
+ * Checks an email and password. Unknown emails cost the same PBKDF2 as known ones and get
+ * the same answer, so the response does not tell whether an account exists.
+ */
+export async function signIn(env: Env, email: string, password: string): Promise<SigninOutcome> {
+  const d = db(env);
+  const user = await d
+    .select({ id: users.id, workspaceId: users.workspaceId, passwordHash: users.passwordHash })
+    .from(users)
+    .where(and(eq(users.email, email), isNull(users.erasedAt)))
+    .get();
+  const valid = await verifyPassword(password, user?.passwordHash ?? DUMMY_PASSWORD_HASH);
+  if (!user?.passwordHash || !valid) return { ok: false, userId: user?.id, workspaceId: user?.workspaceId };
+  const sessionToken = randomToken("");
+  const sessionId = newId();
+  await d
+    .insert(sessions)
+    .values({
+      id: sessionId,
+      workspaceId: user.workspaceId,
+      userId: user.id,
+      tokenHash: hashToken(sessionToken),
+      createdAt: nowIso(),
+      expiresAt: new Date(Date.now() + SESSION_TTL_SECONDS * 1000).toISOString(),
+    })
+    .run();
+  return { ok: true, userId: user.id, workspaceId: user.workspaceId, sessionToken, sessionId };
+}
+
+/** Revokes the session behind a cookie value; returns it when it was live. */
+export async function signOut(env: Env, sessionToken: string) {
+  return db(env)
+    .update(sessions)
+    .set({ revokedAt: nowIso() })
+    .where(and(eq(sessions.tokenHash, hashToken(sessionToken)), isNull(sessions.revokedAt)))
+    .returning({ id: sessions.id, userId: sessions.userId, workspaceId: sessions.workspaceId })
+    .get();
+}

@@ -1,0 +1,13 @@
+import type { Area } from "../http/area";
+import { OAUTH_ACCESS_TOKEN } from "./access-token";
+import { oauthRouter } from "./routes";
+import { eraseOAuthUser } from "./tokens";
+
+/** The OAuth 2.1 authorization server; its access tokens are accepted on the API. */
+export const oauthArea: Area = {
+  name: "oauth",
+  router: oauthRouter,
+  bearerKind: OAUTH_ACCESS_TOKEN,
+  // Revokes the user's grants (and so every token) and forgets their consents.
+  eraseStep: eraseOAuthUser,
+};

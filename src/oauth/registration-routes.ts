@@ -1,0 +1,209 @@
+import type { Context, MiddlewareHandler } from "hono";
+import { bearerToken } from "../auth/resolve";
+import { audit } from "../http/audit";
+import type { AppEnv } from "../http/context";
+import { NO_STORE, OAuthError } from "../http/errors";
+import { apiRoute, contractRoute, createRouter, jsonBody, jsonResponse, ownBody } from "../http/route";
+import { baseUrl } from "../platform/env";
+import {
+  type ClientRow,
+  clientByRegistrationToken,
+  disableClient,
+  registerClient,
+  toClientInfo,
+  updateClient,
+} from "./clients";
+import { metadataError, OAuthErrorSchema } from "./errors";
+import { readJsonBody } from "./params";
+import { ClientIdParamSchema, ClientInfoSchema, RegisterRequestSchema, UpdateClientRequestSchema } from "./schemas";
+
+/**
+ * Dynamic client registration (RFC 7591) and client management (RFC 7592). Errors use the
+ * OAuth shape; a body that is not JSON or not valid metadata is `invalid_client_metadata`
+ * (`invalid_redirect_uri` for the redirect URIs).
+ */
+export const registrationRouter = createRouter({
+  errors: "oauth",
+  malformed: "invalid_client_metadata",
+  invalid: metadataError,
+});
+
+const REGISTRATION_TOKEN = "registration_access_token";
+registrationRouter.openAPIRegistry.registerComponent("securitySchemes", REGISTRATION_TOKEN, {
+  type: "http",
+  scheme: "bearer",
+  description:
+    "The registration access token (svc_ratk_…) returned once at registration (RFC 7592). Sessions and other tokens are refused.",
+});
+
+const oauthError = (description: string) => ({
+  description,
+  content: { "application/json": { schema: OAuthErrorSchema } },
+});
+const TAGS = ["OAuth"];
+
+registrationRouter.openapi(
+  apiRoute("authenticated", {
+    method: "post",
+    path: "/v1/oauth/register",
+    tags: TAGS,
+    summary: "Register a client (RFC 7591)",
+    description:
+      "Authenticated by a session or token of the account (workspace) that will own the client; at most 50 active clients per workspace " +
+      "(`client_limit_reached`). Clients are always third-party. Confidential clients get a `client_secret` (never expiring) and every client a " +
+      "`registration_access_token`, both shown once. Every client receives rotating refresh tokens.",
+    request: { body: jsonBody(RegisterRequestSchema) },
+    responses: {
+      201: jsonResponse(ClientInfoSchema, "The registered client, with its secrets"),
+      400: oauthError("invalid_redirect_uri, invalid_client_metadata or client_limit_reached"),
+      401: oauthError("Missing or invalid credentials"),
+    },
+  }),
+  async (c) => {
+    const caller = c.var.caller;
+    const { info, row } = await registerClient(
+      c.env,
+      { workspaceId: caller.workspace.id, userId: caller.userId },
+      c.req.valid("json"),
+      baseUrl(c.env, c.req.url),
+    );
+    await audit(c, {
+      kind: "oauth.client.register",
+      target: `oauth_client:${row.clientId}`,
+      intent: "register",
+      details: {
+        client_id: row.clientId,
+        client_name: info.client_name,
+        redirect_uris: info.redirect_uris,
+        scope: info.scope,
+        token_endpoint_auth_method: info.token_endpoint_auth_method,
+        grant_types: info.grant_types,
+      },
+    });
+    return c.json(info, 201, NO_STORE);
+  },
+);
+
+const managedClients = new WeakMap<Context, ClientRow>();
+
+/**
+ * Client management takes the registration access token only (a session or PAT is 401), and
+ * the token must be the named client's. Runs before the path is validated, as it always has:
+ * a malformed client_id names no client, so it is a 404 like any other.
+ */
+const requireRegistrationToken: MiddlewareHandler<AppEnv> = async (c, next) => {
+  const token = bearerToken(c.req.header("Authorization"));
+  const client = token ? await clientByRegistrationToken(c.env, token) : undefined;
+  if (!client) {
+    throw new OAuthError(401, "invalid_token", "A valid registration access token is required", {
+      "WWW-Authenticate": token ? 'Bearer error="invalid_token"' : "Bearer",
+    });
+  }
+  if (client.clientId !== c.req.param("client_id"))
+    throw new OAuthError(404, "not_found", "No such client for this registration access token");
+  managedClients.set(c, client);
+  await next();
+};
+/** The client `requireRegistrationToken` let through. */
+const managedClient = (c: Context): ClientRow => managedClients.get(c)!;
+
+const updateBody = ownBody(registrationRouter, "ClientUpdateRequest", UpdateClientRequestSchema, {
+  mediaTypes: ["application/json"],
+  invalid: metadataError,
+});
+
+const managementRoute = <const M extends "get" | "put" | "delete", const R extends Record<number, object>>(
+  method: M,
+  summary: string,
+  responses: R,
+  request: { body?: typeof updateBody.doc } = {},
+) =>
+  contractRoute({
+    method,
+    path: "/v1/oauth/register/{client_id}",
+    tags: TAGS,
+    security: [{ [REGISTRATION_TOKEN]: [] }],
+    middleware: [requireRegistrationToken],
+    summary,
+    request: { params: ClientIdParamSchema, ...request },
+    responses: {
+      401: oauthError("Missing or invalid registration access token (sessions and PATs are refused)"),
+      404: oauthError("The token belongs to another client"),
+      ...responses,
+    },
+  });
+
+registrationRouter.openapi(
+  managementRoute("get", "Read a client's registration (RFC 7592)", {
+    200: jsonResponse(ClientInfoSchema, "The client, without its secret"),
+  }),
+  (c) => c.json(toClientInfo(managedClient(c), baseUrl(c.env, c.req.url)), 200, NO_STORE),
+);
+
+registrationRouter.openapi(
+  managementRoute(
+    "put",
+    "Replace a client's metadata (RFC 7592)",
+    {
+      200: jsonResponse(ClientInfoSchema, "The updated client, without its secret"),
+      400: oauthError(
+        "invalid_redirect_uri or invalid_client_metadata (including attempts to change the client type or secret)",
+      ),
+    },
+    { body: updateBody.doc },
+  ),
+  async (c) => {
+    const before = managedClient(c);
+    const update = updateBody.parse(await readJsonBody(c.req.raw));
+    const updated = await updateClient(c.env, before, update);
+    const info = toClientInfo(updated, baseUrl(c.env, c.req.url));
+    await audit(c, {
+      kind: "oauth.client.update",
+      workspaceId: before.workspaceId!,
+      actor: { kind: "oauth_client", id: before.clientId },
+      target: `oauth_client:${before.clientId}`,
+      intent: "update",
+      details: {
+        client_id: before.clientId,
+        client_name: info.client_name,
+        redirect_uris: info.redirect_uris,
+        scope: info.scope,
+      },
+    });
+    return c.json(info, 200, NO_STORE);
+  },
+);
+
+registrationRouter.openapi(
+  managementRoute("delete", "Delete a client (RFC 7592)", {
+    204: {
+      description: "Soft-disabled: it can no longer authorize, exchange, introspect or revoke; its tokens are revoked",
+    },
+  }),
+  async (c) => {
+    const client = managedClient(c);
+    const revoked = await disableClient(c.env, client);
+    const total = [...revoked.values()].reduce((n, r) => n + r.count, 0);
+    const actor = { kind: "oauth_client" as const, id: client.clientId };
+    await audit(c, {
+      kind: "oauth.client.delete",
+      workspaceId: client.workspaceId!,
+      actor,
+      target: `oauth_client:${client.clientId}`,
+      intent: "delete",
+      details: { client_id: client.clientId, revoked_grants: total },
+    });
+    for (const [workspaceId, r] of revoked) {
+      await audit(c, {
+        kind: "oauth.grant.revoke",
+        workspaceId,
+        actor,
+        target: `oauth_client:${client.clientId}`,
+        intent: "revoke",
+        subjectUserId: r.userIds.length === 1 ? r.userIds[0] : null,
+        details: { client_id: client.clientId, reason: "client_deleted", count: r.count },
+      });
+    }
+    return c.body(null, 204);
+  },
+);

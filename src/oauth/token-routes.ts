@@ -1,0 +1,143 @@
+import type { Context } from "hono";
+import { audit } from "../http/audit";
+import type { AppEnv } from "../http/context";
+import { NO_STORE } from "../http/errors";
+import { rateLimit } from "../http/rate-limit";
+import { apiRoute, createRouter, ownBody } from "../http/route";
+import { authenticateClient } from "./client-auth";
+import { invalidRequest, OAuthErrorSchema, tokenRequestError } from "./errors";
+import { readParams } from "./params";
+import { IntrospectionSchema, TokenParamsSchema, TokenRequestSchema, TokenResponseSchema } from "./schemas";
+import { exchangeCode, introspect, refreshTokens, revokeToken } from "./tokens";
+
+/** Token (authorization_code with PKCE, rotating refresh tokens), introspection (RFC 7662), revocation (RFC 7009). */
+export const tokenRouter = createRouter({ errors: "oauth" });
+
+const oauthError = (description: string) => ({
+  description,
+  content: { "application/json": { schema: OAuthErrorSchema } },
+});
+const TAGS = ["OAuth"];
+const FORM_AND_JSON = ["application/x-www-form-urlencoded", "application/json"];
+
+const tokenBody = ownBody(tokenRouter, "TokenRequest", TokenRequestSchema, {
+  mediaTypes: FORM_AND_JSON,
+  invalid: tokenRequestError,
+});
+const tokenParamsBody = ownBody(tokenRouter, "TokenParams", TokenParamsSchema, {
+  mediaTypes: FORM_AND_JSON,
+  invalid: (issues) => invalidRequest(issues[0]?.message ?? "The request is invalid"),
+});
+
+/**
+ * Reads a client's request (form or JSON, by the rules of params.ts), authenticates the
+ * client from it, then parses it with the body's schema: a client that cannot authenticate
+ * hears `invalid_client` before anything about its parameters.
+ */
+async function clientRequest<T>(c: Context<AppEnv>, body: { parse: (input: unknown) => T }) {
+  const params = await readParams(c.req.raw);
+  const client = await authenticateClient(c.env, c.req.header("Authorization"), params);
+  return { client, request: body.parse(Object.fromEntries(params)) };
+}
+
+tokenRouter.openapi(
+  apiRoute(
+    "public",
+    {
+      method: "post",
+      path: "/v1/oauth/token",
+      tags: TAGS,
+      summary: "Token endpoint",
+      description:
+        "Form (default) or JSON. Client authentication by the registered method only: `none` (client_id), `client_secret_post` or " +
+        "`client_secret_basic`. `authorization_code` needs code, code_verifier (PKCE S256) and the authorize step's redirect_uri and client; " +
+        "a replayed code revokes the tokens issued from it. `refresh_token` rotates the token and keeps the original scopes; a rotated token " +
+        "presented again revokes its whole family (a `scope` parameter on refresh is ignored). Access tokens live 3600 s, refresh tokens 30 days. " +
+        "Rate limited per client address (300 requests a minute).",
+      request: { body: tokenBody.doc },
+      responses: {
+        200: {
+          description: "Tokens (Cache-Control: no-store)",
+          content: { "application/json": { schema: TokenResponseSchema } },
+        },
+        400: oauthError("invalid_request, invalid_grant or unsupported_grant_type"),
+        401: oauthError("invalid_client (with WWW-Authenticate: Basic when Basic was used)"),
+        429: oauthError("Rate limited"),
+      },
+    },
+    [rateLimit("TOKEN_LIMITER")],
+  ),
+  async (c) => {
+    const { client, request } = await clientRequest(c, tokenBody);
+    const issued =
+      request.grant_type === "authorization_code"
+        ? await exchangeCode(c.env, client.clientId, {
+            code: request.code!,
+            codeVerifier: request.code_verifier!,
+            redirectUri: request.redirect_uri!,
+          })
+        : await refreshTokens(c.env, client.clientId, request.refresh_token!);
+    const { grant, body } = issued;
+    // Token-endpoint events have no signed-in caller: the actor is the client, the workspace the grant's.
+    await audit(c, {
+      kind: request.grant_type === "authorization_code" ? "oauth.token.issue" : "oauth.token.refresh",
+      workspaceId: grant.workspaceId,
+      actor: { kind: "oauth_client", id: grant.clientId },
+      target: `oauth_grant:${grant.grantId}`,
+      intent: request.grant_type === "authorization_code" ? "issue" : "rotate",
+      subjectUserId: grant.userId,
+      details: { client_id: grant.clientId, scope: body.scope },
+    });
+    return c.json(body, 200, NO_STORE);
+  },
+);
+
+tokenRouter.openapi(
+  apiRoute("public", {
+    method: "post",
+    path: "/v1/oauth/introspect",
+    tags: TAGS,
+    summary: "Token introspection (RFC 7662)",
+    description:
+      'A client sees only its own tokens; any other, unknown, expired or revoked token is `{ "active": false }`.',
+    request: { body: tokenParamsBody.doc },
+    responses: {
+      200: { description: "The token's state", content: { "application/json": { schema: IntrospectionSchema } } },
+      401: oauthError("invalid_client"),
+    },
+  }),
+  async (c) => {
+    const { client, request } = await clientRequest(c, tokenParamsBody);
+    const state = request.token ? await introspect(c.env, client.clientId, request.token) : { active: false };
+    return c.json(state, 200, NO_STORE);
+  },
+);
+
+tokenRouter.openapi(
+  apiRoute("public", {
+    method: "post",
+    path: "/v1/oauth/revoke",
+    tags: TAGS,
+    summary: "Token revocation (RFC 7009)",
+    description:
+      "Revokes the token and its whole family when it belongs to the calling client; otherwise does nothing. Always 200 for an authenticated client.",
+    request: { body: tokenParamsBody.doc },
+    responses: { 200: { description: "Done (empty body)" }, 401: oauthError("invalid_client") },
+  }),
+  async (c) => {
+    const { client, request } = await clientRequest(c, tokenParamsBody);
+    const revoked = request.token ? await revokeToken(c.env, client.clientId, request.token) : null;
+    if (revoked) {
+      await audit(c, {
+        kind: "oauth.grant.revoke",
+        workspaceId: revoked.workspaceId,
+        actor: { kind: "oauth_client", id: client.clientId },
+        target: `oauth_grant:${revoked.grantId}`,
+        intent: "revoke",
+        subjectUserId: revoked.userId,
+        details: { client_id: client.clientId, reason: "revoked", count: 1 },
+      });
+    }
+    return c.body(null, 200, NO_STORE);
+  },
+);

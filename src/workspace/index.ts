@@ -1,0 +1,4 @@
+import type { Area } from "../http/area";
+import { workspaceRouter } from "./routes";
+
+export const workspaceArea: Area = { name: "workspace", router: workspaceRouter };
