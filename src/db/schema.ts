@@ -413,3 +413,141 @@ export const stripeEvents = sqliteTable("stripe_events", {
   workspaceId: text("workspace_id"),
   receivedAt: text("received_at").notNull(),
 });
+
+// ---------------------------------------------------------------------------------------
+// Conversations (src/conversations) and the runtime's turns.
+
+export const conversations = sqliteTable(
+  "conversations",
+  {
+    id: text("id").primaryKey(),
+    workspaceId: text("workspace_id")
+      .notNull()
+      .references(() => workspaces.id),
+    title: text("title"),
+    mode: text("mode", { enum: ["standard", "fast"] }).notNull(),
+    agentId: text("agent_id")
+      .notNull()
+      .references(() => agents.id),
+    createdBy: text("created_by")
+      .notNull()
+      .references(() => users.id),
+    /** Set while a turn runs (its assistant message id); a conditional UPDATE claims it, so turns never overlap. */
+    turnId: text("turn_id"),
+    turnStartedAt: text("turn_started_at"),
+    createdAt: createdAt(),
+    lastMessageAt: text("last_message_at").notNull(),
+  },
+  (t) => [index("conversations_workspace_idx").on(t.workspaceId, t.id)],
+);
+
+/** Who may read and post: the creator, everyone who posted, and those added. */
+export const conversationParticipants = sqliteTable(
+  "conversation_participants",
+  {
+    conversationId: text("conversation_id")
+      .notNull()
+      .references(() => conversations.id, { onDelete: "cascade" }),
+    userId: text("user_id")
+      .notNull()
+      .references(() => users.id),
+    workspaceId: text("workspace_id").notNull(),
+    /** Copied from the conversation, so "my conversations, newest first" is one index range. */
+    lastMessageAt: text("last_message_at").notNull(),
+    addedAt: text("added_at").notNull(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.conversationId, t.userId] }),
+    index("participants_user_recent_idx").on(t.userId, t.lastMessageAt, t.conversationId),
+  ],
+);
+
+export const messages = sqliteTable(
+  "messages",
+  {
+    id: text("id").primaryKey(),
+    conversationId: text("conversation_id")
+      .notNull()
+      .references(() => conversations.id, { onDelete: "cascade" }),
+    workspaceId: text("workspace_id").notNull(),
+    role: text("role", { enum: ["user", "assistant"] }).notNull(),
+    authorUserId: text("author_user_id").references(() => users.id),
+    agentId: text("agent_id").references(() => agents.id),
+    content: text("content").notNull(),
+    /** JSON `[{ name, ok }]`. */
+    toolCalls: text("tool_calls").notNull().default("[]"),
+    /** JSON array of artifact ids. */
+    artifactIds: text("artifact_ids").notNull().default("[]"),
+    inputTokens: integer("input_tokens").notNull().default(0),
+    outputTokens: integer("output_tokens").notNull().default(0),
+    credits: integer("credits").notNull().default(0),
+    createdAt: createdAt(),
+  },
+  (t) => [index("messages_conversation_idx").on(t.conversationId, t.id)],
+);
+
+// ---- Artifacts (src/artifacts): metadata here, bytes in R2 under `artifacts/<workspace>/<id>` ----
+
+export const artifacts = sqliteTable(
+  "artifacts",
+  {
+    id: text("id").primaryKey(),
+    workspaceId: text("workspace_id")
+      .notNull()
+      .references(() => workspaces.id),
+    /** Null once detached (its conversation was deleted). */
+    conversationId: text("conversation_id"),
+    /** The user whose turn or upload produced it. */
+    producerUserId: text("producer_user_id").references(() => users.id),
+    agentId: text("agent_id"),
+    name: text("name").notNull(),
+    contentType: text("content_type").notNull(),
+    size: integer("size").notNull(),
+    /** Hex SHA-256 of the bytes: the strong ETag. */
+    sha256: text("sha256").notNull(),
+    caption: text("caption"),
+    sensitive: integer("sensitive", { mode: "boolean" }).notNull().default(false),
+    /** `upload`, `deliver_file`, `generate_image`, `research`. */
+    source: text("source").notNull(),
+    createdAt: createdAt(),
+  },
+  (t) => [
+    index("artifacts_workspace_idx").on(t.workspaceId, t.id),
+    index("artifacts_conversation_idx").on(t.conversationId),
+  ],
+);
+
+// ---- Memory (src/memory): facts about a user, and the agents a user froze ----
+
+export const memoryFacts = sqliteTable(
+  "memory_facts",
+  {
+    id: text("id").primaryKey(),
+    workspaceId: text("workspace_id")
+      .notNull()
+      .references(() => workspaces.id),
+    userId: text("user_id")
+      .notNull()
+      .references(() => users.id),
+    agentSlug: text("agent_slug").notNull(),
+    content: text("content").notNull(),
+    createdAt: createdAt(),
+  },
+  (t) => [index("memory_facts_user_idx").on(t.workspaceId, t.userId, t.id)],
+);
+
+export const memoryFreezes = sqliteTable(
+  "memory_freezes",
+  {
+    workspaceId: text("workspace_id")
+      .notNull()
+      .references(() => workspaces.id),
+    userId: text("user_id")
+      .notNull()
+      .references(() => users.id),
+    agentSlug: text("agent_slug").notNull(),
+    reason: text("reason"),
+    createdAt: createdAt(),
+  },
+  (t) => [primaryKey({ columns: [t.workspaceId, t.userId, t.agentSlug] })],
+);

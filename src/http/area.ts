@@ -1,5 +1,6 @@
 import type { Hono } from "hono";
 import { type BearerKind, PAT_KIND } from "../auth/resolve";
+import type { ToolProvider } from "../platform/turn-tools";
 import type { AppEnv } from "./context";
 import type { AreaRegistry, CronJob, EraseStep, QueueConsumer } from "./registry";
 
@@ -17,6 +18,8 @@ export type Area = {
   bearerKind?: BearerKind;
   crons?: readonly CronJob[];
   queues?: Readonly<Record<string, QueueConsumer>>;
+  /** Tools the area offers an agent's turn (skills, memory, files, ...). */
+  tools?: ToolProvider;
 };
 
 export function registryOf(areas: readonly Area[]): AreaRegistry {
@@ -32,5 +35,6 @@ export function registryOf(areas: readonly Area[]): AreaRegistry {
     bearerKinds: [PAT_KIND, ...areas.flatMap((a) => (a.bearerKind ? [a.bearerKind] : []))],
     crons: areas.flatMap((a) => a.crons ?? []),
     queues,
+    tools: areas.flatMap((a) => (a.tools ? [a.tools] : [])),
   };
 }

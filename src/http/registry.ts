@@ -1,4 +1,5 @@
 import type { BearerKind } from "../auth/resolve";
+import type { ToolProvider } from "../platform/turn-tools";
 
 /**
  * What erasing a user did in one area, as counters the area names (`{ tokens: 2 }`). The
@@ -22,4 +23,6 @@ export type AreaRegistry = {
   bearerKinds: readonly BearerKind[];
   crons: readonly CronJob[];
   queues: ReadonlyMap<string, QueueConsumer>;
+  /** Each area's tools for an agent turn, in list order. */
+  tools: readonly ToolProvider[];
 };
