@@ -7,6 +7,7 @@ import { agentsArea } from "./agents";
 import { auditArea } from "./audit";
 import { billingArea } from "./billing";
 import { browserArea } from "./browser";
+import { conversationsArea } from "./conversations";
 import { healthArea } from "./health";
 import { type Area, registryOf } from "./http/area";
 import type { AreaRegistry } from "./http/registry";
@@ -31,6 +32,7 @@ export const AREAS: readonly Area[] = [
   signinArea,
   oauthArea,
   billingArea,
+  conversationsArea,
   auditArea, // last: erasure redacts the chain after every other area's step
 ];
 

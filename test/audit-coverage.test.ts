@@ -293,6 +293,11 @@ const COVERED_ELSEWHERE: Record<string, string> = {
   "POST /v1/api/billing/checkout": "billing.test.ts (billing.checkout, billing.customer; needs the fake Stripe)",
   "POST /v1/api/billing/portal": "billing.test.ts (billing.portal; needs the fake Stripe)",
   "POST /v1/api/billing/topup": "billing.test.ts (billing.topup; needs the fake Stripe)",
+  "POST /v1/api/conversations": "conversations.test.ts (conversation.create)",
+  "DELETE /v1/api/conversations/{id}": "conversations.test.ts (conversation.delete)",
+  "POST /v1/api/conversations/{id}/participants": "conversations.test.ts (conversation.participant.add)",
+  "POST /v1/api/conversations/{id}/messages": "conversations.test.ts (conversation.turn; needs a model)",
+  "POST /v1/api/ask": "conversations.test.ts (conversation.create in fast mode; needs a model)",
   "POST /v1/webhooks/stripe": "billing-webhook.test.ts (billing.credit, billing.refund, billing.plan; signed events)",
 };
 

@@ -153,6 +153,16 @@ beforeAll(async () => {
   const servers = (await (await call("GET", "/v1/api/mcp/servers", { token: A.adminToken })).json()) as {
     mcp_servers: { slug: string }[];
   };
+  const [conversationA, conversationB] = await Promise.all(
+    [A, B].map(
+      async (w) =>
+        (await (await call("POST", "/v1/api/conversations", { token: w.adminToken, body: {} })).json()) as {
+          id: string;
+        },
+    ),
+  );
+  own.conversation = conversationA!.id;
+  foreign.conversation = conversationB!.id;
   skillSlug = skills.skills[0]!.slug;
   mcpSlug = servers.mcp_servers[0]!.slug;
 });
@@ -161,8 +171,9 @@ beforeAll(async () => {
 function paramKind(
   path: string,
   name: string,
-): "agent" | "user" | "token" | "client" | "workspace" | "avatarHash" | "skill" | "mcp" {
+): "agent" | "user" | "token" | "client" | "workspace" | "avatarHash" | "skill" | "mcp" | "conversation" {
   if (path.startsWith("/v1/agents/{id}")) return "agent";
+  if (path.startsWith("/v1/api/conversations/{id}")) return "conversation";
   if (path === "/v1/admin/users/{id}/erase") return "user";
   if (path === "/v1/api/admin/tokens/{id}") return "token";
   if (path === "/v1/oauth/register/{client_id}") return "client";
@@ -211,6 +222,9 @@ function validBody(key: string): Record<string, unknown> {
     "POST /v1/api/billing/checkout": () => ({ plan_slug: "pro" }),
     "POST /v1/api/billing/topup": () => ({ pack_slug: "credits-1000" }),
     "POST /v1/oauth/revoke": () => ({ token: "svc_at_unknown", client_id: tokenClientId }),
+    "POST /v1/api/conversations": () => ({ title: "Valid" }),
+    "POST /v1/api/conversations/{id}/participants": () => ({ user_id: own.user }),
+    "POST /v1/api/conversations/{id}/messages": () => ({ content: "hello" }),
   };
   const make = bodies[key];
   if (!make) throw new Error(`hostile-input.test.ts has no valid body for ${key}: add one`);

@@ -37,6 +37,11 @@ export const AUDIT_DETAIL_FIELDS: Readonly<Record<string, readonly string[]>> = 
   "skill.uninstall": ["slug", "changed", "agents_updated"],
   "mcp.install": ["slug", "changed"],
   "mcp.uninstall": ["slug", "changed", "agents_updated"],
+  // conversations: ids, modes and counts only, never message text
+  "conversation.create": ["mode", "agent_slug"],
+  "conversation.delete": [],
+  "conversation.participant.add": ["user_id", "added"],
+  "conversation.turn": ["message_id", "runtime_profile", "model", "steps", "tools", "finish", "usage", "credits"],
   // billing: slugs, Stripe object ids and amounts only, never card or customer details
   "billing.checkout": ["plan_slug", "session_id"],
   "billing.portal": ["session_id"],

@@ -1,5 +1,5 @@
 import { and, asc, desc, eq, inArray, ne, sql } from "drizzle-orm";
-import { agentHandles, agents } from "../db/schema";
+import { agentHandles, agents, workspaceMcpServers, workspaceSkills } from "../db/schema";
 import { modelBelongsTo } from "../llm/models";
 import { type Db, db, isUniqueViolation, parseJsonArray, preparedFor } from "../platform/db";
 import { nowIso } from "../platform/env";
@@ -385,4 +385,55 @@ export async function setAvatarUrl(env: Env, workspaceId: string, id: string, ur
     .returning();
   if (!row) throw notFound("No such agent in this workspace");
   return toAgentRow(row);
+}
+
+// ---- for other areas: the agent a turn runs as ----
+
+/**
+ * The enabled agent answering to `handle` (its slug or an alias), or the workspace's default
+ * agent when no handle is given. 404 for an unknown handle, 400 `agent_disabled` for a disabled agent.
+ */
+export async function resolveAgent(env: Env, workspaceId: string, handle?: string | null): Promise<AgentRecord> {
+  const d = db(env);
+  const agent = handle
+    ? await d
+        .select({ a: agents })
+        .from(agentHandles)
+        .innerJoin(agents, eq(agents.id, agentHandles.agentId))
+        .where(and(eq(agentHandles.workspaceId, workspaceId), eq(agentHandles.handle, handle)))
+        .get()
+        .then((r) => r?.a)
+    : await d
+        .select()
+        .from(agents)
+        .where(and(eq(agents.workspaceId, workspaceId), eq(agents.isDefault, true)))
+        .get();
+  if (!agent) throw notFound(handle ? `No agent @${handle} in this workspace` : "The workspace has no default agent");
+  if (agent.status !== "enabled") throw badRequest("agent_disabled", `The agent @${agent.slug} is disabled`);
+  return agent;
+}
+
+/** The skills and MCP servers an agent may use: its subsets, or everything installed when a subset is empty. */
+export async function agentCapabilities(
+  env: Env,
+  agent: AgentRecord,
+): Promise<{ skills: string[]; mcpServers: string[] }> {
+  const [skillRows, serverRows] = await db(env).batch([
+    db(env)
+      .select({ slug: workspaceSkills.slug })
+      .from(workspaceSkills)
+      .where(eq(workspaceSkills.workspaceId, agent.workspaceId)),
+    db(env)
+      .select({ slug: workspaceMcpServers.slug })
+      .from(workspaceMcpServers)
+      .where(eq(workspaceMcpServers.workspaceId, agent.workspaceId)),
+  ]);
+  const pick = (subset: string[], installed: { slug: string }[]) => {
+    const all = installed.map((r) => r.slug);
+    return subset.length ? subset.filter((s) => all.includes(s)) : all;
+  };
+  return {
+    skills: pick(parseJsonArray(agent.skills), skillRows),
+    mcpServers: pick(parseJsonArray(agent.mcpServers), serverRows),
+  };
 }

@@ -1,14 +1,55 @@
 import { env } from "cloudflare:workers";
 import { vi } from "vitest";
 
-/** What the fake endpoint answers for one model step. */
-export type Turn = { tool: string; args?: Record<string, unknown> } | { text: string } | { status: number };
+/** What the fake endpoint answers for one model step; `delayMs` holds the answer back that long. */
+export type Turn = ({ tool: string; args?: Record<string, unknown> } | { text: string } | { status: number }) & {
+  delayMs?: number;
+};
 
 export type ChatRequest = {
   model: string;
   messages: { role: string; content: unknown; tool_calls?: unknown[]; tool_call_id?: string }[];
   tools?: { type: string; function: { name: string } }[];
+  stream?: boolean;
 };
+
+const USAGE = { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 };
+
+/** The same answer as OpenAI streams it: chunks of `chat.completion.chunk`, usage last, then `[DONE]`. */
+function streamed(
+  id: string,
+  model: string,
+  turn: { tool: string; args?: Record<string, unknown> } | { text: string },
+) {
+  const chunk = (delta: object, finish: string | null, extra: object = {}) =>
+    `data: ${JSON.stringify({ id, object: "chat.completion.chunk", created: 0, model, choices: [{ index: 0, delta, finish_reason: finish }], ...extra })}\n\n`;
+  const parts =
+    "tool" in turn
+      ? [
+          chunk(
+            {
+              role: "assistant",
+              tool_calls: [
+                {
+                  index: 0,
+                  id: `call_${id}`,
+                  type: "function",
+                  function: { name: turn.tool, arguments: JSON.stringify(turn.args ?? {}) },
+                },
+              ],
+            },
+            null,
+          ),
+          chunk({}, "tool_calls", { usage: USAGE }),
+        ]
+      : [
+          // In two pieces, so a reader sees the text arrive as deltas.
+          chunk({ role: "assistant", content: turn.text.slice(0, Math.ceil(turn.text.length / 2)) }, null),
+          chunk({ content: turn.text.slice(Math.ceil(turn.text.length / 2)) }, null),
+          chunk({}, "stop", { usage: USAGE }),
+        ];
+  return new Response(`${parts.join("")}data: [DONE]\n\n`, { headers: { "Content-Type": "text/event-stream" } });
+}
 
 const BASE = "https://llm.test/v1";
 
@@ -32,7 +73,9 @@ export function fakeLlm(...script: (Turn | ((req: ChatRequest) => Turn))[]) {
     requests.push(body);
     const entry = script[Math.min(requests.length - 1, script.length - 1)]!;
     const turn = typeof entry === "function" ? entry(body) : entry;
+    if (turn.delayMs) await new Promise((r) => setTimeout(r, turn.delayMs));
     if ("status" in turn) return Response.json({ error: { message: "scripted failure" } }, { status: turn.status });
+    if (body.stream) return streamed(`${requests.length}`, body.model, turn);
     const message =
       "tool" in turn
         ? {
@@ -53,7 +96,7 @@ export function fakeLlm(...script: (Turn | ((req: ChatRequest) => Turn))[]) {
       created: Math.floor(Date.now() / 1000),
       model: body.model,
       choices: [{ index: 0, message, finish_reason: "tool" in turn ? "tool_calls" : "stop" }],
-      usage: { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 },
+      usage: USAGE,
     });
   });
   return {

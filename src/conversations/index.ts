@@ -1,0 +1,5 @@
+import type { Area } from "../http/area";
+import { conversationsRouter } from "./routes";
+
+/** Conversations between members and agents, and the turns that answer them. */
+export const conversationsArea: Area = { name: "conversations", router: conversationsRouter };

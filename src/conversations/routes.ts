@@ -1,0 +1,269 @@
+import type { Context } from "hono";
+import { audit, callerActor } from "../http/audit";
+import type { AppEnv } from "../http/context";
+import { apiRoute, createRouter, jsonBody, jsonResponse } from "../http/route";
+import { baseUrl } from "../platform/env";
+import { problemResponse } from "../platform/problem";
+import {
+  AddParticipantRequestSchema,
+  AskResponseSchema,
+  ConversationIdParamSchema,
+  ConversationListSchema,
+  ConversationSchema,
+  ConversationWithMessagesSchema,
+  CreateConversationRequestSchema,
+  DeletedSchema,
+  ListQuerySchema,
+  PostMessageRequestSchema,
+  TurnResponseSchema,
+} from "./schemas";
+import {
+  addParticipant,
+  createConversation,
+  deleteConversation,
+  listConversations,
+  listMessages,
+  participantConversation,
+} from "./service";
+import { postMessage, quickAskReady, type TurnContext } from "./turns";
+
+export const conversationsRouter = createRouter();
+
+const TAGS = ["Conversations"];
+const params = { params: ConversationIdParamSchema };
+const notParticipant = problemResponse("No such conversation, or the caller does not take part in it");
+const target = (id: string) => `conversation:${id}`;
+
+const turnContext = (c: Context<AppEnv>): TurnContext => ({
+  env: c.env,
+  providers: c.var.areas.tools,
+  workspace: { id: c.var.caller.workspace.id, name: c.var.caller.workspace.name },
+  userId: c.var.caller.userId,
+  actor: callerActor(c.var.caller),
+  origin: baseUrl(c.env, c.req.url),
+  waitUntil: (p) => c.executionCtx.waitUntil(p),
+});
+
+conversationsRouter.openapi(
+  apiRoute(
+    { scope: "conversations:write" },
+    {
+      method: "post",
+      path: "/v1/api/conversations",
+      tags: TAGS,
+      summary: "Start a conversation",
+      description: "With the agent named by `agent_slug` (a slug or alias), else the workspace's default agent.",
+      request: { body: jsonBody(CreateConversationRequestSchema) },
+      responses: {
+        201: jsonResponse(ConversationSchema, "The new conversation"),
+        400: problemResponse("Invalid body, or the agent is disabled (`agent_disabled`)"),
+        404: problemResponse("No agent with that slug or alias"),
+      },
+    },
+  ),
+  async (c) => {
+    const conversation = await createConversation(
+      c.env,
+      c.var.caller.workspace.id,
+      c.var.caller.userId,
+      c.req.valid("json"),
+    );
+    await audit(c, {
+      kind: "conversation.create",
+      target: target(conversation.id),
+      agentId: conversation.agent_id,
+      conversationId: conversation.id,
+      details: { mode: conversation.mode, agent_slug: conversation.agent_slug },
+    });
+    return c.json(conversation, 201);
+  },
+);
+
+conversationsRouter.openapi(
+  apiRoute(
+    { scope: "conversations:read" },
+    {
+      method: "get",
+      path: "/v1/api/conversations",
+      tags: TAGS,
+      summary: "The caller's conversations",
+      description: "Most recent activity first; `limit` 1-100 (default 50), then `cursor` from `next_cursor`.",
+      request: { query: ListQuerySchema },
+      responses: {
+        200: jsonResponse(ConversationListSchema, "One page"),
+        400: problemResponse("A `limit` out of range or a cursor this API did not return"),
+      },
+    },
+  ),
+  async (c) => {
+    const { limit, cursor } = c.req.valid("query");
+    const page = await listConversations(
+      c.env,
+      c.var.caller.workspace.id,
+      c.var.caller.userId,
+      limit === undefined ? 50 : Number(limit),
+      cursor,
+    );
+    return c.json(page, 200);
+  },
+);
+
+conversationsRouter.openapi(
+  apiRoute(
+    { scope: "conversations:read" },
+    {
+      method: "get",
+      path: "/v1/api/conversations/{id}",
+      tags: TAGS,
+      summary: "A conversation with its messages",
+      description: "Messages oldest first.",
+      request: params,
+      responses: {
+        200: jsonResponse(ConversationWithMessagesSchema, "The conversation"),
+        400: problemResponse("Malformed id"),
+        404: notParticipant,
+      },
+    },
+  ),
+  async (c) => {
+    const { id } = c.req.valid("param");
+    const conversation = await participantConversation(c.env, c.var.caller.workspace.id, c.var.caller.userId, id);
+    return c.json({ ...conversation, messages: await listMessages(c.env, id) }, 200);
+  },
+);
+
+conversationsRouter.openapi(
+  apiRoute(
+    { scope: "conversations:write" },
+    {
+      method: "delete",
+      path: "/v1/api/conversations/{id}",
+      tags: TAGS,
+      summary: "Delete a conversation",
+      description: "Any participant may. Its messages go; its artifacts stay with their producers, detached.",
+      request: params,
+      responses: {
+        200: jsonResponse(DeletedSchema, "Deleted"),
+        400: problemResponse("Malformed id"),
+        404: notParticipant,
+      },
+    },
+  ),
+  async (c) => {
+    const { id } = c.req.valid("param");
+    await deleteConversation(c.env, c.var.caller.workspace.id, c.var.caller.userId, id);
+    await audit(c, { kind: "conversation.delete", target: target(id), conversationId: id });
+    return c.json({ id, deleted: true as const }, 200);
+  },
+);
+
+conversationsRouter.openapi(
+  apiRoute(
+    { scope: "conversations:write" },
+    {
+      method: "post",
+      path: "/v1/api/conversations/{id}/participants",
+      tags: TAGS,
+      summary: "Add a participant",
+      description: "A participant may add any member of the same workspace. Idempotent.",
+      request: { ...params, body: jsonBody(AddParticipantRequestSchema) },
+      responses: {
+        200: jsonResponse(ConversationSchema, "The conversation with its participants"),
+        400: problemResponse("Malformed id or body"),
+        404: problemResponse("No such conversation for the caller, or no such user in the workspace"),
+      },
+    },
+  ),
+  async (c) => {
+    const { id } = c.req.valid("param");
+    const { user_id } = c.req.valid("json");
+    const { conversation, added } = await addParticipant(
+      c.env,
+      c.var.caller.workspace.id,
+      c.var.caller.userId,
+      id,
+      user_id,
+    );
+    await audit(c, {
+      kind: "conversation.participant.add",
+      target: target(id),
+      conversationId: id,
+      subjectUserId: user_id,
+      details: { user_id, added },
+    });
+    return c.json(conversation, 200);
+  },
+);
+
+conversationsRouter.openapi(
+  apiRoute(
+    { scope: "conversations:write" },
+    {
+      method: "post",
+      path: "/v1/api/conversations/{id}/messages",
+      tags: TAGS,
+      summary: "Post a message; the agent answers",
+      description:
+        "Runs one agent turn (at most 12 steps, 120 s). JSON by default; with `Accept: text/event-stream` the turn " +
+        "streams in the AI SDK UI message stream protocol (`x-vercel-ai-ui-message-stream: v1`). The reply is stored " +
+        "and billed when the turn ends, also when the client stops reading. One turn at a time per conversation.",
+      request: { ...params, body: jsonBody(PostMessageRequestSchema) },
+      responses: {
+        200: {
+          description: "The stored user message and the agent's reply (or the stream)",
+          content: {
+            "application/json": { schema: TurnResponseSchema },
+            "text/event-stream": { schema: { type: "string" } },
+          },
+        },
+        400: problemResponse("Malformed id or body, or the agent is disabled (`agent_disabled`)"),
+        402: problemResponse("Out of credits (`insufficient_credits`, with `balance` and `packs`)"),
+        404: problemResponse("No such conversation for the caller, or no such agent"),
+        409: problemResponse("Another turn is running in this conversation (`turn_in_progress`)"),
+        502: problemResponse("The language model did not answer (`model_failed`)"),
+        503: problemResponse("No language model is configured (`model_not_configured`)"),
+      },
+    },
+  ),
+  async (c) => {
+    const { id } = c.req.valid("param");
+    const turn = await postMessage(turnContext(c), id, c.req.valid("json"));
+    if (c.req.header("Accept")?.includes("text/event-stream")) {
+      return turn.stream.toUIMessageStreamResponse({ generateMessageId: () => turn.turnId }) as never;
+    }
+    return c.json({ user_message: turn.userMessage, reply: await turn.reply }, 200);
+  },
+);
+
+conversationsRouter.openapi(
+  apiRoute(
+    { scope: "conversations:write" },
+    {
+      method: "post",
+      path: "/v1/api/ask",
+      tags: TAGS,
+      summary: "Quick ask",
+      description:
+        "Creates an empty `fast` conversation with the default agent; its first message runs on the fast lane.",
+      responses: {
+        200: jsonResponse(AskResponseSchema, "The new conversation's id"),
+        402: problemResponse("Out of credits (`insufficient_credits`)"),
+        503: problemResponse("Quick chat is not configured (`quick_chat_not_configured`)"),
+      },
+    },
+  ),
+  async (c) => {
+    await quickAskReady(c.env, c.var.caller.workspace.id);
+    const conversation = await createConversation(c.env, c.var.caller.workspace.id, c.var.caller.userId, {
+      mode: "fast",
+    });
+    await audit(c, {
+      kind: "conversation.create",
+      target: target(conversation.id),
+      agentId: conversation.agent_id,
+      conversationId: conversation.id,
+      details: { mode: conversation.mode, agent_slug: conversation.agent_slug },
+    });
+    return c.json({ conversation_id: conversation.id }, 200);
+  },
+);

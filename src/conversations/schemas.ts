@@ -1,0 +1,100 @@
+import { z } from "@hono/zod-openapi";
+
+const Id = z.uuid();
+
+export const ConversationSchema = z
+  .object({
+    id: Id,
+    title: z.string().nullable(),
+    mode: z.enum(["standard", "fast"]),
+    agent_id: Id,
+    agent_slug: z.string(),
+    created_by: Id,
+    participant_ids: z.array(Id),
+    created_at: z.iso.datetime(),
+    last_message_at: z.iso.datetime(),
+  })
+  .openapi("Conversation");
+export type Conversation = z.infer<typeof ConversationSchema>;
+
+export const MessageSchema = z
+  .object({
+    id: Id,
+    conversation_id: Id,
+    role: z.enum(["user", "assistant"]),
+    author_user_id: Id.nullable(),
+    agent_id: Id.nullable(),
+    content: z.string(),
+    tool_calls: z.array(z.object({ name: z.string(), ok: z.boolean() })),
+    artifact_ids: z.array(Id),
+    usage: z.object({ input_tokens: z.number().int(), output_tokens: z.number().int(), credits: z.number().int() }),
+    created_at: z.iso.datetime(),
+  })
+  .openapi("Message");
+export type Message = z.infer<typeof MessageSchema>;
+
+export const ConversationWithMessagesSchema = ConversationSchema.extend({ messages: z.array(MessageSchema) }).openapi(
+  "ConversationWithMessages",
+);
+
+export const ConversationListSchema = z
+  .object({
+    conversations: z.array(ConversationSchema),
+    next_cursor: z.string().nullable().openapi({ description: "Pass as `cursor` for the next page; null at the end" }),
+  })
+  .openapi("ConversationList");
+
+const Handle = z.string().min(1).max(64);
+
+export const CreateConversationRequestSchema = z
+  .object({
+    agent_slug: Handle.optional().openapi({
+      description: "A slug or alias; the workspace's default agent if left out",
+    }),
+    title: z.string().trim().min(1).max(200).optional(),
+    mode: z.enum(["standard", "fast"]).optional().openapi({ description: "Default `standard`" }),
+  })
+  .strict()
+  .openapi("CreateConversationRequest");
+
+export const AddParticipantRequestSchema = z.object({ user_id: Id }).strict().openapi("AddParticipantRequest");
+
+/** At most 32 000 characters: a turn's prompt, not a document (documents are artifacts). */
+export const PostMessageRequestSchema = z
+  .object({
+    content: z.string().trim().min(1).max(32_000),
+    agent_slug: Handle.optional().openapi({ description: "Answer with this agent instead of the conversation's" }),
+  })
+  .strict()
+  .openapi("PostMessageRequest");
+
+export const TurnResponseSchema = z
+  .object({ user_message: MessageSchema, reply: MessageSchema })
+  .openapi("TurnResponse");
+
+export const DeletedSchema = z.object({ id: Id, deleted: z.literal(true) }).openapi("ConversationDeleted");
+export const AskResponseSchema = z.object({ conversation_id: Id }).openapi("AskResponse");
+
+export const ConversationIdParamSchema = z.object({
+  id: Id.openapi({ param: { name: "id", in: "path" }, description: "The conversation's id" }),
+});
+
+export const ListQuerySchema = z.object({
+  limit: z
+    .string()
+    .regex(/^\d{1,3}$/, "must be an integer from 1 to 100")
+    .refine((v) => Number(v) >= 1 && Number(v) <= 100, "must be an integer from 1 to 100")
+    .optional()
+    .openapi({
+      param: { name: "limit", in: "query" },
+      type: "integer",
+      minimum: 1,
+      maximum: 100,
+      description: "Default 50",
+    }),
+  cursor: z
+    .string()
+    .max(200)
+    .optional()
+    .openapi({ param: { name: "cursor", in: "query" }, description: "`next_cursor` of the previous page" }),
+});

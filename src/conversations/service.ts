@@ -1,0 +1,335 @@
+import { type AgentRecord, getAgentRecord, resolveAgent } from "../agents/service";
+import { parseJsonArray } from "../platform/db";
+import { nowIso } from "../platform/env";
+import { newId } from "../platform/ids";
+import { ApiError, badRequest, conflict, notFound } from "../platform/problem";
+import type { Conversation, Message } from "./schemas";
+
+type ConversationRow = {
+  id: string;
+  title: string | null;
+  mode: "standard" | "fast";
+  agent_id: string;
+  agent_slug: string;
+  created_by: string;
+  created_at: string;
+  last_message_at: string;
+  participant_ids: string;
+};
+
+const CONVERSATION_COLUMNS = `c.id, c.title, c.mode, c.agent_id, a.slug AS agent_slug, c.created_by, c.created_at,
+  c.last_message_at, (SELECT json_group_array(p2.user_id) FROM conversation_participants p2
+  WHERE p2.conversation_id = c.id) AS participant_ids`;
+
+const toConversation = (r: ConversationRow): Conversation => ({
+  id: r.id,
+  title: r.title,
+  mode: r.mode,
+  agent_id: r.agent_id,
+  agent_slug: r.agent_slug,
+  created_by: r.created_by,
+  participant_ids: parseJsonArray(r.participant_ids),
+  created_at: r.created_at,
+  last_message_at: r.last_message_at,
+});
+
+type MessageRow = {
+  id: string;
+  conversation_id: string;
+  role: "user" | "assistant";
+  author_user_id: string | null;
+  agent_id: string | null;
+  content: string;
+  tool_calls: string;
+  artifact_ids: string;
+  input_tokens: number;
+  output_tokens: number;
+  credits: number;
+  created_at: string;
+};
+
+export const toMessage = (r: MessageRow): Message => ({
+  id: r.id,
+  conversation_id: r.conversation_id,
+  role: r.role,
+  author_user_id: r.author_user_id,
+  agent_id: r.agent_id,
+  content: r.content,
+  tool_calls: JSON.parse(r.tool_calls) as Message["tool_calls"],
+  artifact_ids: parseJsonArray(r.artifact_ids),
+  usage: { input_tokens: r.input_tokens, output_tokens: r.output_tokens, credits: r.credits },
+  created_at: r.created_at,
+});
+
+/** The conversation, when `userId` takes part in it; 404 otherwise (another workspace included). */
+export async function participantConversation(
+  env: Env,
+  workspaceId: string,
+  userId: string,
+  id: string,
+): Promise<Conversation> {
+  const row = await env.DB.prepare(
+    `SELECT ${CONVERSATION_COLUMNS} FROM conversations c JOIN agents a ON a.id = c.agent_id
+     WHERE c.id = ?1 AND c.workspace_id = ?2
+       AND EXISTS (SELECT 1 FROM conversation_participants p WHERE p.conversation_id = c.id AND p.user_id = ?3)`,
+  )
+    .bind(id, workspaceId, userId)
+    .first<ConversationRow>();
+  if (!row) throw notFound("No such conversation");
+  return toConversation(row);
+}
+
+export async function createConversation(
+  env: Env,
+  workspaceId: string,
+  userId: string,
+  input: { agent_slug?: string; title?: string; mode?: "standard" | "fast" },
+): Promise<Conversation> {
+  const agent = await resolveAgent(env, workspaceId, input.agent_slug);
+  const id = newId();
+  const now = nowIso();
+  await env.DB.batch([
+    env.DB.prepare(
+      `INSERT INTO conversations (id, workspace_id, title, mode, agent_id, created_by, created_at, last_message_at)
+       VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7)`,
+    ).bind(id, workspaceId, input.title ?? null, input.mode ?? "standard", agent.id, userId, now),
+    env.DB.prepare(
+      `INSERT INTO conversation_participants (conversation_id, user_id, workspace_id, last_message_at, added_at)
+       VALUES (?1, ?2, ?3, ?4, ?4)`,
+    ).bind(id, userId, workspaceId, now),
+  ]);
+  return {
+    id,
+    title: input.title ?? null,
+    mode: input.mode ?? "standard",
+    agent_id: agent.id,
+    agent_slug: agent.slug,
+    created_by: userId,
+    participant_ids: [userId],
+    created_at: now,
+    last_message_at: now,
+  };
+}
+
+const encodeCursor = (at: string, id: string) => btoa(`${at}|${id}`).replaceAll("=", "");
+
+function decodeCursor(cursor: string): { at: string; id: string } {
+  try {
+    const [at, id] = atob(cursor).split("|");
+    if (at && id && !Number.isNaN(Date.parse(at))) return { at, id };
+  } catch {
+    // not base64: refused below
+  }
+  throw badRequest("invalid_cursor", "The cursor is not one this API returned");
+}
+
+/** The caller's conversations, most recent activity first. */
+export async function listConversations(
+  env: Env,
+  workspaceId: string,
+  userId: string,
+  limit: number,
+  cursor?: string,
+): Promise<{ conversations: Conversation[]; next_cursor: string | null }> {
+  const after = cursor ? decodeCursor(cursor) : null;
+  const { results } = await env.DB.prepare(
+    `SELECT ${CONVERSATION_COLUMNS} FROM conversation_participants p
+     JOIN conversations c ON c.id = p.conversation_id JOIN agents a ON a.id = c.agent_id
+     WHERE p.user_id = ?1 AND p.workspace_id = ?2
+       AND (?3 IS NULL OR p.last_message_at < ?3 OR (p.last_message_at = ?3 AND p.conversation_id < ?4))
+     ORDER BY p.last_message_at DESC, p.conversation_id DESC LIMIT ?5`,
+  )
+    .bind(userId, workspaceId, after?.at ?? null, after?.id ?? null, limit + 1)
+    .all<ConversationRow>();
+  const page = results.slice(0, limit).map(toConversation);
+  const last = page.at(-1);
+  return {
+    conversations: page,
+    next_cursor: results.length > limit && last ? encodeCursor(last.last_message_at, last.id) : null,
+  };
+}
+
+/** The messages, oldest first. */
+export async function listMessages(env: Env, conversationId: string): Promise<Message[]> {
+  const { results } = await env.DB.prepare("SELECT * FROM messages WHERE conversation_id = ?1 ORDER BY id")
+    .bind(conversationId)
+    .all<MessageRow>();
+  return results.map(toMessage);
+}
+
+/** Deletes a conversation the caller takes part in, with its messages and participants. */
+export async function deleteConversation(env: Env, workspaceId: string, userId: string, id: string): Promise<void> {
+  await participantConversation(env, workspaceId, userId, id);
+  await env.DB.batch([
+    env.DB.prepare("DELETE FROM messages WHERE conversation_id = ?1").bind(id),
+    env.DB.prepare("DELETE FROM conversation_participants WHERE conversation_id = ?1").bind(id),
+    env.DB.prepare("DELETE FROM conversations WHERE id = ?1 AND workspace_id = ?2").bind(id, workspaceId),
+  ]);
+}
+
+/** Adds a member of the same workspace; idempotent. Returns whether they were added now. */
+export async function addParticipant(
+  env: Env,
+  workspaceId: string,
+  callerId: string,
+  id: string,
+  userId: string,
+): Promise<{ conversation: Conversation; added: boolean }> {
+  await participantConversation(env, workspaceId, callerId, id);
+  const [inserted] = await env.DB.batch([
+    env.DB.prepare(
+      `INSERT INTO conversation_participants (conversation_id, user_id, workspace_id, last_message_at, added_at)
+       SELECT c.id, u.id, c.workspace_id, c.last_message_at, ?4 FROM conversations c, users u
+       WHERE c.id = ?1 AND u.id = ?2 AND u.workspace_id = ?3 AND u.erased_at IS NULL
+       ON CONFLICT DO NOTHING RETURNING user_id`,
+    ).bind(id, userId, workspaceId, nowIso()),
+  ]);
+  if (!inserted?.results.length) {
+    const member = await env.DB.prepare("SELECT 1 FROM users WHERE id = ?1 AND workspace_id = ?2 AND erased_at IS NULL")
+      .bind(userId, workspaceId)
+      .first();
+    if (!member) throw notFound("No such user in this workspace");
+  }
+  return {
+    conversation: await participantConversation(env, workspaceId, callerId, id),
+    added: !!inserted?.results.length,
+  };
+}
+
+// ---- turns ----
+
+/** A turn that has not ended this long after it started is taken to have died with its Worker. */
+const STALE_TURN_MS = 180_000;
+
+/** The agent that answers a message: the one named, else the conversation's own. */
+export async function turnAgent(
+  env: Env,
+  workspaceId: string,
+  conversation: Conversation,
+  handle?: string,
+): Promise<AgentRecord> {
+  if (handle) return resolveAgent(env, workspaceId, handle);
+  const agent = await getAgentRecord(env, workspaceId, conversation.agent_id);
+  if (agent.status !== "enabled") throw badRequest("agent_disabled", `The agent @${agent.slug} is disabled`);
+  return agent;
+}
+
+/**
+ * Claims the conversation for one turn (a conditional UPDATE, so two posts at once cannot
+ * both win) and stores the user's message, making its author a participant.
+ */
+export async function startTurn(
+  env: Env,
+  workspaceId: string,
+  conversationId: string,
+  userId: string,
+  content: string,
+): Promise<{ turnId: string; userMessage: Message; history: { role: "user" | "assistant"; content: string }[] }> {
+  // Ids are time-ordered and messages are read in id order: the question's id comes first.
+  const messageId = newId();
+  const turnId = newId();
+  const now = nowIso();
+  const claimed = await env.DB.prepare(
+    `UPDATE conversations SET turn_id = ?1, turn_started_at = ?2
+     WHERE id = ?3 AND workspace_id = ?4 AND (turn_id IS NULL OR turn_started_at < ?5) RETURNING id`,
+  )
+    .bind(turnId, now, conversationId, workspaceId, new Date(Date.now() - STALE_TURN_MS).toISOString())
+    .first();
+  if (!claimed)
+    throw conflict("turn_in_progress", "The agent is still answering in this conversation; try again when it is done");
+  try {
+    const { results: earlier } = await env.DB.prepare(
+      "SELECT role, content FROM messages WHERE conversation_id = ?1 ORDER BY id",
+    )
+      .bind(conversationId)
+      .all<{ role: "user" | "assistant"; content: string }>();
+    await env.DB.batch([
+      env.DB.prepare(
+        `INSERT INTO messages (id, conversation_id, workspace_id, role, author_user_id, content, created_at)
+         VALUES (?1, ?2, ?3, 'user', ?4, ?5, ?6)`,
+      ).bind(messageId, conversationId, workspaceId, userId, content, now),
+      env.DB.prepare(
+        `INSERT INTO conversation_participants (conversation_id, user_id, workspace_id, last_message_at, added_at)
+         VALUES (?1, ?2, ?3, ?4, ?4) ON CONFLICT DO NOTHING`,
+      ).bind(conversationId, userId, workspaceId, now),
+      ...touchStatements(env, conversationId, now),
+    ]);
+    const userMessage: Message = {
+      id: messageId,
+      conversation_id: conversationId,
+      role: "user",
+      author_user_id: userId,
+      agent_id: null,
+      content,
+      tool_calls: [],
+      artifact_ids: [],
+      usage: { input_tokens: 0, output_tokens: 0, credits: 0 },
+      created_at: now,
+    };
+    return { turnId, userMessage, history: earlier };
+  } catch (e) {
+    await releaseTurn(env, conversationId, turnId);
+    throw e;
+  }
+}
+
+function touchStatements(env: Env, conversationId: string, at: string) {
+  return [
+    env.DB.prepare("UPDATE conversations SET last_message_at = ?2 WHERE id = ?1").bind(conversationId, at),
+    env.DB.prepare("UPDATE conversation_participants SET last_message_at = ?2 WHERE conversation_id = ?1").bind(
+      conversationId,
+      at,
+    ),
+  ];
+}
+
+export async function releaseTurn(env: Env, conversationId: string, turnId: string): Promise<void> {
+  await env.DB.prepare("UPDATE conversations SET turn_id = NULL, turn_started_at = NULL WHERE id = ?1 AND turn_id = ?2")
+    .bind(conversationId, turnId)
+    .run();
+}
+
+/** Stores the agent's reply and ends the turn, in one batch. */
+export async function finishTurn(
+  env: Env,
+  workspaceId: string,
+  conversationId: string,
+  turnId: string,
+  reply: Omit<Message, "id" | "conversation_id" | "role" | "author_user_id" | "created_at">,
+): Promise<Message> {
+  const now = nowIso();
+  await env.DB.batch([
+    env.DB.prepare(
+      `INSERT INTO messages (id, conversation_id, workspace_id, role, agent_id, content, tool_calls, artifact_ids,
+         input_tokens, output_tokens, credits, created_at)
+       VALUES (?1, ?2, ?3, 'assistant', ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)`,
+    ).bind(
+      turnId,
+      conversationId,
+      workspaceId,
+      reply.agent_id,
+      reply.content,
+      JSON.stringify(reply.tool_calls),
+      JSON.stringify(reply.artifact_ids),
+      reply.usage.input_tokens,
+      reply.usage.output_tokens,
+      reply.usage.credits,
+      now,
+    ),
+    ...touchStatements(env, conversationId, now),
+    env.DB.prepare(
+      "UPDATE conversations SET turn_id = NULL, turn_started_at = NULL WHERE id = ?1 AND turn_id = ?2",
+    ).bind(conversationId, turnId),
+  ]);
+  return {
+    ...reply,
+    id: turnId,
+    conversation_id: conversationId,
+    role: "assistant",
+    author_user_id: null,
+    created_at: now,
+  };
+}
+
+export const modelNotConfigured = () =>
+  new ApiError(503, "model_not_configured", "No language model is configured for this service");

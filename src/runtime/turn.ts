@@ -1,0 +1,184 @@
+import { isStepCount, type LanguageModel, type StepResult, streamText, type ToolSet } from "ai";
+import { composeSystemPrompt, type PromptAgent } from "../llm/system-prompt";
+import type { ToolProvider, TurnScope } from "../platform/turn-tools";
+import { turnCredits } from "./credits";
+import { boundedHistory, type HistoryMessage } from "./history";
+
+export const MAX_STEPS = 12;
+export const TURN_DEADLINE_MS = 120_000;
+export const TOOL_DEADLINE_MS = 30_000;
+
+export type TurnRequest = {
+  env: Env;
+  model: LanguageModel;
+  /** The runtime profile the turn runs on: it sets the history budget and the credit rate. */
+  profile: string;
+  /** Every area's tools, in the order of the area list. */
+  providers: readonly ToolProvider[];
+  workspace: { id: string; name: string };
+  userId: string;
+  agent: PromptAgent & { id: string; skills: readonly string[]; mcpServers: readonly string[] };
+  conversationId: string | null;
+  /** The id the assistant message will have. */
+  turnId: string;
+  origin: string;
+  history: readonly HistoryMessage[];
+  prompt: string;
+};
+
+export type ToolCallSummary = { name: string; ok: boolean };
+
+export type TurnOutcome = {
+  /** `answered`, `step_limit` or `deadline` store a reply; `failed` (the model did not answer) stores none. */
+  finish: "answered" | "step_limit" | "deadline" | "failed";
+  text: string;
+  steps: number;
+  toolCalls: ToolCallSummary[];
+  artifactIds: string[];
+  usage: { input_tokens: number; output_tokens: number; credits: number };
+};
+
+/** A tool that fails, or takes longer than 30 s, answers the model with an error instead of failing the turn. */
+function withDeadline(tools: ToolSet): ToolSet {
+  const out: ToolSet = {};
+  for (const [name, t] of Object.entries(tools)) {
+    const execute = t.execute;
+    if (!execute) {
+      out[name] = t;
+      continue;
+    }
+    out[name] = {
+      ...t,
+      execute: async (input: unknown, options: Parameters<typeof execute>[1]) => {
+        let timer: ReturnType<typeof setTimeout> | undefined;
+        const late = new Promise<never>((_, reject) => {
+          timer = setTimeout(
+            () => reject(new Error(`${name} did not finish within ${TOOL_DEADLINE_MS / 1000} s`)),
+            TOOL_DEADLINE_MS,
+          );
+        });
+        try {
+          return await Promise.race([execute(input as never, options), late]);
+        } finally {
+          clearTimeout(timer);
+        }
+      },
+    } as (typeof tools)[string];
+  }
+  return out;
+}
+
+/** Asks every area for its tools; an area that fails drops out of this turn, it never fails the turn. */
+async function gatherTools(scope: TurnScope, providers: readonly ToolProvider[]) {
+  const offers = await Promise.all(
+    providers.map((provide) =>
+      provide(scope).catch((e) => {
+        console.error(JSON.stringify({ level: "error", msg: "tool provider failed", error: String(e) }));
+        return { tools: {}, instructions: [] };
+      }),
+    ),
+  );
+  const tools: ToolSet = {};
+  const instructions: string[] = [];
+  for (const offer of offers) {
+    for (const [name, t] of Object.entries(offer.tools)) {
+      // The local-browser tools belong to /v1/agent-browser/ask alone.
+      if (!name.startsWith("computer_")) tools[name] = t;
+    }
+    instructions.push(...(offer.instructions ?? []));
+  }
+  return { tools: withDeadline(tools), instructions };
+}
+
+function summarize(steps: readonly StepResult<ToolSet>[]): ToolCallSummary[] {
+  const calls: ToolCallSummary[] = [];
+  for (const step of steps) {
+    for (const part of step.content) {
+      if (part.type === "tool-result") calls.push({ name: part.toolName, ok: true });
+      if (part.type === "tool-error") calls.push({ name: part.toolName, ok: false });
+    }
+  }
+  return calls;
+}
+
+/**
+ * Runs one agent turn: the agent's prompt plus its tools' instructions, the bounded history,
+ * at most 12 steps, 120 s. The stream can be sent to a client as it comes; `done` settles when
+ * the turn has ended (also if nobody reads the stream) with what the caller stores and bills.
+ * One function for every surface: conversation messages, quick ask, email replies, MCP.
+ */
+export async function runTurn(req: TurnRequest) {
+  const signal = AbortSignal.timeout(TURN_DEADLINE_MS);
+  const scope: TurnScope = {
+    env: req.env,
+    workspaceId: req.workspace.id,
+    userId: req.userId,
+    agent: { id: req.agent.id, slug: req.agent.slug, skills: req.agent.skills, mcpServers: req.agent.mcpServers },
+    conversationId: req.conversationId,
+    turnId: req.turnId,
+    origin: req.origin,
+    artifactIds: [],
+    signal,
+  };
+  const { tools, instructions } = await gatherTools(scope, req.providers);
+  let failure: unknown = null;
+  const result = streamText({
+    model: req.model,
+    instructions: composeSystemPrompt(req.agent, {
+      workspaceName: req.workspace.name,
+      today: new Date().toISOString().slice(0, 10),
+      sections: instructions,
+    }),
+    messages: [...boundedHistory(req.profile, req.history), { role: "user", content: req.prompt }],
+    tools,
+    stopWhen: isStepCount(MAX_STEPS),
+    abortSignal: signal,
+    maxRetries: 1,
+    onError: ({ error }) => {
+      failure = error;
+    },
+  });
+
+  const done = (async (): Promise<TurnOutcome> => {
+    await result.consumeStream({ onError: (e) => (failure ??= e) });
+    const steps = await Promise.resolve(result.steps).catch(() => []);
+    const usage = await Promise.resolve(result.totalUsage).catch(() => null);
+    const text = steps
+      .map((s) => s.text.trim())
+      .filter(Boolean)
+      .join("\n\n");
+    const input = usage?.inputTokens ?? 0;
+    const output = usage?.outputTokens ?? 0;
+    const finish: TurnOutcome["finish"] = signal.aborted
+      ? "deadline"
+      : failure && steps.length === 0
+        ? "failed"
+        : steps.length >= MAX_STEPS && steps.at(-1)?.finishReason === "tool-calls"
+          ? "step_limit"
+          : "answered";
+    if (failure && finish !== "deadline")
+      console.error(JSON.stringify({ level: "error", msg: "turn: model call failed", error: String(failure) }));
+    const fallback: Record<TurnOutcome["finish"], string> = {
+      answered: "I have no answer to that.",
+      step_limit: `I stopped after ${MAX_STEPS} steps without finishing; try a narrower request.`,
+      deadline: `I ran out of time after ${TURN_DEADLINE_MS / 1000} s and stopped before finishing.`,
+      failed: "",
+    };
+    return {
+      finish,
+      text:
+        finish === "deadline" || finish === "step_limit"
+          ? [text, fallback[finish]].filter(Boolean).join("\n\n")
+          : text || fallback[finish],
+      steps: steps.length,
+      toolCalls: summarize(steps),
+      artifactIds: scope.artifactIds,
+      usage: {
+        input_tokens: input,
+        output_tokens: output,
+        credits: finish === "failed" ? 0 : turnCredits(req.profile, input, output),
+      },
+    };
+  })();
+  return { result, done };
+}

@@ -1,0 +1,330 @@
+import { env } from "cloudflare:workers";
+import { readUIMessageStream, type UIMessageChunk } from "ai";
+import { afterEach, describe, expect, it } from "vitest";
+import { balance, debit } from "../src/billing/ledger";
+import {
+  AskResponseSchema,
+  ConversationListSchema,
+  ConversationSchema,
+  ConversationWithMessagesSchema,
+  DeletedSchema,
+  TurnResponseSchema,
+} from "../src/conversations/schemas";
+import { call, expectProblem, parse } from "./support/api";
+import { auditEvents } from "./support/audit";
+import { eventually } from "./support/browser";
+import { fakeLlm } from "./support/scripted-llm";
+import { addUser, signupWorkspace } from "./support/seed";
+
+let llm: ReturnType<typeof fakeLlm> | null = null;
+const script = (...turns: Parameters<typeof fakeLlm>) => {
+  llm = fakeLlm(...turns);
+  return llm;
+};
+afterEach(() => {
+  llm?.restore();
+  llm = null;
+});
+
+async function start(token: string, body: Record<string, unknown> = {}) {
+  const res = await call("POST", "/v1/api/conversations", { token, body });
+  expect(res.status).toBe(201);
+  return parse(res, ConversationSchema);
+}
+
+const post = (token: string, id: string, content: string, headers: Record<string, string> = {}) =>
+  call("POST", `/v1/api/conversations/${id}/messages`, { token, body: { content }, headers });
+
+const messageRows = (conversationId: string) =>
+  env.DB.prepare("SELECT id, role, content, credits FROM messages WHERE conversation_id = ?1 ORDER BY id")
+    .bind(conversationId)
+    .all<{ id: string; role: string; content: string; credits: number }>()
+    .then((r) => r.results);
+
+const usageEntries = (workspaceId: string) =>
+  env.DB.prepare("SELECT amount, reference FROM credit_ledger WHERE workspace_id = ?1 AND kind = 'usage'")
+    .bind(workspaceId)
+    .all<{ amount: number; reference: string }>()
+    .then((r) => r.results);
+
+describe("conversations: create, read, list, delete", () => {
+  it("starts a conversation with the default agent and shows it to its creator", async () => {
+    const ws = await signupWorkspace();
+    const conversation = await start(ws.adminToken, { title: "Plans" });
+    expect(conversation).toMatchObject({
+      title: "Plans",
+      mode: "standard",
+      agent_slug: "assistant",
+      created_by: ws.user.id,
+      participant_ids: [ws.user.id],
+    });
+    const res = await call("GET", `/v1/api/conversations/${conversation.id}`, { token: ws.adminToken });
+    expect(await parse(res, ConversationWithMessagesSchema)).toMatchObject({ id: conversation.id, messages: [] });
+    const [event] = await auditEvents(ws.workspace.id, "conversation.create");
+    expect(event).toMatchObject({ target: `conversation:${conversation.id}`, details: { mode: "standard" } });
+  });
+
+  it("answers 404 for an unknown agent, 400 for a disabled one or a bad body, 401 and 403 for credentials", async () => {
+    const ws = await signupWorkspace();
+    await expectProblem(
+      await call("POST", "/v1/api/conversations", { token: ws.adminToken, body: { agent_slug: "nobody" } }),
+      404,
+    );
+    const created = await call("POST", "/v1/agents", {
+      token: ws.adminToken,
+      body: { slug: "helper", display_name: "Helper" },
+    });
+    const helper = (await created.json()) as { id: string };
+    await call("DELETE", `/v1/agents/${helper.id}`, { token: ws.adminToken });
+    await expectProblem(
+      await call("POST", "/v1/api/conversations", { token: ws.adminToken, body: { agent_slug: "helper" } }),
+      400,
+      "agent_disabled",
+    );
+    await expectProblem(
+      await call("POST", "/v1/api/conversations", { token: ws.adminToken, body: { mode: "slow" } }),
+      400,
+      "validation_failed",
+    );
+    await expectProblem(
+      await call("POST", "/v1/api/conversations", { token: ws.adminToken, body: { extra: 1 } }),
+      400,
+      "validation_failed",
+    );
+    await expectProblem(await call("POST", "/v1/api/conversations", { body: {} }), 401);
+    const reader = await addUser(ws.adminToken, "member", ["conversations:read"]);
+    await expectProblem(await call("POST", "/v1/api/conversations", { token: reader.token, body: {} }), 403);
+  });
+
+  it("hides a conversation from non-participants and other workspaces (404)", async () => {
+    const ws = await signupWorkspace();
+    const other = await signupWorkspace();
+    const member = await addUser(ws.adminToken, "member", ["conversations:read", "conversations:write"]);
+    const conversation = await start(ws.adminToken);
+    for (const token of [member.token, other.adminToken]) {
+      await expectProblem(await call("GET", `/v1/api/conversations/${conversation.id}`, { token }), 404);
+      await expectProblem(await call("DELETE", `/v1/api/conversations/${conversation.id}`, { token }), 404);
+      await expectProblem(await post(token, conversation.id, "hello"), 404);
+    }
+    await expectProblem(await call("GET", "/v1/api/conversations/not-a-uuid", { token: ws.adminToken }), 400);
+  });
+
+  it("adds a participant of the same workspace, who may then read; never one of another workspace", async () => {
+    const ws = await signupWorkspace();
+    const other = await signupWorkspace();
+    const member = await addUser(ws.adminToken, "member", ["conversations:read", "conversations:write"]);
+    const conversation = await start(ws.adminToken);
+    const path = `/v1/api/conversations/${conversation.id}/participants`;
+    await expectProblem(await call("POST", path, { token: ws.adminToken, body: { user_id: other.user.id } }), 404);
+    await expectProblem(await call("POST", path, { token: member.token, body: { user_id: member.user.id } }), 404);
+    const res = await call("POST", path, { token: ws.adminToken, body: { user_id: member.user.id } });
+    expect((await parse(res, ConversationSchema)).participant_ids.sort()).toEqual([ws.user.id, member.user.id].sort());
+    const again = await call("POST", path, { token: ws.adminToken, body: { user_id: member.user.id } });
+    expect(again.status).toBe(200);
+    expect((await call("GET", `/v1/api/conversations/${conversation.id}`, { token: member.token })).status).toBe(200);
+    const events = await auditEvents(ws.workspace.id, "conversation.participant.add");
+    expect(events.map((e) => e.details)).toEqual([
+      { user_id: member.user.id, added: false },
+      { user_id: member.user.id, added: true },
+    ]);
+  });
+
+  it("lists the caller's conversations newest first, page by page", async () => {
+    const ws = await signupWorkspace();
+    const member = await addUser(ws.adminToken, "member", ["conversations:read", "conversations:write"]);
+    const ids: string[] = [];
+    for (let i = 0; i < 5; i++) ids.push((await start(ws.adminToken, { title: `c${i}` })).id);
+    await start(member.token);
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    do {
+      const query: string = cursor ? `?limit=2&cursor=${encodeURIComponent(cursor)}` : "?limit=2";
+      const page = await parse(
+        await call("GET", `/v1/api/conversations${query}`, { token: ws.adminToken }),
+        ConversationListSchema,
+      );
+      expect(page.conversations.length).toBeLessThanOrEqual(2);
+      seen.push(...page.conversations.map((c) => c.id));
+      cursor = page.next_cursor;
+    } while (cursor);
+    expect(seen).toEqual([...ids].reverse());
+    for (const q of ["?limit=0", "?limit=101", "?limit=x", "?cursor=bm9wZQ"]) {
+      await expectProblem(await call("GET", `/v1/api/conversations${q}`, { token: ws.adminToken }), 400);
+    }
+  });
+
+  it("deletes a conversation for every participant, with its messages", async () => {
+    const ws = await signupWorkspace();
+    const conversation = await start(ws.adminToken);
+    const res = await call("DELETE", `/v1/api/conversations/${conversation.id}`, { token: ws.adminToken });
+    expect(await parse(res, DeletedSchema)).toEqual({ id: conversation.id, deleted: true });
+    await expectProblem(await call("GET", `/v1/api/conversations/${conversation.id}`, { token: ws.adminToken }), 404);
+    expect(await messageRows(conversation.id)).toEqual([]);
+    expect(await auditEvents(ws.workspace.id, "conversation.delete")).toHaveLength(1);
+  });
+});
+
+describe("conversations: turns", () => {
+  it("answers a message, stores both messages, debits the turn once and audits it without text", async () => {
+    const ws = await signupWorkspace();
+    const conversation = await start(ws.adminToken);
+    const model = script({ text: "Hello from the agent." });
+    const res = await post(ws.adminToken, conversation.id, "Say hello");
+    const turn = await parse(res, TurnResponseSchema);
+    expect(turn.user_message).toMatchObject({ role: "user", content: "Say hello", author_user_id: ws.user.id });
+    // 10 + 5 tokens on the standard profile: max(1, ceil(0.015 × 2)) = 1 credit.
+    expect(turn.reply).toMatchObject({
+      role: "assistant",
+      content: "Hello from the agent.",
+      usage: { input_tokens: 10, output_tokens: 5, credits: 1 },
+    });
+    expect(model.requests[0]!.messages.at(-1)).toMatchObject({ role: "user", content: "Say hello" });
+    expect((await messageRows(conversation.id)).map((m) => m.role)).toEqual(["user", "assistant"]);
+    expect(await usageEntries(ws.workspace.id)).toEqual([{ amount: -1, reference: turn.reply.id }]);
+    const [event] = await auditEvents(ws.workspace.id, "conversation.turn");
+    expect(event).toMatchObject({ conversation_id: conversation.id, details: { credits: 1, steps: 1 } });
+    expect(JSON.stringify(event)).not.toContain("Say hello");
+    expect(JSON.stringify(event)).not.toContain("Hello from the agent");
+  });
+
+  it("sends the earlier messages as history", async () => {
+    const ws = await signupWorkspace();
+    const conversation = await start(ws.adminToken);
+    const model = script({ text: "First answer." });
+    await parse(await post(ws.adminToken, conversation.id, "First question"), TurnResponseSchema);
+    await parse(await post(ws.adminToken, conversation.id, "Second question"), TurnResponseSchema);
+    expect(model.requests[1]!.messages.filter((m) => m.role !== "system")).toEqual([
+      { role: "user", content: "First question" },
+      { role: "assistant", content: "First answer." },
+      { role: "user", content: "Second question" },
+    ]);
+  });
+
+  it("answers 503 without a model and 402 without credits, before anything is stored or the model is called", async () => {
+    const ws = await signupWorkspace();
+    const conversation = await start(ws.adminToken);
+    await expectProblem(await post(ws.adminToken, conversation.id, "hi"), 503, "model_not_configured");
+    const model = script({ text: "never" });
+    await debit(env, ws.workspace.id, (await balance(env, ws.workspace.id)) + 500, "drain");
+    const problem = await expectProblem(await post(ws.adminToken, conversation.id, "hi"), 402, "insufficient_credits");
+    expect(problem).toMatchObject({ balance: expect.any(Number) });
+    expect((problem as unknown as { packs: unknown[] }).packs.length).toBeGreaterThan(0);
+    expect(model.requests).toHaveLength(0);
+    expect(await messageRows(conversation.id)).toEqual([]);
+  });
+
+  it("runs one turn at a time: of two posts at once, one is 409 turn_in_progress", async () => {
+    const ws = await signupWorkspace();
+    const conversation = await start(ws.adminToken);
+    script({ text: "slow answer", delayMs: 300 });
+    const [a, b] = await Promise.all([
+      post(ws.adminToken, conversation.id, "one"),
+      post(ws.adminToken, conversation.id, "two"),
+    ]);
+    expect([a.status, b.status].sort()).toEqual([200, 409]);
+    await expectProblem(a.status === 409 ? a : b, 409, "turn_in_progress");
+    expect((await messageRows(conversation.id)).map((m) => m.role)).toEqual(["user", "assistant"]);
+    // The turn has ended, so the next message goes through.
+    expect((await post(ws.adminToken, conversation.id, "three")).status).toBe(200);
+  });
+
+  it("answers 502 when the model fails, keeps the question and frees the conversation", async () => {
+    const ws = await signupWorkspace();
+    const conversation = await start(ws.adminToken);
+    script({ status: 500 });
+    await expectProblem(await post(ws.adminToken, conversation.id, "hi"), 502, "model_failed");
+    expect((await messageRows(conversation.id)).map((m) => m.role)).toEqual(["user"]);
+    expect(await usageEntries(ws.workspace.id)).toEqual([]);
+    llm?.restore();
+    script({ text: "back" });
+    expect((await post(ws.adminToken, conversation.id, "again")).status).toBe(200);
+  });
+
+  it("streams the turn in the UI message stream protocol and stores it when the stream ends", async () => {
+    const ws = await signupWorkspace();
+    const conversation = await start(ws.adminToken);
+    script({ text: "Streaming works fine." });
+    const res = await post(ws.adminToken, conversation.id, "stream please", { Accept: "text/event-stream" });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("Content-Type")).toContain("text/event-stream");
+    expect(res.headers.get("x-vercel-ai-ui-message-stream")).toBe("v1");
+    const chunks = res.body!.pipeThrough(new TextDecoderStream()).pipeThrough(sseChunks());
+    let last: { id: string; parts: { type: string; text?: string }[] } | undefined;
+    for await (const message of readUIMessageStream({ stream: chunks })) last = message;
+    const text = last!.parts
+      .filter((p) => p.type === "text")
+      .map((p) => p.text)
+      .join("");
+    expect(text).toBe("Streaming works fine.");
+    await eventually(async () => (await messageRows(conversation.id)).length === 2);
+    const rows = await messageRows(conversation.id);
+    expect(rows[1]).toMatchObject({ id: last!.id, role: "assistant", content: "Streaming works fine.", credits: 1 });
+    await eventually(async () => (await usageEntries(ws.workspace.id)).length === 1);
+  });
+
+  it("stores and bills the turn once when the client stops reading mid-stream", async () => {
+    const ws = await signupWorkspace();
+    const conversation = await start(ws.adminToken);
+    script({ text: "A reply nobody reads to the end.", delayMs: 200 });
+    const res = await post(ws.adminToken, conversation.id, "then hang up", { Accept: "text/event-stream" });
+    const reader = res.body!.getReader();
+    const first = new TextDecoder().decode((await reader.read()).value);
+    // The model has not answered yet when the client hangs up.
+    expect(first).not.toContain("A reply");
+    await reader.cancel();
+    await eventually(async () => (await messageRows(conversation.id)).length === 2);
+    await eventually(async () => (await usageEntries(ws.workspace.id)).length === 1);
+    expect((await messageRows(conversation.id))[1]).toMatchObject({ content: "A reply nobody reads to the end." });
+    await eventually(async () => (await auditEvents(ws.workspace.id, "conversation.turn")).length === 1);
+    expect(await usageEntries(ws.workspace.id)).toHaveLength(1);
+  });
+});
+
+describe("quick ask", () => {
+  it("creates an empty fast conversation with the default agent whose turns run on the fast profile", async () => {
+    const ws = await signupWorkspace();
+    await expectProblem(await call("POST", "/v1/api/ask", { token: ws.adminToken }), 503, "quick_chat_not_configured");
+    script({ text: "quick" });
+    const { conversation_id } = await parse(
+      await call("POST", "/v1/api/ask", { token: ws.adminToken }),
+      AskResponseSchema,
+    );
+    const conversation = await parse(
+      await call("GET", `/v1/api/conversations/${conversation_id}`, { token: ws.adminToken }),
+      ConversationWithMessagesSchema,
+    );
+    expect(conversation).toMatchObject({ mode: "fast", agent_slug: "assistant", messages: [] });
+    const turn = await parse(await post(ws.adminToken, conversation_id, "quick one"), TurnResponseSchema);
+    // 15 tokens on the fast profile: max(1, ceil(0.015 × 1)) = 1.
+    expect(turn.reply.usage.credits).toBe(1);
+    const [event] = await auditEvents(ws.workspace.id, "conversation.turn");
+    expect(event!.details).toMatchObject({ runtime_profile: "fast" });
+  });
+
+  it("answers 402 when out of credits and 403 without conversations:write", async () => {
+    const ws = await signupWorkspace();
+    script({ text: "never" });
+    await debit(env, ws.workspace.id, (await balance(env, ws.workspace.id)) + 500, "drain");
+    await expectProblem(await call("POST", "/v1/api/ask", { token: ws.adminToken }), 402, "insufficient_credits");
+    const reader = await addUser(ws.adminToken, "member", ["conversations:read"]);
+    await expectProblem(await call("POST", "/v1/api/ask", { token: reader.token }), 403);
+  });
+});
+
+/** Server-sent events to the JSON chunks `readUIMessageStream` takes. */
+function sseChunks() {
+  let buffer = "";
+  return new TransformStream<string, UIMessageChunk>({
+    transform(text, controller) {
+      buffer += text;
+      let end = buffer.indexOf("\n\n");
+      while (end >= 0) {
+        const event = buffer.slice(0, end);
+        buffer = buffer.slice(end + 2);
+        const data = event.replace(/^data: /, "");
+        if (data && data !== "[DONE]") controller.enqueue(JSON.parse(data) as UIMessageChunk);
+        end = buffer.indexOf("\n\n");
+      }
+    },
+  });
+}
