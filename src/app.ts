@@ -11,6 +11,7 @@ import { healthArea } from "./health";
 import { type Area, registryOf } from "./http/area";
 import type { AreaRegistry } from "./http/registry";
 import { BEARER, createRouter, limitBody } from "./http/route";
+import { memoryArea } from "./memory";
 import { oauthArea } from "./oauth";
 import { problem } from "./platform/problem";
 import { signinArea } from "./signin";
@@ -31,6 +32,7 @@ export const AREAS: readonly Area[] = [
   signinArea,
   oauthArea,
   billingArea,
+  memoryArea,
   auditArea, // last: erasure redacts the chain after every other area's step
 ];
 
