@@ -30,7 +30,11 @@ export function memoryToolSet(env: Env, owner: MemoryOwner, agent: AskingAgent):
           .pipe(z.string().min(1).max(FACT_MAX_LENGTH))
           .describe(`The fact, in one sentence (at most ${FACT_MAX_LENGTH} characters)`),
       }),
-      execute: async ({ content }) => {
+      execute: async (input) => {
+        // Parsed by the schema already when the AI SDK calls it; bounded again for any other caller.
+        const content = oneLine(input.content);
+        if (!content || content.length > FACT_MAX_LENGTH)
+          return { remembered: false as const, error: `A fact is 1 to ${FACT_MAX_LENGTH} characters.` };
         const fact = await rememberFact(env, owner, agent, content);
         return fact ? { remembered: true as const, id: fact.id } : { remembered: false as const, error: FROZEN };
       },
