@@ -12,6 +12,7 @@ import { healthArea } from "./health";
 import { type Area, registryOf } from "./http/area";
 import type { AreaRegistry } from "./http/registry";
 import { BEARER, createRouter, limitBody } from "./http/route";
+import { memoryArea } from "./memory";
 import { oauthArea } from "./oauth";
 import { problem } from "./platform/problem";
 import { signinArea } from "./signin";
@@ -33,6 +34,7 @@ export const AREAS: readonly Area[] = [
   oauthArea,
   billingArea,
   conversationsArea,
+  memoryArea,
   auditArea, // last: erasure redacts the chain after every other area's step
 ];
 

@@ -1,5 +1,7 @@
+import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
 import { AUDIT_DETAIL_FIELDS } from "../durable-objects/audit-log/policy";
+import { rememberFact } from "../src/memory/service";
 import { createAgent, IMAGES } from "./support/agents";
 import { call } from "./support/api";
 import { auditEvents } from "./support/audit";
@@ -234,6 +236,32 @@ const SUCCESS: Record<string, Success> = {
         await call("POST", "/v1/api/admin/workspace/slug", { token: ws.adminToken, body: { slug: `ws-${unique()}` } }),
       );
       return { target: `workspace:${ws.workspace.id}`, intent: "rename" };
+    },
+  },
+  "DELETE /v1/memory/facts/{id}": {
+    kind: "memory.fact.delete",
+    run: async (ws) => {
+      const owner = { workspaceId: ws.workspace.id, userId: ws.user.id };
+      const fact = await rememberFact(env, owner, { slug: "assistant", handles: ["assistant"] }, "Audited fact");
+      await ok(await call("DELETE", `/v1/memory/facts/${fact!.id}`, { token: ws.adminToken }), 204);
+      return { target: `memory_fact:${fact!.id}`, intent: "delete" };
+    },
+  },
+  "PUT /v1/memory/freeze/{agent_slug}": {
+    kind: "memory.freeze",
+    run: async (ws) => {
+      const agent = await newAgent(ws);
+      await ok(await call("PUT", `/v1/memory/freeze/${agent.slug}`, { token: ws.adminToken, body: {} }));
+      return { target: `agent:${agent.id}`, intent: "freeze" };
+    },
+  },
+  "DELETE /v1/memory/freeze/{agent_slug}": {
+    kind: "memory.unfreeze",
+    run: async (ws) => {
+      const agent = await newAgent(ws);
+      await ok(await call("PUT", `/v1/memory/freeze/${agent.slug}`, { token: ws.adminToken, body: {} }));
+      await ok(await call("DELETE", `/v1/memory/freeze/${agent.slug}`, { token: ws.adminToken }));
+      return { target: `agent:${agent.id}`, intent: "unfreeze" };
     },
   },
   "POST /v1/oauth/register": {

@@ -1,6 +1,7 @@
 import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
 import { auditLog } from "../durable-objects/audit-log/client";
+import { rememberFact } from "../src/memory/service";
 import { createAgent, IMAGES } from "./support/agents";
 import { call } from "./support/api";
 import { REDIRECT, registerClient } from "./support/oauth";
@@ -144,6 +145,11 @@ beforeAll(async () => {
   own.client = clientA.client_id;
   foreign.client = clientB.client_id;
   registrationToken = clientA.registration_access_token!;
+  own.agentSlug = agentA.slug;
+  foreign.agentSlug = agentB.slug;
+  const assistant = { slug: "assistant", handles: ["assistant"] };
+  own.fact = (await rememberFact(env, { workspaceId: A.workspace.id, userId: A.user.id }, assistant, "Own fact"))!.id;
+  foreign.fact = (await rememberFact(env, { workspaceId: B.workspace.id, userId: B.user.id }, assistant, "Other"))!.id;
   own.workspace = A.workspace.id;
   foreign.workspace = B.workspace.id;
   own.avatarHash = /\/v1\/avatars\/[^/]+\/([0-9a-f]{64})$/.exec(agentA.avatar_url!)![1]!;
@@ -171,7 +177,18 @@ beforeAll(async () => {
 function paramKind(
   path: string,
   name: string,
-): "agent" | "user" | "token" | "client" | "workspace" | "avatarHash" | "skill" | "mcp" | "conversation" {
+):
+  | "agent"
+  | "user"
+  | "token"
+  | "client"
+  | "workspace"
+  | "avatarHash"
+  | "skill"
+  | "mcp"
+  | "conversation"
+  | "fact"
+  | "agentSlug" {
   if (path.startsWith("/v1/agents/{id}")) return "agent";
   if (path.startsWith("/v1/api/conversations/{id}")) return "conversation";
   if (path === "/v1/admin/users/{id}/erase") return "user";
@@ -180,6 +197,8 @@ function paramKind(
   if (path === "/v1/avatars/{workspace_id}/{hash}") return name === "workspace_id" ? "workspace" : "avatarHash";
   if (path === "/v1/api/skills/{slug}") return "skill";
   if (path === "/v1/api/mcp/servers/{slug}") return "mcp";
+  if (path === "/v1/memory/facts/{id}") return "fact";
+  if (path === "/v1/memory/freeze/{agent_slug}") return "agentSlug";
   throw new Error(`hostile-input.test.ts does not know which resource {${name}} of ${path} names: add it to paramKind`);
 }
 
@@ -225,6 +244,7 @@ function validBody(key: string): Record<string, unknown> {
     "POST /v1/api/conversations": () => ({ title: "Valid" }),
     "POST /v1/api/conversations/{id}/participants": () => ({ user_id: own.user }),
     "POST /v1/api/conversations/{id}/messages": () => ({ content: "hello" }),
+    "PUT /v1/memory/freeze/{agent_slug}": () => ({ reason: "hostile" }),
   };
   const make = bodies[key];
   if (!make) throw new Error(`hostile-input.test.ts has no valid body for ${key}: add one`);
@@ -537,6 +557,11 @@ describe("hostile input on every operation of the OpenAPI document", () => {
       "GET /v1/api/billing": [200, 401, 403],
       "GET /v1/api/billing/credits": [200, 400, 401, 403],
       "POST /v1/webhooks/stripe": [200, 400, 500, 503],
+      "GET /v1/memory/facts": [200],
+      "DELETE /v1/memory/facts/{id}": [204],
+      "PUT /v1/memory/freeze/{agent_slug}": [200, 404],
+      "GET /v1/memory/freeze": [200],
+      "DELETE /v1/memory/freeze/{agent_slug}": [200],
     };
     const missing = Object.entries(SPEC).flatMap(([key, statuses]) => {
       const op = OPERATIONS.find((o) => o.key === key);

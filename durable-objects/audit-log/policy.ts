@@ -50,6 +50,10 @@ export const AUDIT_DETAIL_FIELDS: Readonly<Record<string, readonly string[]>> = 
   "billing.credit": ["ledger_kind", "amount", "reference", "event_id", "pack_slug", "plan_slug"],
   "billing.refund": ["ledger_kind", "amount", "reference", "event_id", "pack_slug", "charge_id"],
   "billing.plan": ["plan_slug", "previous_plan_slug", "status", "previous_status", "subscription_id", "event_id"],
+  // memory: slugs and flags only, never a fact's content or a freeze's reason
+  "memory.fact.delete": ["agent_slug"],
+  "memory.freeze": ["agent_slug", "changed"],
+  "memory.unfreeze": ["agent_slug", "changed"],
   // OAuth authorization server
   "oauth.client.register": [
     "client_id",

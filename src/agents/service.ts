@@ -437,3 +437,28 @@ export async function agentCapabilities(
     mcpServers: pick(parseJsonArray(agent.mcpServers), serverRows),
   };
 }
+
+// ---- lookups by handle, for other areas ----
+
+/** An agent as another area names it: by its current slug or any alias. */
+export type AgentByHandle = { id: string; slug: string; handles: string[] };
+
+/** Every handle (slug and aliases) an agent of the workspace holds; empty when there is no such agent. */
+export async function agentHandlesOf(env: Env, workspaceId: string, agentId: string): Promise<string[]> {
+  const rows = await db(env)
+    .select({ handle: agentHandles.handle })
+    .from(agentHandles)
+    .where(and(eq(agentHandles.workspaceId, workspaceId), eq(agentHandles.agentId, agentId)));
+  return rows.map((r) => r.handle);
+}
+
+/** The agent of the workspace holding `handle` (enabled or disabled), or null. */
+export async function findAgentByHandle(env: Env, workspaceId: string, handle: string): Promise<AgentByHandle | null> {
+  const [row] = await db(env)
+    .select({ id: agents.id, slug: agents.slug })
+    .from(agentHandles)
+    .innerJoin(agents, eq(agents.id, agentHandles.agentId))
+    .where(and(eq(agentHandles.workspaceId, workspaceId), eq(agentHandles.handle, handle)));
+  if (!row) return null;
+  return { ...row, handles: await agentHandlesOf(env, workspaceId, row.id) };
+}

@@ -1,0 +1,156 @@
+import type { Context } from "hono";
+import { audit } from "../http/audit";
+import type { AppEnv } from "../http/context";
+import { apiRoute, createRouter, jsonBody, jsonResponse } from "../http/route";
+import { problemResponse } from "../platform/problem";
+import {
+  AgentSlugParamSchema,
+  FactIdParamSchema,
+  FactListSchema,
+  FreezeListSchema,
+  FreezeRequestSchema,
+  FreezeSchema,
+  UnfreezeSchema,
+} from "./schemas";
+import { deleteFact, freezeAgent, listFacts, listFreezes, unfreezeAgent } from "./service";
+
+export const memoryRouter = createRouter();
+
+const TAGS = ["Memory"];
+/** Memory is always the caller's own: their workspace, their user id. */
+const ownerOf = (c: Context<AppEnv>) => ({ workspaceId: c.var.caller.workspace.id, userId: c.var.caller.userId });
+const unknownAgent = problemResponse("No agent of this workspace has that slug or alias");
+
+memoryRouter.openapi(
+  apiRoute(
+    { scope: "memory:read" },
+    {
+      method: "get",
+      path: "/v1/memory/facts",
+      tags: TAGS,
+      summary: "The caller's remembered facts",
+      description:
+        "Facts about the caller that agents stored with their `remember` tool, newest first. Each user keeps at most 200; remembering more drops the oldest.",
+      responses: { 200: jsonResponse(FactListSchema, "The caller's facts") },
+    },
+  ),
+  async (c) => c.json({ facts: await listFacts(c.env, ownerOf(c)) }, 200),
+);
+
+memoryRouter.openapi(
+  apiRoute(
+    { scope: "memory:write" },
+    {
+      method: "delete",
+      path: "/v1/memory/facts/{id}",
+      tags: TAGS,
+      summary: "Forget one fact",
+      description: "Deletes one of the caller's own facts. Another user's fact, or one of another workspace, is a 404.",
+      request: { params: FactIdParamSchema },
+      responses: {
+        204: { description: "The fact is deleted" },
+        400: problemResponse("The id is not a UUID"),
+        404: problemResponse("No such fact of the caller"),
+      },
+    },
+  ),
+  async (c) => {
+    const owner = ownerOf(c);
+    const fact = await deleteFact(c.env, owner, c.req.valid("param").id);
+    await audit(c, {
+      kind: "memory.fact.delete",
+      target: `memory_fact:${fact.id}`,
+      intent: "delete",
+      subjectUserId: owner.userId,
+      details: { agent_slug: fact.agent_slug },
+    });
+    return c.body(null, 204);
+  },
+);
+
+memoryRouter.openapi(
+  apiRoute(
+    { scope: "memory:read" },
+    {
+      method: "get",
+      path: "/v1/memory/freeze",
+      tags: TAGS,
+      summary: "Agents the caller froze out of their memory",
+      description: "Newest first. A frozen agent neither reads nor writes facts about the caller.",
+      responses: { 200: jsonResponse(FreezeListSchema, "The caller's freezes") },
+    },
+  ),
+  async (c) => c.json({ freezes: await listFreezes(c.env, ownerOf(c)) }, 200),
+);
+
+memoryRouter.openapi(
+  apiRoute(
+    { scope: "memory:write" },
+    {
+      method: "put",
+      path: "/v1/memory/freeze/{agent_slug}",
+      tags: TAGS,
+      summary: "Freeze an agent out of the caller's memory",
+      description:
+        "From now on the agent gets no memory tools in the caller's turns, and tools it already holds refuse. " +
+        "The agent may be named by its slug or an alias; the freeze is kept under its current slug and holds across renames. " +
+        "Idempotent: repeating keeps the first `created_at` and replaces the reason.",
+      request: { params: AgentSlugParamSchema, body: jsonBody(FreezeRequestSchema) },
+      responses: {
+        200: jsonResponse(FreezeSchema, "The freeze"),
+        400: problemResponse("Invalid body, or a slug longer than 64 characters"),
+        404: unknownAgent,
+      },
+    },
+  ),
+  async (c) => {
+    const owner = ownerOf(c);
+    const { freeze, changed, agentId } = await freezeAgent(
+      c.env,
+      owner,
+      c.req.valid("param").agent_slug,
+      c.req.valid("json").reason,
+    );
+    await audit(c, {
+      kind: "memory.freeze",
+      target: `agent:${agentId}`,
+      agentId,
+      subjectUserId: owner.userId,
+      details: { agent_slug: freeze.agent_slug, changed },
+    });
+    return c.json(freeze, 200);
+  },
+);
+
+memoryRouter.openapi(
+  apiRoute(
+    { scope: "memory:write" },
+    {
+      method: "delete",
+      path: "/v1/memory/freeze/{agent_slug}",
+      tags: TAGS,
+      summary: "Unfreeze an agent",
+      description:
+        "The agent may read and write facts about the caller again. Idempotent. A slug that names no agent of the workspace " +
+        "(and no stored freeze) is a 404.",
+      request: { params: AgentSlugParamSchema },
+      responses: {
+        200: jsonResponse(UnfreezeSchema, "The agent is not frozen"),
+        400: problemResponse("The slug is longer than 64 characters"),
+        404: unknownAgent,
+      },
+    },
+  ),
+  async (c) => {
+    const owner = ownerOf(c);
+    const { agentSlug, changed, agentId } = await unfreezeAgent(c.env, owner, c.req.valid("param").agent_slug);
+    await audit(c, {
+      kind: "memory.unfreeze",
+      target: agentId ? `agent:${agentId}` : `agent_slug:${agentSlug}`,
+      agentId,
+      subjectUserId: owner.userId,
+      details: { agent_slug: agentSlug, changed },
+    });
+    return c.json({ agent_slug: agentSlug, frozen: false as const }, 200);
+  },
+);

@@ -1,0 +1,252 @@
+import { and, desc, eq, exists, inArray, notInArray, sql } from "drizzle-orm";
+import { findAgentByHandle } from "../agents/service";
+import { memoryFacts, memoryFreezes } from "../db/schema";
+import { type Db, db } from "../platform/db";
+import { nowIso } from "../platform/env";
+import { newId } from "../platform/ids";
+import { notFound } from "../platform/problem";
+import type { Fact, Freeze } from "./schemas";
+
+/** Facts kept per user; remembering one more drops the oldest (see README "Memory"). */
+export const FACTS_PER_USER = 200;
+
+/** Whose memory, and which agent is asking: its every handle, so a renamed agent stays frozen. */
+export type MemoryOwner = { workspaceId: string; userId: string };
+export type AskingAgent = { slug: string; handles: readonly string[] };
+
+type FactRecord = typeof memoryFacts.$inferSelect;
+type FreezeRecord = typeof memoryFreezes.$inferSelect;
+
+const toFact = (r: FactRecord): Fact => ({
+  id: r.id,
+  content: r.content,
+  agent_slug: r.agentSlug,
+  created_at: r.createdAt,
+});
+
+const toFreeze = (r: FreezeRecord): Freeze => ({
+  agent_slug: r.agentSlug,
+  frozen: true,
+  ...(r.reason ? { reason: r.reason } : {}),
+  created_at: r.createdAt,
+});
+
+const ownedBy = (table: typeof memoryFacts | typeof memoryFreezes, owner: MemoryOwner) =>
+  and(eq(table.workspaceId, owner.workspaceId), eq(table.userId, owner.userId));
+
+/** The condition "the user froze this agent (under any of its handles)", for use inside a statement. */
+function frozenFor(d: Db, owner: MemoryOwner, agent: AskingAgent) {
+  return exists(freezeOf(d, owner, agent));
+}
+
+const handlesOf = (agent: AskingAgent) => [...new Set([agent.slug, ...agent.handles])];
+
+// ---- facts ----
+
+/** The user's facts, newest first (ids are time-ordered). */
+export async function listFacts(env: Env, owner: MemoryOwner): Promise<Fact[]> {
+  const rows = await db(env)
+    .select()
+    .from(memoryFacts)
+    .where(ownedBy(memoryFacts, owner))
+    .orderBy(desc(memoryFacts.id))
+    .limit(FACTS_PER_USER);
+  return rows.map(toFact);
+}
+
+/** Deletes one of the user's own facts; anyone else's (or an unknown id) is a 404. */
+export async function deleteFact(env: Env, owner: MemoryOwner, id: string): Promise<Fact> {
+  const [row] = await db(env)
+    .delete(memoryFacts)
+    .where(and(eq(memoryFacts.id, id), ownedBy(memoryFacts, owner)))
+    .returning();
+  if (!row) throw notFound("No such fact");
+  return toFact(row);
+}
+
+/**
+ * Stores a fact about the user, tagged with the agent, unless the user froze that agent: the
+ * freeze is checked in the insert itself, so a freeze that lands mid-turn is never overtaken.
+ * Keeps the newest `FACTS_PER_USER` facts. Returns null when the agent is frozen.
+ */
+export async function rememberFact(
+  env: Env,
+  owner: MemoryOwner,
+  agent: AskingAgent,
+  content: string,
+): Promise<Fact | null> {
+  const d = db(env);
+  const id = newId();
+  const now = nowIso();
+  const [inserted] = await d.batch([
+    d
+      .insert(memoryFacts)
+      .select(
+        sql`SELECT ${id}, ${owner.workspaceId}, ${owner.userId}, ${agent.slug}, ${content}, ${now} WHERE NOT ${frozenFor(d, owner, agent)}`,
+      )
+      .returning(),
+    d
+      .delete(memoryFacts)
+      .where(
+        and(
+          ownedBy(memoryFacts, owner),
+          notInArray(
+            memoryFacts.id,
+            d
+              .select({ id: memoryFacts.id })
+              .from(memoryFacts)
+              .where(ownedBy(memoryFacts, owner))
+              .orderBy(desc(memoryFacts.id))
+              .limit(FACTS_PER_USER),
+          ),
+        ),
+      ),
+  ]);
+  const row = inserted[0];
+  return row ? toFact(row) : null;
+}
+
+/** A freeze of the agent by the user, if any (one row at most). */
+function freezeOf(d: Db, owner: MemoryOwner, agent: AskingAgent) {
+  return d
+    .select({ agentSlug: memoryFreezes.agentSlug })
+    .from(memoryFreezes)
+    .where(and(ownedBy(memoryFreezes, owner), inArray(memoryFreezes.agentSlug, handlesOf(agent))))
+    .limit(1);
+}
+
+/** The user's facts for the agent to rank, or null when the user froze the agent. One consistent read. */
+export async function factsForAgent(env: Env, owner: MemoryOwner, agent: AskingAgent): Promise<Fact[] | null> {
+  const d = db(env);
+  const [freeze, rows] = await d.batch([
+    freezeOf(d, owner, agent),
+    d.select().from(memoryFacts).where(ownedBy(memoryFacts, owner)).orderBy(desc(memoryFacts.id)).limit(FACTS_PER_USER),
+  ]);
+  return freeze.length ? null : rows.map(toFact);
+}
+
+/** Whether the user froze the agent under any of its handles. */
+export async function isFrozen(env: Env, owner: MemoryOwner, agent: AskingAgent): Promise<boolean> {
+  return (await freezeOf(db(env), owner, agent)).length > 0;
+}
+
+// ---- ranking ----
+
+const STOPWORDS = new Set(
+  (
+    "a an and are as at be but by can do does did for from had has have how i if in into is it its me my mine " +
+    "no not of on or our so than that the their them then there these they this to too was we were what when " +
+    "where which who whom why will with you your yours about any all am"
+  ).split(" "),
+);
+
+/** Lower-cased, accent-free word tokens without stopwords; a plural's trailing "s" is dropped. */
+export function tokenize(text: string): string[] {
+  return text
+    .toLowerCase()
+    .normalize("NFKD")
+    .replace(/\p{M}+/gu, "")
+    .split(/[^\p{L}\p{N}]+/u)
+    .filter((t) => t.length > 1 && !STOPWORDS.has(t))
+    .map((t) => (t.length > 3 && t.endsWith("s") && !t.endsWith("ss") ? t.slice(0, -1) : t));
+}
+
+/**
+ * Ranks facts by the query's words they share, each word weighted by how rare it is among
+ * the user's facts (a word in every fact says little); ties go to the newest. Facts sharing
+ * no word are left out; a query with no words gives the newest facts.
+ */
+export function rankFacts(facts: readonly Fact[], query: string, limit: number): Fact[] {
+  const newestFirst = [...facts].sort((a, b) =>
+    a.created_at === b.created_at ? (a.id < b.id ? 1 : -1) : a.created_at < b.created_at ? 1 : -1,
+  );
+  const terms = [...new Set(tokenize(query))];
+  if (terms.length === 0) return newestFirst.slice(0, limit);
+  const bags = newestFirst.map((f) => new Set(tokenize(f.content)));
+  const weight = new Map(
+    terms.map((t) => {
+      const df = bags.filter((b) => b.has(t)).length;
+      return [t, Math.log(1 + bags.length / Math.max(df, 1))];
+    }),
+  );
+  return newestFirst
+    .map((fact, i) => ({ fact, i, score: terms.reduce((s, t) => s + (bags[i]!.has(t) ? weight.get(t)! : 0), 0) }))
+    .filter((r) => r.score > 0)
+    .sort((a, b) => b.score - a.score || a.i - b.i)
+    .slice(0, limit)
+    .map((r) => r.fact);
+}
+
+// ---- freezes ----
+
+/** The user's freezes, newest first. */
+export async function listFreezes(env: Env, owner: MemoryOwner): Promise<Freeze[]> {
+  const rows = await db(env)
+    .select()
+    .from(memoryFreezes)
+    .where(ownedBy(memoryFreezes, owner))
+    .orderBy(desc(memoryFreezes.createdAt), memoryFreezes.agentSlug);
+  return rows.map(toFreeze);
+}
+
+/**
+ * Freezes an agent (named by its slug or an alias; stored under its current slug) out of the
+ * user's memory. Idempotent: a second call keeps the first `created_at` and replaces the reason.
+ * `changed` says whether the agent was not frozen before. Unknown agent: 404.
+ */
+export async function freezeAgent(
+  env: Env,
+  owner: MemoryOwner,
+  handle: string,
+  reason: string | undefined,
+): Promise<{ freeze: Freeze; changed: boolean; agentId: string }> {
+  const agent = await findAgentByHandle(env, owner.workspaceId, handle);
+  if (!agent) throw notFound("No such agent in this workspace");
+  const d = db(env);
+  const key = and(ownedBy(memoryFreezes, owner), eq(memoryFreezes.agentSlug, agent.slug));
+  const [created, [row]] = await d.batch([
+    d
+      .insert(memoryFreezes)
+      .values({ ...owner, agentSlug: agent.slug, reason: reason || null, createdAt: nowIso() })
+      .onConflictDoNothing()
+      .returning({ agentSlug: memoryFreezes.agentSlug }),
+    d
+      .update(memoryFreezes)
+      .set({ reason: reason || null })
+      .where(key)
+      .returning(),
+  ]);
+  return { freeze: toFreeze(row!), changed: created.length > 0, agentId: agent.id };
+}
+
+/**
+ * Unfreezes an agent under every handle it holds. Idempotent for an existing agent; a slug that
+ * names no agent is a 404 unless a freeze is stored under it (an alias since dropped).
+ */
+export async function unfreezeAgent(
+  env: Env,
+  owner: MemoryOwner,
+  handle: string,
+): Promise<{ agentSlug: string; changed: boolean; agentId: string | null }> {
+  const agent = await findAgentByHandle(env, owner.workspaceId, handle);
+  const slugs = [...new Set([handle, ...(agent?.handles ?? [])])];
+  const deleted = await db(env)
+    .delete(memoryFreezes)
+    .where(and(ownedBy(memoryFreezes, owner), inArray(memoryFreezes.agentSlug, slugs)))
+    .returning({ agentSlug: memoryFreezes.agentSlug });
+  if (!agent && deleted.length === 0) throw notFound("No such agent in this workspace");
+  return { agentSlug: agent?.slug ?? handle, changed: deleted.length > 0, agentId: agent?.id ?? null };
+}
+
+// ---- erasure ----
+
+/** Deletes every fact and freeze of the user; counts what went. */
+export async function eraseMemory(env: Env, workspaceId: string, userId: string): Promise<Record<string, number>> {
+  const d = db(env);
+  const owner = { workspaceId, userId };
+  const [freezes, facts] = await d.batch([
+    d.delete(memoryFreezes).where(ownedBy(memoryFreezes, owner)).returning({ slug: memoryFreezes.agentSlug }),
+    d.delete(memoryFacts).where(ownedBy(memoryFacts, owner)).returning({ id: memoryFacts.id }),
+  ]);
+  return { memory_freezes: freezes.length, memory_facts: facts.length };
+}

@@ -1,0 +1,67 @@
+import { type ToolSet, tool } from "ai";
+import { z } from "zod";
+import { agentHandlesOf } from "../agents/service";
+import type { ToolProvider } from "../platform/turn-tools";
+import { FACT_MAX_LENGTH } from "./schemas";
+import { type AskingAgent, factsForAgent, isFrozen, type MemoryOwner, rankFacts, rememberFact } from "./service";
+
+/** Most facts one `recall` hands the model. */
+export const RECALL_LIMIT = 8;
+
+export const MEMORY_INSTRUCTIONS =
+  "You have a memory of facts about the person you are talking with, shared by the agents of this workspace. " +
+  "Call `recall` with a few keywords before answering when their preferences, background or ongoing work could matter. " +
+  "Call `remember` with one short, self-contained fact when they share something lasting about themselves or ask you " +
+  "to remember it. Never store passwords, secrets or one-off details. They can see and delete every fact.";
+
+const FROZEN = "The user has frozen this agent out of their memory; facts about them can be neither read nor stored.";
+
+const oneLine = (s: string) => s.replace(/\s+/g, " ").trim();
+
+/** `remember` and `recall` for one agent acting for one user; both re-check the freeze when they run. */
+export function memoryToolSet(env: Env, owner: MemoryOwner, agent: AskingAgent): ToolSet {
+  return {
+    remember: tool({
+      description: "Store one lasting fact about the user (a preference, their role, an ongoing project).",
+      inputSchema: z.object({
+        content: z
+          .string()
+          .transform(oneLine)
+          .pipe(z.string().min(1).max(FACT_MAX_LENGTH))
+          .describe(`The fact, in one sentence (at most ${FACT_MAX_LENGTH} characters)`),
+      }),
+      execute: async (input) => {
+        // Parsed by the schema already when the AI SDK calls it; bounded again for any other caller.
+        const content = oneLine(input.content);
+        if (!content || content.length > FACT_MAX_LENGTH)
+          return { remembered: false as const, error: `A fact is 1 to ${FACT_MAX_LENGTH} characters.` };
+        const fact = await rememberFact(env, owner, agent, content);
+        return fact ? { remembered: true as const, id: fact.id } : { remembered: false as const, error: FROZEN };
+      },
+    }),
+    recall: tool({
+      description: `Find what you know about the user: the facts most relevant to the query, at most ${RECALL_LIMIT}.`,
+      inputSchema: z.object({
+        query: z.string().max(500).describe("Keywords or a question about the user"),
+      }),
+      execute: async ({ query }) => {
+        const facts = await factsForAgent(env, owner, agent);
+        if (!facts) return { facts: [], error: FROZEN };
+        return {
+          facts: rankFacts(facts, query, RECALL_LIMIT).map((f) => ({ content: f.content, created_at: f.created_at })),
+        };
+      },
+    }),
+  };
+}
+
+/** The memory area's tools for a turn: none when the user froze the agent. */
+export const memoryTools: ToolProvider = async (scope) => {
+  const owner = { workspaceId: scope.workspaceId, userId: scope.userId };
+  const agent = {
+    slug: scope.agent.slug,
+    handles: await agentHandlesOf(scope.env, scope.workspaceId, scope.agent.id),
+  };
+  if (await isFrozen(scope.env, owner, agent)) return { tools: {} };
+  return { tools: memoryToolSet(scope.env, owner, agent), instructions: [MEMORY_INSTRUCTIONS] };
+};
