@@ -45,6 +45,9 @@ export const AUDIT_DETAIL_FIELDS: Readonly<Record<string, readonly string[]>> = 
   "billing.credit": ["ledger_kind", "amount", "reference", "event_id", "pack_slug", "plan_slug"],
   "billing.refund": ["ledger_kind", "amount", "reference", "event_id", "pack_slug", "charge_id"],
   "billing.plan": ["plan_slug", "previous_plan_slug", "status", "previous_status", "subscription_id", "event_id"],
+  // artifacts: ids in the target; metadata only, never the file name or its content
+  "artifact.create": ["source", "content_type", "size", "sensitive"],
+  "artifact.delete": ["source", "content_type", "size"],
   // OAuth authorization server
   "oauth.client.register": [
     "client_id",
