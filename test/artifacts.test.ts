@@ -616,7 +616,7 @@ describe("the deliver_file tool", () => {
     artifactIds: [],
     signal: new AbortController().signal,
   });
-  const options = { toolCallId: "call-1", messages: [] };
+  const options = { toolCallId: "call-1", messages: [], context: {} };
 
   async function deliver(scope: TurnScope, input: Record<string, unknown>) {
     const { tools } = await artifactTools(scope);

@@ -2,6 +2,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { AUDIT_DETAIL_FIELDS } from "../durable-objects/audit-log/policy";
 import { createAgent, IMAGES } from "./support/agents";
 import { call } from "./support/api";
+import { seedConversation, uploadFile } from "./support/artifacts";
 import { auditEvents } from "./support/audit";
 import { REDIRECT, registerClient } from "./support/oauth";
 import { addUser, PASSWORD, signupWorkspace } from "./support/seed";
@@ -234,6 +235,23 @@ const SUCCESS: Record<string, Success> = {
         await call("POST", "/v1/api/admin/workspace/slug", { token: ws.adminToken, body: { slug: `ws-${unique()}` } }),
       );
       return { target: `workspace:${ws.workspace.id}`, intent: "rename" };
+    },
+  },
+  "POST /v1/api/conversations/{id}/artifacts": {
+    kind: "artifact.create",
+    run: async (ws) => {
+      const conversation = await seedConversation(ws.workspace.id, ws.user.id);
+      const artifact = await ok(await uploadFile(ws.adminToken, conversation, { name: "a.txt", content: "a" }), 201);
+      return { target: `artifact:${artifact.id as string}`, intent: "upload" };
+    },
+  },
+  "DELETE /v1/api/artifacts/{id}": {
+    kind: "artifact.delete",
+    run: async (ws) => {
+      const conversation = await seedConversation(ws.workspace.id, ws.user.id);
+      const artifact = await ok(await uploadFile(ws.adminToken, conversation, { name: "d.txt", content: "d" }), 201);
+      await ok(await call("DELETE", `/v1/api/artifacts/${artifact.id as string}`, { token: ws.adminToken }));
+      return { target: `artifact:${artifact.id as string}`, intent: "delete" };
     },
   },
   "POST /v1/oauth/register": {

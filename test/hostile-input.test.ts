@@ -3,6 +3,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { auditLog } from "../durable-objects/audit-log/client";
 import { createAgent, IMAGES } from "./support/agents";
 import { call } from "./support/api";
+import { formType, multipartBody, seedConversation, uploadFile } from "./support/artifacts";
 import { REDIRECT, registerClient } from "./support/oauth";
 import { addUser, PASSWORD, signupWorkspace } from "./support/seed";
 
@@ -146,6 +147,15 @@ beforeAll(async () => {
   registrationToken = clientA.registration_access_token!;
   own.workspace = A.workspace.id;
   foreign.workspace = B.workspace.id;
+  own.conversation = await seedConversation(A.workspace.id, A.user.id);
+  foreign.conversation = await seedConversation(B.workspace.id, B.user.id);
+  for (const [ws, ids] of [
+    [A, own],
+    [B, foreign],
+  ] as const) {
+    const res = await uploadFile(ws.adminToken, ids.conversation!, { name: "hostile.txt", content: "bytes" });
+    ids.artifact = ((await res.json()) as { id: string }).id;
+  }
   own.avatarHash = /\/v1\/avatars\/[^/]+\/([0-9a-f]{64})$/.exec(agentA.avatar_url!)![1]!;
   const skills = (await (await call("GET", "/v1/api/skills", { token: A.adminToken })).json()) as {
     skills: { slug: string }[];
@@ -161,7 +171,7 @@ beforeAll(async () => {
 function paramKind(
   path: string,
   name: string,
-): "agent" | "user" | "token" | "client" | "workspace" | "avatarHash" | "skill" | "mcp" {
+): "agent" | "user" | "token" | "client" | "workspace" | "avatarHash" | "skill" | "mcp" | "conversation" | "artifact" {
   if (path.startsWith("/v1/agents/{id}")) return "agent";
   if (path === "/v1/admin/users/{id}/erase") return "user";
   if (path === "/v1/api/admin/tokens/{id}") return "token";
@@ -169,6 +179,8 @@ function paramKind(
   if (path === "/v1/avatars/{workspace_id}/{hash}") return name === "workspace_id" ? "workspace" : "avatarHash";
   if (path === "/v1/api/skills/{slug}") return "skill";
   if (path === "/v1/api/mcp/servers/{slug}") return "mcp";
+  if (path === "/v1/api/conversations/{id}/artifacts") return "conversation";
+  if (path.startsWith("/v1/api/artifacts/{id}")) return "artifact";
   throw new Error(`hostile-input.test.ts does not know which resource {${name}} of ${path} names: add it to paramKind`);
 }
 
@@ -276,7 +288,11 @@ function pathCases(op: (typeof OPERATIONS)[number]): Case[] {
   const names = [...op.path.matchAll(/\{([^}]+)\}/g)].map((m) => m[1]!);
   const cases: Case[] = [];
   const bodyOf = (): Pick<Case, "body" | "contentType"> =>
-    op.op.requestBody ? { body: JSON.stringify(validBody(op.key)), contentType: "application/json" } : {};
+    op.op.requestBody?.content["multipart/form-data"]
+      ? { body: multipartBody([{ name: "file", filename: "ok.txt", content: "ok" }]), contentType: formType() }
+      : op.op.requestBody
+        ? { body: JSON.stringify(validBody(op.key)), contentType: "application/json" }
+        : {};
   for (const name of names) {
     const kind = paramKind(op.path, name);
     const others = (n: string) => encodeURIComponent(ownValue(op.path, n));
@@ -489,7 +505,7 @@ describe("hostile input on every operation of the OpenAPI document", () => {
     for (const op of OPERATIONS) {
       if (SKIPPED[op.key]) continue;
       for (const m of op.path.matchAll(/\{([^}]+)\}/g)) paramKind(op.path, m[1]!);
-      if (op.op.requestBody) validBody(op.key);
+      if (op.op.requestBody?.content["application/json"]) validBody(op.key);
     }
   });
 
@@ -523,6 +539,10 @@ describe("hostile input on every operation of the OpenAPI document", () => {
       "GET /v1/api/billing": [200, 401, 403],
       "GET /v1/api/billing/credits": [200, 400, 401, 403],
       "POST /v1/webhooks/stripe": [200, 400, 500, 503],
+      "GET /v1/api/artifacts": [200],
+      "DELETE /v1/api/artifacts/{id}": [200, 403, 404],
+      "GET /v1/api/artifacts/{id}/download": [200, 404],
+      "POST /v1/api/conversations/{id}/artifacts": [201, 400, 404, 413],
     };
     const missing = Object.entries(SPEC).flatMap(([key, statuses]) => {
       const op = OPERATIONS.find((o) => o.key === key);
