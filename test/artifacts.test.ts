@@ -335,6 +335,7 @@ describe("GET /v1/api/artifacts/{id}/download", () => {
     expect(res.headers.get("Content-Type")).toBe("text/plain");
     expect(res.headers.get("Content-Disposition")).toBe(`attachment; filename="notes.txt"; filename*=UTF-8''notes.txt`);
     expect(res.headers.get("X-Content-Type-Options")).toBe("nosniff");
+    expect(res.headers.get("Content-Security-Policy")).toBe("default-src 'none'; sandbox");
     expect(res.headers.get("Content-Length")).toBe(String(content.length));
     expect(res.headers.get("ETag")).toBe(etag);
     expect(res.headers.get("Accept-Ranges")).toBe("bytes");

@@ -139,6 +139,8 @@ artifactsRouter.openapi(
       "Content-Type": row.contentType,
       "Content-Disposition": contentDisposition(row.name),
       "X-Content-Type-Options": "nosniff",
+      // Opened directly instead of downloaded, stored HTML or SVG must still run nothing.
+      "Content-Security-Policy": "default-src 'none'; sandbox",
       "Accept-Ranges": "bytes",
       "Cache-Control": "private, no-cache",
       ETag: etag,
