@@ -1,8 +1,6 @@
-import { artifacts } from "../db/schema";
-import { db } from "../platform/db";
 import { nowIso } from "../platform/env";
 import { newId } from "../platform/ids";
-import { ApiError, badRequest } from "../platform/problem";
+import { ApiError, badRequest, notFound } from "../platform/problem";
 import { MultipartError, MultipartReader } from "./multipart";
 import { artifactKey, putStreamed, type StoredArtifact, sanitizeName, TooLargeError } from "./store";
 
@@ -89,7 +87,30 @@ export async function uploadArtifact(
       source: "upload",
       createdAt: nowIso(),
     };
-    await db(env).insert(artifacts).values(row).run();
+    // Written only while the uploader still takes part in the conversation: a conversation
+    // deleted (or a participant removed) during a long upload gets no dangling artifact.
+    const inserted = await env.DB.prepare(
+      `INSERT INTO artifacts (id, workspace_id, conversation_id, producer_user_id, agent_id, name, content_type, size,
+         sha256, caption, sensitive, source, created_at)
+       SELECT ?1, ?2, ?3, ?4, NULL, ?5, ?6, ?7, ?8, ?9, ?10, 'upload', ?11
+       WHERE EXISTS (SELECT 1 FROM conversation_participants p JOIN conversations c ON c.id = p.conversation_id
+                     WHERE p.conversation_id = ?3 AND p.user_id = ?4 AND c.workspace_id = ?2)`,
+    )
+      .bind(
+        row.id,
+        row.workspaceId,
+        row.conversationId,
+        row.producerUserId,
+        row.name,
+        row.contentType,
+        row.size,
+        row.sha256,
+        row.caption,
+        row.sensitive ? 1 : 0,
+        row.createdAt,
+      )
+      .run();
+    if (inserted.meta.changes !== 1) throw notFound("No such conversation");
     return row;
   } catch (error) {
     await reader.cancel();
