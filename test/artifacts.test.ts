@@ -2,6 +2,7 @@ import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
 import { ErasureSummarySchema } from "../src/admin/erase-schemas";
 import { contentDisposition, parseRange } from "../src/artifacts/download";
+import { formDataBoundary, MultipartError, MultipartReader } from "../src/artifacts/multipart";
 import { ArtifactDeletedSchema, ArtifactListSchema, ArtifactSchema } from "../src/artifacts/schemas";
 import { detachConversationArtifacts, eraseArtifacts, visibleArtifactIds } from "../src/artifacts/service";
 import { artifactKey, createArtifact } from "../src/artifacts/store";
@@ -732,5 +733,75 @@ describe("the deliver_file tool", () => {
     );
     const list = await parse(await call("GET", "/v1/api/artifacts", { token: ws.adminToken }), ArtifactListSchema);
     expect(list.artifacts[0]).toMatchObject({ id: row.id, source: "generate_image", size: 3 });
+  });
+});
+
+describe("the multipart reader", () => {
+  /** `bytes` as a stream cut at the given sizes, cycling through them. */
+  function chunked(bytes: Uint8Array, sizes: number[]): ReadableStream<Uint8Array> {
+    let offset = 0;
+    let i = 0;
+    return new ReadableStream({
+      pull(controller) {
+        if (offset >= bytes.length) return controller.close();
+        const n = sizes[i++ % sizes.length]!;
+        controller.enqueue(bytes.slice(offset, offset + n));
+        offset += n;
+      },
+    });
+  }
+
+  async function readAll(body: ReadableStream<Uint8Array>, boundary = BOUNDARY) {
+    const reader = new MultipartReader(body, boundary);
+    const parts: { name: string; filename: string | null; content: string }[] = [];
+    for (let p = await reader.nextPart(); p; p = await reader.nextPart())
+      parts.push({ name: p.name, filename: p.filename, content: await reader.readText(1 << 20) });
+    return parts;
+  }
+
+  // Content that looks like the start of a delimiter, without being one.
+  const tricky = `line\r\n--${BOUNDARY.slice(0, -1)}X\r\n-\r\n--\r\n${"\r".repeat(5)}end`;
+  const form = multipartBody([
+    { name: "file", filename: "t.txt", content: tricky },
+    { name: "caption", content: "" },
+    { name: "sensitive", content: "true" },
+  ]);
+
+  for (const sizes of [[1], [2, 3], [7, 1, 13], [BOUNDARY.length + 3], [form.length]]) {
+    it(`reads the same parts whatever the chunking (${sizes.join(",")})`, async () => {
+      expect(await readAll(chunked(form, sizes))).toEqual([
+        { name: "file", filename: "t.txt", content: tricky },
+        { name: "caption", filename: null, content: "" },
+        { name: "sensitive", filename: null, content: "true" },
+      ]);
+    });
+  }
+
+  it("skips a short preamble and transport padding, ignores the epilogue", async () => {
+    const body = enc.encode(
+      `preamble text\r\n--${BOUNDARY}  \t\r\nContent-Disposition: form-data; name="a"\r\n\r\nA\r\n--${BOUNDARY}--\r\nepilogue`,
+    );
+    expect(await readAll(chunked(body, [5]))).toEqual([{ name: "a", filename: null, content: "A" }]);
+  });
+
+  it("refuses oversized headers, too many parts and a field over its limit", async () => {
+    const bigHeader = enc.encode(
+      `--${BOUNDARY}\r\nContent-Disposition: form-data; name="a"\r\nX-Pad: ${"p".repeat(9000)}\r\n\r\nA\r\n--${BOUNDARY}--\r\n`,
+    );
+    await expect(readAll(chunked(bigHeader, [1000]))).rejects.toBeInstanceOf(MultipartError);
+    const many = multipartBody(Array.from({ length: 17 }, (_, i) => ({ name: `f${i}`, content: "x" })));
+    await expect(readAll(chunked(many, [100]))).rejects.toThrow(/More than 16 parts/);
+    const reader = new MultipartReader(chunked(multipartBody([{ name: "c", content: "x".repeat(50) }]), [8]), BOUNDARY);
+    await reader.nextPart();
+    await expect(reader.readText(10)).rejects.toThrow(/exceeds 10 bytes/);
+  });
+
+  it("takes the boundary only from multipart/form-data", () => {
+    expect(formDataBoundary(`multipart/form-data; boundary="${BOUNDARY}"`)).toBe(BOUNDARY);
+    expect(formDataBoundary("Multipart/Form-Data; charset=utf-8; boundary=abc")).toBe("abc");
+    expect(formDataBoundary("multipart/mixed; boundary=abc")).toBeNull();
+    expect(formDataBoundary("multipart/form-data")).toBeNull();
+    expect(formDataBoundary(`multipart/form-data; boundary=${"b".repeat(71)}`)).toBeNull();
+    expect(formDataBoundary(undefined)).toBeNull();
   });
 });
