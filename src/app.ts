@@ -4,6 +4,7 @@ import { secureHeaders } from "hono/secure-headers";
 import { accountArea } from "./account";
 import { adminArea } from "./admin";
 import { agentsArea } from "./agents";
+import { artifactsArea } from "./artifacts";
 import { auditArea } from "./audit";
 import { billingArea } from "./billing";
 import { browserArea } from "./browser";
@@ -35,6 +36,7 @@ export const AREAS: readonly Area[] = [
   billingArea,
   conversationsArea,
   memoryArea,
+  artifactsArea, // after the conversations: erasure deletes what is left in no conversation
   auditArea, // last: erasure redacts the chain after every other area's step
 ];
 

@@ -4,6 +4,7 @@ import { AUDIT_DETAIL_FIELDS } from "../durable-objects/audit-log/policy";
 import { rememberFact } from "../src/memory/service";
 import { createAgent, IMAGES } from "./support/agents";
 import { call } from "./support/api";
+import { seedConversation, uploadFile } from "./support/artifacts";
 import { auditEvents } from "./support/audit";
 import { REDIRECT, registerClient } from "./support/oauth";
 import { addUser, PASSWORD, signupWorkspace } from "./support/seed";
@@ -262,6 +263,23 @@ const SUCCESS: Record<string, Success> = {
       await ok(await call("PUT", `/v1/memory/freeze/${agent.slug}`, { token: ws.adminToken, body: {} }));
       await ok(await call("DELETE", `/v1/memory/freeze/${agent.slug}`, { token: ws.adminToken }));
       return { target: `agent:${agent.id}`, intent: "unfreeze" };
+    },
+  },
+  "POST /v1/api/conversations/{id}/artifacts": {
+    kind: "artifact.create",
+    run: async (ws) => {
+      const conversation = await seedConversation(ws.workspace.id, ws.user.id);
+      const artifact = await ok(await uploadFile(ws.adminToken, conversation, { name: "a.txt", content: "a" }), 201);
+      return { target: `artifact:${artifact.id as string}`, intent: "upload" };
+    },
+  },
+  "DELETE /v1/api/artifacts/{id}": {
+    kind: "artifact.delete",
+    run: async (ws) => {
+      const conversation = await seedConversation(ws.workspace.id, ws.user.id);
+      const artifact = await ok(await uploadFile(ws.adminToken, conversation, { name: "d.txt", content: "d" }), 201);
+      await ok(await call("DELETE", `/v1/api/artifacts/${artifact.id as string}`, { token: ws.adminToken }));
+      return { target: `artifact:${artifact.id as string}`, intent: "delete" };
     },
   },
   "POST /v1/oauth/register": {

@@ -4,6 +4,7 @@ import { auditLog } from "../durable-objects/audit-log/client";
 import { rememberFact } from "../src/memory/service";
 import { createAgent, IMAGES } from "./support/agents";
 import { call } from "./support/api";
+import { formType, multipartBody, seedConversation, uploadFile } from "./support/artifacts";
 import { REDIRECT, registerClient } from "./support/oauth";
 import { addUser, PASSWORD, signupWorkspace } from "./support/seed";
 
@@ -152,6 +153,15 @@ beforeAll(async () => {
   foreign.fact = (await rememberFact(env, { workspaceId: B.workspace.id, userId: B.user.id }, assistant, "Other"))!.id;
   own.workspace = A.workspace.id;
   foreign.workspace = B.workspace.id;
+  own.conversation = await seedConversation(A.workspace.id, A.user.id);
+  foreign.conversation = await seedConversation(B.workspace.id, B.user.id);
+  for (const [ws, ids] of [
+    [A, own],
+    [B, foreign],
+  ] as const) {
+    const res = await uploadFile(ws.adminToken, ids.conversation!, { name: "hostile.txt", content: "bytes" });
+    ids.artifact = ((await res.json()) as { id: string }).id;
+  }
   own.avatarHash = /\/v1\/avatars\/[^/]+\/([0-9a-f]{64})$/.exec(agentA.avatar_url!)![1]!;
   const skills = (await (await call("GET", "/v1/api/skills", { token: A.adminToken })).json()) as {
     skills: { slug: string }[];
@@ -159,16 +169,6 @@ beforeAll(async () => {
   const servers = (await (await call("GET", "/v1/api/mcp/servers", { token: A.adminToken })).json()) as {
     mcp_servers: { slug: string }[];
   };
-  const [conversationA, conversationB] = await Promise.all(
-    [A, B].map(
-      async (w) =>
-        (await (await call("POST", "/v1/api/conversations", { token: w.adminToken, body: {} })).json()) as {
-          id: string;
-        },
-    ),
-  );
-  own.conversation = conversationA!.id;
-  foreign.conversation = conversationB!.id;
   skillSlug = skills.skills[0]!.slug;
   mcpSlug = servers.mcp_servers[0]!.slug;
 });
@@ -188,7 +188,8 @@ function paramKind(
   | "mcp"
   | "conversation"
   | "fact"
-  | "agentSlug" {
+  | "agentSlug"
+  | "artifact" {
   if (path.startsWith("/v1/agents/{id}")) return "agent";
   if (path.startsWith("/v1/api/conversations/{id}")) return "conversation";
   if (path === "/v1/admin/users/{id}/erase") return "user";
@@ -199,6 +200,8 @@ function paramKind(
   if (path === "/v1/api/mcp/servers/{slug}") return "mcp";
   if (path === "/v1/memory/facts/{id}") return "fact";
   if (path === "/v1/memory/freeze/{agent_slug}") return "agentSlug";
+  if (path === "/v1/api/conversations/{id}/artifacts") return "conversation";
+  if (path.startsWith("/v1/api/artifacts/{id}")) return "artifact";
   throw new Error(`hostile-input.test.ts does not know which resource {${name}} of ${path} names: add it to paramKind`);
 }
 
@@ -310,7 +313,11 @@ function pathCases(op: (typeof OPERATIONS)[number]): Case[] {
   const names = [...op.path.matchAll(/\{([^}]+)\}/g)].map((m) => m[1]!);
   const cases: Case[] = [];
   const bodyOf = (): Pick<Case, "body" | "contentType"> =>
-    op.op.requestBody ? { body: JSON.stringify(validBody(op.key)), contentType: "application/json" } : {};
+    op.op.requestBody?.content["multipart/form-data"]
+      ? { body: multipartBody([{ name: "file", filename: "ok.txt", content: "ok" }]), contentType: formType() }
+      : op.op.requestBody
+        ? { body: JSON.stringify(validBody(op.key)), contentType: "application/json" }
+        : {};
   for (const name of names) {
     const kind = paramKind(op.path, name);
     const others = (n: string) => encodeURIComponent(ownValue(op.path, n));
@@ -523,7 +530,7 @@ describe("hostile input on every operation of the OpenAPI document", () => {
     for (const op of OPERATIONS) {
       if (SKIPPED[op.key]) continue;
       for (const m of op.path.matchAll(/\{([^}]+)\}/g)) paramKind(op.path, m[1]!);
-      if (op.op.requestBody) validBody(op.key);
+      if (op.op.requestBody?.content["application/json"]) validBody(op.key);
     }
   });
 
@@ -562,6 +569,10 @@ describe("hostile input on every operation of the OpenAPI document", () => {
       "PUT /v1/memory/freeze/{agent_slug}": [200, 404],
       "GET /v1/memory/freeze": [200],
       "DELETE /v1/memory/freeze/{agent_slug}": [200],
+      "GET /v1/api/artifacts": [200],
+      "DELETE /v1/api/artifacts/{id}": [200, 403, 404],
+      "GET /v1/api/artifacts/{id}/download": [200, 404],
+      "POST /v1/api/conversations/{id}/artifacts": [201, 400, 404, 413],
     };
     const missing = Object.entries(SPEC).flatMap(([key, statuses]) => {
       const op = OPERATIONS.find((o) => o.key === key);

@@ -54,6 +54,9 @@ export const AUDIT_DETAIL_FIELDS: Readonly<Record<string, readonly string[]>> = 
   "memory.fact.delete": ["agent_slug"],
   "memory.freeze": ["agent_slug", "changed"],
   "memory.unfreeze": ["agent_slug", "changed"],
+  // artifacts: ids in the target; metadata only, never the file name or its content
+  "artifact.create": ["source", "content_type", "size", "sensitive"],
+  "artifact.delete": ["source", "content_type", "size"],
   // OAuth authorization server
   "oauth.client.register": [
     "client_id",

@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { artifacts } from "../db/schema";
 import { db } from "../platform/db";
 import { nowIso } from "../platform/env";
@@ -66,4 +67,75 @@ export async function createArtifact(env: Env, input: NewArtifact, bytes: Uint8A
   });
   await db(env).insert(artifacts).values(row).run();
   return row;
+}
+
+/** R2's smallest multipart part (every part but the last must be this size exactly). */
+export const R2_PART_BYTES = 5 * 1024 * 1024;
+
+/** A file that grew past the limit while it streamed in. */
+export class TooLargeError extends Error {
+  constructor(readonly maxBytes: number) {
+    super(`The file exceeds ${maxBytes} bytes`);
+  }
+}
+
+export type StreamedBytes = { size: number; sha256: string };
+
+/**
+ * Writes bytes that arrive in chunks (`next()` answers null at the end) to R2 under `key`,
+ * counting and hashing them on the way. At most one R2 part (5 MiB) is held at a time: a
+ * file that fits one part is one `put`, a larger one an R2 multipart upload of 5 MiB parts.
+ * Past `maxBytes` the upload is aborted and `TooLargeError` thrown, before the rest is read.
+ */
+export async function putStreamed(
+  env: Env,
+  key: string,
+  contentType: string,
+  next: () => Promise<Uint8Array | null>,
+  maxBytes: number,
+): Promise<StreamedBytes> {
+  const hash = createHash("sha256");
+  const httpMetadata = { contentType };
+  let part = new Uint8Array(0);
+  let filled = 0;
+  let size = 0;
+  let upload: R2MultipartUpload | null = null;
+  const uploaded: R2UploadedPart[] = [];
+  try {
+    for (let chunk = await next(); chunk; chunk = await next()) {
+      size += chunk.length;
+      if (size > maxBytes) throw new TooLargeError(maxBytes);
+      hash.update(chunk);
+      let offset = 0;
+      while (offset < chunk.length) {
+        if (part.length === 0) part = new Uint8Array(Math.min(R2_PART_BYTES, Math.max(chunk.length, 64 * 1024)));
+        if (filled === part.length && part.length < R2_PART_BYTES) {
+          // Grow the first buffer up to one part; small files never allocate 5 MiB.
+          const grown = new Uint8Array(Math.min(R2_PART_BYTES, part.length * 2));
+          grown.set(part);
+          part = grown;
+        }
+        const n = Math.min(part.length - filled, chunk.length - offset);
+        part.set(chunk.subarray(offset, offset + n), filled);
+        filled += n;
+        offset += n;
+        if (filled === R2_PART_BYTES) {
+          upload ??= await env.FILES.createMultipartUpload(key, { httpMetadata });
+          uploaded.push(await upload.uploadPart(uploaded.length + 1, part));
+          part = new Uint8Array(R2_PART_BYTES);
+          filled = 0;
+        }
+      }
+    }
+    const sha256 = hash.digest("hex");
+    if (!upload) await env.FILES.put(key, part.subarray(0, filled), { httpMetadata, sha256 });
+    else {
+      if (filled > 0) uploaded.push(await upload.uploadPart(uploaded.length + 1, part.subarray(0, filled)));
+      await upload.complete(uploaded);
+    }
+    return { size, sha256 };
+  } catch (error) {
+    await upload?.abort().catch(() => undefined);
+    throw error;
+  }
 }

@@ -128,7 +128,8 @@ conversationsRouter.openapi(
   async (c) => {
     const { id } = c.req.valid("param");
     const conversation = await participantConversation(c.env, c.var.caller.workspace.id, c.var.caller.userId, id);
-    return c.json({ ...conversation, messages: await listMessages(c.env, id) }, 200);
+    const messages = await listMessages(c.env, c.var.caller.workspace.id, c.var.caller.userId, id);
+    return c.json({ ...conversation, messages }, 200);
   },
 );
 

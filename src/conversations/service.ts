@@ -1,4 +1,5 @@
 import { type AgentRecord, getAgentRecord, resolveAgent } from "../agents/service";
+import { detachConversationArtifacts, visibleArtifactIds } from "../artifacts/service";
 import { parseJsonArray } from "../platform/db";
 import { nowIso } from "../platform/env";
 import { newId } from "../platform/ids";
@@ -149,18 +150,32 @@ export async function listConversations(
   };
 }
 
-/** The messages, oldest first. */
-export async function listMessages(env: Env, conversationId: string): Promise<Message[]> {
+/** The messages, oldest first; an artifact deleted since is no longer listed on its message. */
+export async function listMessages(
+  env: Env,
+  workspaceId: string,
+  userId: string,
+  conversationId: string,
+): Promise<Message[]> {
   const { results } = await env.DB.prepare("SELECT * FROM messages WHERE conversation_id = ?1 ORDER BY id")
     .bind(conversationId)
     .all<MessageRow>();
-  return results.map(toMessage);
+  const messages = results.map(toMessage);
+  const referenced = messages.flatMap((m) => m.artifact_ids);
+  const present = new Set(await visibleArtifactIds(env, workspaceId, userId, referenced));
+  for (const m of messages) m.artifact_ids = m.artifact_ids.filter((id) => present.has(id));
+  return messages;
 }
 
-/** Deletes a conversation the caller takes part in, with its messages and participants. */
+/**
+ * Deletes a conversation the caller takes part in, with its messages and participants; its
+ * artifacts stay with their producers, detached, in the same batch.
+ */
 export async function deleteConversation(env: Env, workspaceId: string, userId: string, id: string): Promise<void> {
   await participantConversation(env, workspaceId, userId, id);
+  const detach = detachConversationArtifacts(env, workspaceId, id).toSQL();
   await env.DB.batch([
+    env.DB.prepare(detach.sql).bind(...detach.params),
     env.DB.prepare("DELETE FROM messages WHERE conversation_id = ?1").bind(id),
     env.DB.prepare("DELETE FROM conversation_participants WHERE conversation_id = ?1").bind(id),
     env.DB.prepare("DELETE FROM conversations WHERE id = ?1 AND workspace_id = ?2").bind(id, workspaceId),

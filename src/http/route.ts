@@ -55,15 +55,39 @@ export function limitBody(maxBytes = MiB): MiddlewareHandler<AppEnv> {
   return limit;
 }
 
+/**
+ * For a route that reads its own body as a stream (an upload): a declared `Content-Length`
+ * over `maxBytes` is refused with 413 at once, and the stream is left untouched, so the
+ * handler counts the bytes as it reads them (Hono's body limit would buffer a body of
+ * unknown length whole before the handler sees it).
+ */
+export function limitDeclaredBody(maxBytes: number): MiddlewareHandler<AppEnv> {
+  return async (c, next) => {
+    const declared = c.req.header("Content-Length");
+    if (declared !== undefined && Number(declared) > maxBytes)
+      throw new ApiError(413, "payload_too_large", `The request body exceeds ${maxBytes / MiB} MiB`);
+    await next();
+  };
+}
+
 export type RouteOptions = {
   /** The largest request body the route accepts; 1 MiB unless it says otherwise. */
   maxBodyBytes?: number;
+  /**
+   * The handler streams the body and enforces `maxBodyBytes` itself while reading; the
+   * contract then refuses only a declared `Content-Length` above it (see `limitDeclaredBody`).
+   */
+  streamedBody?: boolean;
 };
 
 /** `createRoute` plus what every route of the contract enforces first: the body limit. */
 export function contractRoute<const R extends RouteConfig>(route: R, options: RouteOptions = {}) {
   const own = route.middleware ? [route.middleware].flat() : [];
-  return createRoute({ ...route, middleware: [limitBody(options.maxBodyBytes), ...own] });
+  const limit =
+    options.streamedBody && options.maxBodyBytes
+      ? limitDeclaredBody(options.maxBodyBytes)
+      : limitBody(options.maxBodyBytes);
+  return createRoute({ ...route, middleware: [limit, ...own] });
 }
 
 /**

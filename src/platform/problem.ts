@@ -25,6 +25,8 @@ const TITLES: Record<number, string> = {
   404: "Not Found",
   409: "Conflict",
   413: "Content Too Large",
+  415: "Unsupported Media Type",
+  416: "Range Not Satisfiable",
   426: "Upgrade Required",
   429: "Too Many Requests",
   500: "Internal Server Error",

@@ -1,0 +1,211 @@
+// `npm run bench:artifacts`: artifact download throughput (a 10 MiB object) through the
+// service's GET /v1/api/artifacts/{id}/download (PAT, visibility read, headers) against a bare
+// R2 `get` Worker on the same bucket, in the same workerd and in alternating rounds
+// (see bench/README.md, "Artifacts").
+import { createHash, randomUUID } from "node:crypto";
+import os from "node:os";
+import path from "node:path";
+import { performance } from "node:perf_hooks";
+import { convertV4MiniflareOptions, Log, LogLevel, Miniflare } from "miniflare";
+import { unstable_getMiniflareWorkerOptions } from "wrangler";
+import { bundleWorker } from "./lib/bundle.mjs";
+import { printTable } from "./lib/report.mjs";
+import { applyMigrations, signup } from "./lib/seed.mjs";
+
+if (Number(process.versions.node.split(".")[0]) < 22) {
+  console.error(`Node ${process.versions.node} is too old: run through \`npm run bench:artifacts\`.`);
+  process.exit(1);
+}
+
+const ROOT = path.resolve(import.meta.dirname, "..");
+const OUT = path.join(ROOT, "bench", ".out");
+const num = (name, fallback) => {
+  const v = Number(process.env[name]);
+  return Number.isFinite(v) && v > 0 ? v : fallback;
+};
+const ROUNDS = num("BENCH_ROUNDS", 5);
+// Each response is 10 MiB: a few downloads at a time already keep the runtime busy.
+const CONNECTIONS = num("BENCH_ARTIFACT_CONNECTIONS", 2);
+/** Downloads per target and round (every one of them is read to the end and counted). */
+const PER_ROUND = num("BENCH_ARTIFACT_DOWNLOADS", 12);
+const SIZE = 10 * 1024 * 1024;
+const SERVICE = "workspace-agent-service";
+
+/**
+ * `count` downloads of a target, `CONNECTIONS` at a time, each body read to its end and its
+ * length checked; answers the wall time. autocannon is not used here: with responses of
+ * 10 MiB its one-second samples hold only a handful of requests.
+ */
+async function downloads(t, count) {
+  let next = 0;
+  let done = 0;
+  const t0 = performance.now();
+  const worker = async () => {
+    while (next < count) {
+      next++;
+      const res = await fetch(t.url, { headers: t.headers });
+      const reader = res.body.getReader();
+      let n = 0;
+      for (let c = await reader.read(); !c.done; c = await reader.read()) n += c.value.length;
+      if (res.status !== 200 || n !== SIZE) failures.push(`${t.name}: ${res.status}, ${n} bytes`);
+      else done++;
+    }
+  };
+  await Promise.all(Array.from({ length: CONNECTIONS }, worker));
+  return { seconds: (performance.now() - t0) / 1000, count: done };
+}
+
+const started = performance.now();
+const step = (msg) => console.log(`[${((performance.now() - started) / 1000).toFixed(1).padStart(5)} s] ${msg}`);
+const failures = [];
+const check = (ok, what) => {
+  if (!ok) failures.push(what);
+  return ok;
+};
+console.log(
+  `node ${process.versions.node}, ${os.cpus().length} CPUs, load average ${os
+    .loadavg()
+    .map((l) => l.toFixed(2))
+    .join(" ")}`,
+);
+
+step("bundling the service (wrangler deploy --dry-run)");
+const bundle = bundleWorker(ROOT, path.join(OUT, "worker"));
+
+const { workerOptions } = unstable_getMiniflareWorkerOptions(path.join(ROOT, "wrangler.toml"));
+const { modulesRules: _bundled, ...config } = workerOptions;
+const bucket = config.r2Buckets?.FILES?.id ?? config.r2Buckets?.FILES;
+const mf = new Miniflare(
+  convertV4MiniflareOptions({
+    log: new Log(LogLevel.WARN),
+    logRequests: false,
+    cf: false,
+    telemetry: { enabled: false },
+    workers: [
+      {
+        ...config,
+        name: SERVICE,
+        rootPath: ROOT,
+        modules: bundle.modules,
+        modulesRoot: bundle.outDir,
+        bindings: { ...config.bindings, RATE_LIMITS: "off", SIGNUP_MODE: "open" },
+        unsafeDirectSockets: [{ host: "127.0.0.1", port: 0 }],
+      },
+      {
+        name: "bench-artifacts-baseline",
+        compatibilityDate: config.compatibilityDate,
+        compatibilityFlags: config.compatibilityFlags,
+        modules: [{ type: "ESModule", path: path.join(ROOT, "bench", "artifacts-baseline-worker.mjs") }],
+        modulesRoot: path.join(ROOT, "bench"),
+        r2Buckets: { FILES: bucket },
+        unsafeDirectSockets: [{ host: "127.0.0.1", port: 0 }],
+      },
+    ],
+  }),
+);
+
+try {
+  await mf.ready;
+  const urls = {
+    service: await mf.unsafeGetDirectURL(SERVICE),
+    baseline: await mf.unsafeGetDirectURL("bench-artifacts-baseline"),
+  };
+  const db = await mf.getD1Database("DB", SERVICE);
+  await applyMigrations(db, path.join(ROOT, "migrations"));
+  const ws = await signup(urls.service, "Artifact Bench");
+  const auth = { authorization: `Bearer ${ws.token}` };
+
+  // A conversation the bench user takes part in (the conversations API is another area's).
+  const conversationId = randomUUID();
+  const agent = await db.prepare("SELECT id FROM agents WHERE workspace_id = ?").bind(ws.workspaceId).first();
+  const now = new Date().toISOString();
+  await db.batch([
+    db
+      .prepare(
+        "INSERT INTO conversations (id, workspace_id, title, mode, agent_id, created_by, created_at, last_message_at) VALUES (?, ?, 'bench', 'standard', ?, ?, ?, ?)",
+      )
+      .bind(conversationId, ws.workspaceId, agent.id, ws.userId, now, now),
+    db
+      .prepare(
+        "INSERT INTO conversation_participants (conversation_id, user_id, workspace_id, last_message_at, added_at) VALUES (?, ?, ?, ?, ?)",
+      )
+      .bind(conversationId, ws.userId, ws.workspaceId, now, now),
+  ]);
+
+  // The 10 MiB object goes in through the real upload route (streamed multipart).
+  const bytes = new Uint8Array(SIZE);
+  for (let i = 0; i < SIZE; i += 4) bytes[i] = (i * 2654435761) >>> 24;
+  const form = new FormData();
+  form.append("file", new Blob([bytes], { type: "application/octet-stream" }), "bench.bin");
+  const up = await fetch(new URL(`/v1/api/conversations/${conversationId}/artifacts`, urls.service), {
+    method: "POST",
+    headers: auth,
+    body: form,
+  });
+  const artifact = await up.json();
+  if (up.status !== 201) throw new Error(`upload failed: ${up.status} ${JSON.stringify(artifact)}`);
+  const key = `artifacts/${ws.workspaceId}/${artifact.id}`;
+  const target = {
+    ours: new URL(`/v1/api/artifacts/${artifact.id}/download`, urls.service).href,
+    baseline: new URL(`/get?key=${encodeURIComponent(key)}`, urls.baseline).href,
+  };
+
+  const sha = (buf) => createHash("sha256").update(buf).digest("hex");
+  const expected = sha(bytes);
+  for (const [name, url] of Object.entries(target)) {
+    const res = await fetch(url, { headers: auth });
+    const body = new Uint8Array(await res.arrayBuffer());
+    check(res.status === 200, `${name}: answered ${res.status}`);
+    check(body.length === SIZE && sha(body) === expected, `${name}: the body is not the uploaded 10 MiB`);
+  }
+  step(`uploaded ${SIZE / 1024 / 1024} MiB through the upload route; both targets serve it byte for byte`);
+
+  step(
+    `download: ${ROUNDS} alternating rounds of ${PER_ROUND} downloads per target, ${CONNECTIONS} at a time, after ${PER_ROUND} warm-up downloads each`,
+  );
+  const targets = [
+    { name: "ours", url: target.ours, headers: auth },
+    { name: "baseline", url: target.baseline, headers: {} },
+  ];
+  for (const t of targets) await downloads(t, PER_ROUND);
+  const r = Object.fromEntries(targets.map((t) => [t.name, { seconds: 0, count: 0, rounds: [] }]));
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const t of targets) {
+      const { seconds, count } = await downloads(t, PER_ROUND);
+      r[t.name].seconds += seconds;
+      r[t.name].count += count;
+      r[t.name].rounds.push(count / seconds);
+    }
+  }
+  for (const x of Object.values(r)) x.rps = x.count / x.seconds;
+  for (const [name, x] of Object.entries(r))
+    step(
+      `  ${name}: ${x.rps.toFixed(1)} downloads/s = ${((x.rps * SIZE) / 1024 / 1024).toFixed(0)} MiB/s (rounds: ${x.rounds.map((v) => ((v * SIZE) / 1024 / 1024).toFixed(0)).join(", ")} MiB/s)`,
+    );
+  const mibps = (x) => `${((x.rps * SIZE) / 1024 / 1024).toFixed(0)} MiB/s`;
+  printTable([
+    {
+      figure: "artifact download, 10 MiB",
+      ours: mibps(r.ours),
+      baseline: mibps(r.baseline),
+      baselineName: "bare R2 get worker",
+      ratio: r.ours.rps / r.baseline.rps,
+      target: "≥ 0.90",
+      pass: r.ours.rps / r.baseline.rps >= 0.9,
+    },
+    {
+      figure: "download: our cost per request",
+      ours: `${((1e3 / r.ours.rps - 1e3 / r.baseline.rps) * CONNECTIONS).toFixed(2)} ms`,
+      baseline: `${((1e3 / r.baseline.rps) * CONNECTIONS).toFixed(2)} ms`,
+      baselineName: "baseline's whole request",
+      ratio: null,
+    },
+  ]);
+} finally {
+  await mf.dispose();
+}
+step("done");
+if (failures.length) {
+  console.error(`\nThe bench is broken, its figures cannot be trusted:\n- ${failures.join("\n- ")}`);
+  process.exit(1);
+}

@@ -1,0 +1,123 @@
+import { tool } from "ai";
+import { z } from "zod";
+import { record } from "../../durable-objects/audit-log/record";
+import type { ToolProvider, TurnScope } from "../platform/turn-tools";
+import { createArtifact, downloadUrl } from "./store";
+import { storedContentType } from "./upload";
+
+/** The largest file one `deliver_file` call writes (decoded bytes). */
+export const DELIVER_MAX_BYTES = 10 * 1024 * 1024;
+
+export const DeliverFileInputSchema = z
+  .object({
+    name: z.string().min(1).max(200).describe("File name with extension, e.g. report.md"),
+    content: z.string().describe("The file's content: text, or base64 when encoding is base64"),
+    content_type: z
+      .string()
+      .max(200)
+      .optional()
+      .describe("Media type, e.g. text/markdown; guessed from the name when absent"),
+    encoding: z.enum(["utf8", "base64"]).optional().describe("How content is encoded; utf8 by default"),
+    caption: z.string().max(1000).optional().describe("A short caption shown with the file"),
+    sensitive: z.boolean().optional().describe("Mark the file sensitive (never shared to team chat)"),
+  })
+  .strict();
+export type DeliverFileInput = z.infer<typeof DeliverFileInputSchema>;
+
+const TYPES_BY_EXTENSION: Record<string, string> = {
+  txt: "text/plain; charset=utf-8",
+  md: "text/markdown; charset=utf-8",
+  csv: "text/csv; charset=utf-8",
+  json: "application/json",
+  html: "text/html; charset=utf-8",
+  xml: "application/xml",
+  svg: "image/svg+xml",
+  png: "image/png",
+  jpg: "image/jpeg",
+  jpeg: "image/jpeg",
+  gif: "image/gif",
+  webp: "image/webp",
+  pdf: "application/pdf",
+  zip: "application/zip",
+};
+
+function contentTypeFor(input: DeliverFileInput): string {
+  if (input.content_type) return storedContentType(input.content_type);
+  const ext = /\.([A-Za-z0-9]+)$/.exec(input.name)?.[1]?.toLowerCase();
+  return (
+    (ext && TYPES_BY_EXTENSION[ext]) ||
+    (input.encoding === "base64" ? "application/octet-stream" : "text/plain; charset=utf-8")
+  );
+}
+
+function decodeBase64(content: string): Uint8Array {
+  const clean = content.replace(/\s+/g, "").replace(/^data:[^,]*;base64,/, "");
+  // Checked before decoding, so an oversized payload is refused without allocating it.
+  if (Math.floor((clean.length * 3) / 4) > DELIVER_MAX_BYTES + 2) throw tooLarge();
+  if (!/^[A-Za-z0-9+/]*={0,2}$/.test(clean) || clean.length % 4 === 1) throw new Error("content is not valid base64");
+  const bin = atob(clean);
+  const out = new Uint8Array(bin.length);
+  for (let i = 0; i < bin.length; i++) out[i] = bin.charCodeAt(i);
+  return out;
+}
+
+const tooLarge = () => new Error(`the file exceeds ${DELIVER_MAX_BYTES / (1024 * 1024)} MiB; deliver a smaller file`);
+
+/** The bytes `deliver_file` would write, or an Error the model sees as the tool's result. */
+export function deliverBytes(input: DeliverFileInput): Uint8Array {
+  if (input.encoding === "base64") {
+    const bytes = decodeBase64(input.content);
+    if (bytes.length > DELIVER_MAX_BYTES) throw tooLarge();
+    if (bytes.length === 0) throw new Error("content is empty");
+    return bytes;
+  }
+  if (input.content.length > DELIVER_MAX_BYTES) throw tooLarge();
+  const bytes = new TextEncoder().encode(input.content);
+  if (bytes.length > DELIVER_MAX_BYTES) throw tooLarge();
+  if (bytes.length === 0) throw new Error("content is empty");
+  return bytes;
+}
+
+/** Writes one file of the turn as an artifact of its conversation, produced by the turn's user. */
+export async function deliverFile(scope: TurnScope, input: DeliverFileInput) {
+  const bytes = deliverBytes(input);
+  const row = await createArtifact(
+    scope.env,
+    {
+      workspaceId: scope.workspaceId,
+      conversationId: scope.conversationId,
+      producerUserId: scope.userId,
+      agentId: scope.agent.id,
+      name: input.name,
+      contentType: contentTypeFor(input),
+      caption: input.caption?.trim() || null,
+      sensitive: input.sensitive ?? false,
+      source: "deliver_file",
+    },
+    bytes,
+  );
+  scope.artifactIds.push(row.id);
+  await record(scope.env, scope.workspaceId, {
+    kind: "artifact.create",
+    intent: "deliver_file",
+    actor: { kind: "user", id: scope.userId },
+    agentId: scope.agent.id,
+    conversationId: scope.conversationId,
+    target: `artifact:${row.id}`,
+    details: { source: row.source, content_type: row.contentType, size: row.size, sensitive: row.sensitive },
+  });
+  return { artifact_id: row.id, download_url: downloadUrl(scope.origin, row.id) };
+}
+
+/** The artifacts area's tools for a turn: `deliver_file`. */
+export const artifactTools: ToolProvider = async (scope) => ({
+  tools: {
+    deliver_file: tool({
+      description:
+        "Deliver a file to the user as a downloadable artifact of this conversation (text, or base64 for binary; at most 10 MiB). " +
+        "Answers the artifact id and its download URL.",
+      inputSchema: DeliverFileInputSchema,
+      execute: (input) => deliverFile(scope, input),
+    }),
+  },
+});
