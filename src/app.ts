@@ -14,6 +14,7 @@ import { BEARER, createRouter, limitBody } from "./http/route";
 import { oauthArea } from "./oauth";
 import { problem } from "./platform/problem";
 import { signinArea } from "./signin";
+import { skillsArea } from "./skills";
 import { workspaceArea } from "./workspace";
 
 /**
@@ -31,6 +32,7 @@ export const AREAS: readonly Area[] = [
   signinArea,
   oauthArea,
   billingArea,
+  skillsArea,
   auditArea, // last: erasure redacts the chain after every other area's step
 ];
 
