@@ -164,14 +164,24 @@ async function toolsFor(scope: TurnScope, models: ModelSource = NO_MODELS) {
   return skillToolProvider(models)(scope);
 }
 
-async function run<T = Record<string, unknown>>(tools: ToolSet, name: string, input: unknown): Promise<T> {
+async function run<T = Record<string, unknown>>(
+  tools: ToolSet,
+  name: string,
+  input: unknown,
+  abortSignal?: AbortSignal,
+): Promise<T> {
   const t = tools[name];
   if (!t?.execute) throw new Error(`no tool ${name}`);
-  return (await t.execute(input as never, { toolCallId: "call-1", messages: [], context: {} as never })) as T;
+  return (await t.execute(input as never, {
+    toolCallId: "call-1",
+    messages: [],
+    context: {} as never,
+    abortSignal,
+  })) as T;
 }
 
-async function fails(tools: ToolSet, name: string, input: unknown): Promise<string> {
-  const err = await run(tools, name, input).then(
+async function fails(tools: ToolSet, name: string, input: unknown, abortSignal?: AbortSignal): Promise<string> {
+  const err = await run(tools, name, input, abortSignal).then(
     () => null,
     (e: unknown) => e,
   );
@@ -329,6 +339,22 @@ describe("read_url", () => {
       /is image\/png, not a page/,
     );
     expect(await fails(tools, "read_url", { url: "https://news.example/huge" })).toMatch(/larger than 2097152 bytes/);
+  });
+});
+
+describe("deadlines", () => {
+  it("stops a tool when the runtime's per-call signal or the turn's signal aborts", async () => {
+    const perCall = new AbortController();
+    perCall.abort();
+    const { tools } = await toolsFor(scopeFor(["web-reader"]));
+    expect(await fails(tools, "read_url", { url: "https://news.example/article" }, perCall.signal)).toBe(
+      "The request to https://news.example/article was cancelled",
+    );
+    const turn = new AbortController();
+    turn.abort();
+    const ended = await toolsFor({ ...scopeFor(["web-search"], SEARCH), signal: turn.signal });
+    expect(await fails(ended.tools, "web_search", { query: "x" }, new AbortController().signal)).toMatch(/cancelled/);
+    expect(searches).toEqual([]);
   });
 });
 

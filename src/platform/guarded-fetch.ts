@@ -185,7 +185,10 @@ function deadline(url: string, timeoutMs: number, outer?: AbortSignal) {
     error: () => reason,
     /** Rejects with the deadline's error as soon as it passes, whatever `p` does. */
     race<T>(p: Promise<T>): Promise<T> {
-      if (reason) return Promise.reject(reason);
+      if (reason) {
+        p.catch(() => {}); // settles later, unobserved: nobody waits for it any more
+        return Promise.reject(reason);
+      }
       return new Promise<T>((resolve, reject) => {
         const onAbort = () => reject(reason);
         controller.signal.addEventListener("abort", onAbort, { once: true });
