@@ -17,6 +17,7 @@ import { memoryArea } from "./memory";
 import { oauthArea } from "./oauth";
 import { problem } from "./platform/problem";
 import { signinArea } from "./signin";
+import { skillsArea } from "./skills";
 import { workspaceArea } from "./workspace";
 
 /**
@@ -37,6 +38,7 @@ export const AREAS: readonly Area[] = [
   conversationsArea,
   memoryArea,
   artifactsArea, // after the conversations: erasure deletes what is left in no conversation
+  skillsArea,
   auditArea, // last: erasure redacts the chain after every other area's step
 ];
 

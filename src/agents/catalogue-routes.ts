@@ -30,7 +30,9 @@ catalogueRouter.openapi(
       path: "/v1/api/skills",
       tags: ["Skills and MCP servers"],
       summary: "The skill catalogue, with what this workspace installed",
-      description: "Ordered by slug. Nothing is installed in a new workspace.",
+      description:
+        "Ordered by slug. Nothing is installed in a new workspace. A skill whose configuration is missing in " +
+        "this deployment is `available: false` with an `unavailable_reason`, and offers agents no tool.",
       responses: { 200: jsonResponse(SkillCatalogueSchema, "The catalogue") },
     },
   ),

@@ -3,6 +3,7 @@ import { mcpServers, skills, workspaceMcpServers, workspaceSkills } from "../db/
 import { db } from "../platform/db";
 import { nowIso } from "../platform/env";
 import { notFound } from "../platform/problem";
+import { skillStatus } from "../skills/availability";
 import type { McpServerEntry, SkillEntry } from "./schemas";
 import { removeFromEverySubset } from "./subsets";
 
@@ -22,7 +23,7 @@ export async function listSkills(env: Env, workspaceId: string): Promise<SkillEn
     .from(skills)
     .leftJoin(workspaceSkills, and(eq(workspaceSkills.slug, skills.slug), eq(workspaceSkills.workspaceId, workspaceId)))
     .orderBy(asc(skills.slug));
-  return rows.map((r) => ({ ...r, installed: Boolean(r.installed) }));
+  return rows.map((r) => ({ ...r, installed: Boolean(r.installed), ...skillStatus(env, r.slug) }));
 }
 
 export async function listMcpServers(env: Env, workspaceId: string): Promise<McpServerEntry[]> {
@@ -66,7 +67,7 @@ export async function installSkill(env: Env, workspaceId: string, slug: string):
     .onConflictDoNothing()
     .returning({ slug: workspaceSkills.slug });
   return {
-    entry: { slug: s.slug, name: s.name, description: s.description, installed: true },
+    entry: { slug: s.slug, name: s.name, description: s.description, installed: true, ...skillStatus(env, s.slug) },
     changed: inserted.length > 0,
     agentsUpdated: 0,
   };
@@ -88,7 +89,7 @@ export async function uninstallSkill(env: Env, workspaceId: string, slug: string
     removeFromEverySubset(d, workspaceId, "skills", slug),
   ]);
   return {
-    entry: { slug: s.slug, name: s.name, description: s.description, installed: false },
+    entry: { slug: s.slug, name: s.name, description: s.description, installed: false, ...skillStatus(env, s.slug) },
     changed: deleted.length > 0,
     agentsUpdated: updated.length,
   };

@@ -201,7 +201,19 @@ export const AvatarParamsSchema = z.object({
 // ---- catalogues ----
 
 export const SkillEntrySchema = z
-  .object({ slug: z.string(), name: z.string(), description: z.string(), installed: z.boolean() })
+  .object({
+    slug: z.string(),
+    name: z.string(),
+    description: z.string(),
+    installed: z.boolean(),
+    available: z.boolean().openapi({
+      description: "Whether this deployment can run the skill; an unavailable skill offers an agent no tool",
+    }),
+    unavailable_reason: z
+      .string()
+      .nullable()
+      .openapi({ description: "Why the skill is unavailable (the missing configuration); null when available" }),
+  })
   .openapi("Skill");
 export type SkillEntry = z.infer<typeof SkillEntrySchema>;
 export const SkillCatalogueSchema = z.object({ skills: z.array(SkillEntrySchema) }).openapi("SkillCatalogue");

@@ -19,6 +19,11 @@ declare global {
     /** JSON map of plan or pack slug → Stripe price id. */
     STRIPE_PRICES?: string;
     FREE_MONTHLY_CREDITS?: string;
+    /** Web-search provider, Brave Search API shape: `GET {SEARCH_API_URL}?q=` with `X-Subscription-Token`. */
+    SEARCH_API_URL?: string;
+    SEARCH_API_KEY?: string;
+    /** Local development and tests only: JSON map host → origin applied to every guarded outbound fetch. */
+    OUTBOUND_ORIGIN_MAP?: string;
   }
 }
 

@@ -50,15 +50,19 @@ function withDeadline(tools: ToolSet): ToolSet {
     out[name] = {
       ...t,
       execute: async (input: unknown, options: Parameters<typeof execute>[1]) => {
+        // The tool's own work is told to stop too (a fetch in flight), not only abandoned.
+        const stop = new AbortController();
+        const abortSignal = options.abortSignal ? AbortSignal.any([options.abortSignal, stop.signal]) : stop.signal;
         let timer: ReturnType<typeof setTimeout> | undefined;
         const late = new Promise<never>((_, reject) => {
-          timer = setTimeout(
-            () => reject(new Error(`${name} did not finish within ${TOOL_DEADLINE_MS / 1000} s`)),
-            TOOL_DEADLINE_MS,
-          );
+          timer = setTimeout(() => {
+            const error = new Error(`${name} did not finish within ${TOOL_DEADLINE_MS / 1000} s`);
+            stop.abort(error);
+            reject(error);
+          }, TOOL_DEADLINE_MS);
         });
         try {
-          return await Promise.race([execute(input as never, options), late]);
+          return await Promise.race([execute(input as never, { ...options, abortSignal }), late]);
         } finally {
           clearTimeout(timer);
         }

@@ -1,0 +1,129 @@
+import { and, eq } from "drizzle-orm";
+import { extractText, getDocumentProxy } from "unpdf";
+import { artifactKey } from "../artifacts/store";
+import { artifacts } from "../db/schema";
+import { db } from "../platform/db";
+import { clip, htmlMainText } from "./extract";
+
+/** Biggest PDF parsed in the Worker's memory. */
+export const MAX_PDF_BYTES = 10 * 1024 * 1024;
+/** Most bytes of a text file decoded (its start, when larger). */
+export const MAX_TEXT_BYTES = 2 * 1024 * 1024;
+
+export type DocumentKind = "text" | "html" | "pdf";
+
+export type DocumentReading = {
+  artifact_id: string;
+  name: string;
+  content_type: string;
+  content: string;
+  truncated: boolean;
+  pages?: number;
+};
+
+const BY_EXTENSION: Record<string, DocumentKind> = {
+  txt: "text",
+  md: "text",
+  markdown: "text",
+  csv: "text",
+  tsv: "text",
+  json: "text",
+  html: "html",
+  htm: "html",
+  pdf: "pdf",
+};
+
+/** What a file is, by its content type, else by its name; null for what this tool does not read. */
+export function documentKind(contentType: string, name: string): DocumentKind | null {
+  const type = contentType.toLowerCase().split(";")[0]!.trim();
+  if (type === "application/pdf") return "pdf";
+  if (type === "text/html" || type === "application/xhtml+xml") return "html";
+  if (type.startsWith("text/") || type === "application/json" || type.endsWith("+json")) return "text";
+  if (type === "application/octet-stream" || type === "") {
+    const ext = name.toLowerCase().split(".").pop() ?? "";
+    return BY_EXTENSION[ext] ?? null;
+  }
+  return null;
+}
+
+/** The text of a PDF, page by page (unpdf: PDF.js built for serverless runtimes). */
+export async function pdfText(bytes: Uint8Array): Promise<{ text: string; pages: number }> {
+  let doc: Awaited<ReturnType<typeof getDocumentProxy>>;
+  try {
+    doc = await getDocumentProxy(bytes);
+  } catch {
+    throw new Error("The file is not a readable PDF");
+  }
+  try {
+    const { text, totalPages } = await extractText(doc, { mergePages: false });
+    return { text: text.map((t, i) => `--- Page ${i + 1} ---\n${t.trim()}`).join("\n\n"), pages: totalPages };
+  } finally {
+    await doc.destroy();
+  }
+}
+
+async function readStart(body: ReadableStream<Uint8Array>, max: number): Promise<{ bytes: Uint8Array; cut: boolean }> {
+  const reader = body.getReader();
+  const out = new Uint8Array(max);
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) return { bytes: out.subarray(0, size), cut: false };
+    const room = max - size;
+    out.set(value.subarray(0, room), size);
+    size += Math.min(room, value.byteLength);
+    if (value.byteLength > room) {
+      await reader.cancel();
+      return { bytes: out, cut: true };
+    }
+  }
+}
+
+/**
+ * Reads an artifact of the conversation (in the caller's workspace) as text: text, Markdown,
+ * CSV and JSON as they are, HTML by its main text, PDF by its pages' text.
+ */
+export async function readDocument(
+  env: Env,
+  scope: { workspaceId: string; conversationId: string | null },
+  artifactId: string,
+): Promise<DocumentReading> {
+  const missing = new Error(`No artifact ${artifactId} in this conversation`);
+  if (!scope.conversationId) throw missing;
+  const [row] = await db(env)
+    .select()
+    .from(artifacts)
+    .where(
+      and(
+        eq(artifacts.id, artifactId),
+        eq(artifacts.workspaceId, scope.workspaceId),
+        eq(artifacts.conversationId, scope.conversationId),
+      ),
+    );
+  if (!row) throw missing;
+  const kind = documentKind(row.contentType, row.name);
+  if (!kind) {
+    throw new Error(
+      `read_document reads text, Markdown, CSV, JSON, HTML and PDF files; ${row.name} is ${row.contentType}`,
+    );
+  }
+  if (kind === "pdf" && row.size > MAX_PDF_BYTES) {
+    throw new Error(`${row.name} is larger than the ${MAX_PDF_BYTES / 1024 / 1024} MiB a PDF may have to be read`);
+  }
+  const object = await env.FILES.get(artifactKey(row.workspaceId, row.id));
+  if (!object) throw new Error(`The bytes of ${row.name} are missing`);
+  const base = { artifact_id: row.id, name: row.name, content_type: row.contentType };
+
+  if (kind === "pdf") {
+    const { text, pages } = await pdfText(new Uint8Array(await object.arrayBuffer()));
+    if (!text.replace(/--- Page \d+ ---/g, "").trim()) {
+      throw new Error(`${row.name} has no text layer (a scanned PDF?); nothing to read`);
+    }
+    const clipped = clip(text);
+    return { ...base, content: clipped.text, truncated: clipped.truncated, pages };
+  }
+  const { bytes, cut } = await readStart(object.body, MAX_TEXT_BYTES);
+  const decoded = new TextDecoder().decode(bytes);
+  const clipped = kind === "html" ? await htmlMainText(decoded) : clip(decoded);
+  return { ...base, content: clipped.text, truncated: clipped.truncated || cut };
+}

@@ -1,0 +1,50 @@
+import { generateImage, type ImageModel } from "ai";
+import type { TurnScope } from "../platform/turn-tools";
+import { nameStem, storeProduced } from "./produced";
+
+/** Largest generated image stored. */
+export const MAX_IMAGE_BYTES = 10 * 1024 * 1024;
+
+/** The image types a model may hand back, by their first bytes. */
+function imageType(bytes: Uint8Array): { type: string; ext: string } | null {
+  const starts = (...sig: number[]) => sig.every((b, i) => bytes[i] === b);
+  if (starts(0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a)) return { type: "image/png", ext: "png" };
+  if (starts(0xff, 0xd8, 0xff)) return { type: "image/jpeg", ext: "jpg" };
+  if (starts(0x52, 0x49, 0x46, 0x46) && String.fromCharCode(...bytes.subarray(8, 12)) === "WEBP")
+    return { type: "image/webp", ext: "webp" };
+  return null;
+}
+
+export type GeneratedImage = { artifact_id: string; download_url: string; content_type: string };
+
+/** Asks the image model for one image and stores it as an artifact of the turn. */
+export async function generateImageArtifact(
+  scope: TurnScope,
+  model: ImageModel,
+  prompt: string,
+  signal: AbortSignal,
+): Promise<GeneratedImage> {
+  let bytes: Uint8Array;
+  try {
+    const result = await generateImage({ model, prompt, n: 1, maxRetries: 1, abortSignal: signal });
+    bytes = result.image.uint8Array;
+  } catch (e) {
+    if (signal.aborted) throw new Error("Image generation was cancelled: the turn ran out of time");
+    console.error(JSON.stringify({ level: "error", msg: "generate_image failed", error: String(e) }));
+    throw new Error("The image model did not produce an image");
+  }
+  const kind = imageType(bytes);
+  if (!kind) throw new Error("The image model returned something that is not a PNG, JPEG or WebP image");
+  if (bytes.byteLength > MAX_IMAGE_BYTES) throw new Error("The generated image is too large to store");
+  const stored = await storeProduced(
+    scope,
+    {
+      name: `${nameStem(prompt, "image")}.${kind.ext}`,
+      contentType: kind.type,
+      caption: prompt,
+      source: "generate_image",
+    },
+    bytes,
+  );
+  return { ...stored, content_type: kind.type };
+}
