@@ -328,3 +328,80 @@ function sseChunks() {
     },
   });
 }
+
+describe("turns use the areas' tools", () => {
+  const offered = (model: ReturnType<typeof fakeLlm>, i = 0) =>
+    (model.requests[i]!.tools ?? []).map((t) => t.function.name).sort();
+
+  it("offers deliver_file and memory, never computer_*, and lists the delivered file on the reply", async () => {
+    const ws = await signupWorkspace();
+    const conversation = await start(ws.adminToken);
+    const model = script(
+      { tool: "deliver_file", args: { name: "notes.md", content: "# Notes\n\nAll of them." } },
+      { text: "Here are your notes." },
+    );
+    const turn = await parse(await post(ws.adminToken, conversation.id, "Write my notes"), TurnResponseSchema);
+    expect(offered(model)).toEqual(expect.arrayContaining(["deliver_file", "recall", "remember"]));
+    expect(offered(model).some((name) => name.startsWith("computer_"))).toBe(false);
+    expect(turn.reply).toMatchObject({
+      content: "Here are your notes.",
+      tool_calls: [{ name: "deliver_file", ok: true }],
+    });
+    expect(turn.reply.artifact_ids).toHaveLength(1);
+    const download = await call("GET", `/v1/api/artifacts/${turn.reply.artifact_ids[0]}/download`, {
+      token: ws.adminToken,
+    });
+    expect(await download.text()).toBe("# Notes\n\nAll of them.");
+    const read = await parse(
+      await call("GET", `/v1/api/conversations/${conversation.id}`, { token: ws.adminToken }),
+      ConversationWithMessagesSchema,
+    );
+    expect(read.messages[1]!.artifact_ids).toEqual(turn.reply.artifact_ids);
+    // Deleting the file takes it off the transcript.
+    await call("DELETE", `/v1/api/artifacts/${turn.reply.artifact_ids[0]}`, { token: ws.adminToken });
+    const after = await parse(
+      await call("GET", `/v1/api/conversations/${conversation.id}`, { token: ws.adminToken }),
+      ConversationWithMessagesSchema,
+    );
+    expect(after.messages[1]!.artifact_ids).toEqual([]);
+  });
+
+  it("gives a frozen agent no memory tools", async () => {
+    const ws = await signupWorkspace();
+    const conversation = await start(ws.adminToken);
+    expect((await call("PUT", "/v1/memory/freeze/assistant", { token: ws.adminToken, body: {} })).status).toBe(200);
+    const model = script({ text: "ok" });
+    await parse(await post(ws.adminToken, conversation.id, "Remember I like tea"), TurnResponseSchema);
+    expect(offered(model)).not.toContain("remember");
+    expect(offered(model)).not.toContain("recall");
+  });
+});
+
+describe("conversations: erasure", () => {
+  it("takes the erased user out of every conversation and deletes the ones nobody is left in", async () => {
+    const ws = await signupWorkspace();
+    const member = await addUser(ws.adminToken, "member", ["conversations:read", "conversations:write"]);
+    const alone = await start(member.token);
+    const shared = await start(member.token);
+    await call("POST", `/v1/api/conversations/${shared.id}/participants`, {
+      token: member.token,
+      body: { user_id: ws.user.id },
+    });
+    const res = await call("POST", `/v1/admin/users/${member.user.id}/erase`, {
+      token: ws.adminToken,
+      body: { confirm: true },
+    });
+    expect(res.status).toBe(200);
+    const summary = (await res.json()) as { counts: Record<string, number> };
+    expect(summary.counts.conversations_left).toBe(2);
+    const still = await parse(
+      await call("GET", `/v1/api/conversations/${shared.id}`, { token: ws.adminToken }),
+      ConversationWithMessagesSchema,
+    );
+    expect(still.participant_ids).toEqual([ws.user.id]);
+    const gone = await env.DB.prepare("SELECT COUNT(*) AS n FROM conversations WHERE id = ?1")
+      .bind(alone.id)
+      .first<{ n: number }>();
+    expect(gone!.n).toBe(0);
+  });
+});

@@ -15,8 +15,18 @@ export const ErasureSummarySchema = z
     counts: z.record(z.string(), z.number().int()).openapi({
       description:
         "What each area removed, by counter name; areas add their own counters. Today: `tokens` and `sessions` " +
-        "revoked, `oauth_grants` revoked (grants and consents), `audit_events_redacted`.",
-      example: { tokens: 2, sessions: 1, oauth_grants: 0, audit_events_redacted: 14 },
+        "revoked, `oauth_grants` revoked (grants and consents), `conversations_left`, `memory_facts` and " +
+        "`memory_freezes` deleted, `artifacts` deleted (those in no remaining conversation), `audit_events_redacted`.",
+      example: {
+        tokens: 2,
+        sessions: 1,
+        oauth_grants: 0,
+        conversations_left: 3,
+        memory_facts: 4,
+        memory_freezes: 0,
+        artifacts: 1,
+        audit_events_redacted: 14,
+      },
     }),
   })
   .openapi("ErasureSummary");
