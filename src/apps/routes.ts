@@ -142,7 +142,8 @@ async function visit(c: Context<AppEnv>) {
   if (row.visibility === "private" && (await visitorWorkspace(c)) !== row.workspaceId) return notFoundPage(c);
   const rest = raw.slice(prefix.length);
   // The app's root is its directory, so relative links resolve inside it.
-  if (rest === "") return c.redirect(`${prefix}/`, 308);
+  if (rest === "")
+    return c.body(null, 308, { ...SANDBOX_HEADERS, Location: `${prefix}/`, "Cache-Control": "no-store" });
   const path = bundlePath(rest.slice(1));
   const manifest = manifestOf(row);
   const n = path === null ? -1 : manifest.findIndex((f) => f.path === path);
