@@ -96,7 +96,6 @@ const SANDBOX_HEADERS: Record<string, string> = {
   "Content-Security-Policy": APP_CSP,
   "X-Content-Type-Options": "nosniff",
   "Referrer-Policy": "no-referrer",
-  "Cross-Origin-Resource-Policy": "same-origin",
 };
 
 function notFoundPage(c: Context<AppEnv>) {
