@@ -27,7 +27,7 @@ let completeError: string | null = null;
 let teamCounter = 0;
 const tokens = new Map<string, string>();
 
-async function recordForm(request: Request): Promise<SlackCall> {
+async function recordForm(request: { url: string; headers: Headers; text(): Promise<string> }): Promise<SlackCall> {
   const form = Object.fromEntries(new URLSearchParams(await request.text()));
   const entry = { url: request.url, auth: request.headers.get("Authorization"), form };
   calls.push(entry);
