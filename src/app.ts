@@ -4,6 +4,7 @@ import { secureHeaders } from "hono/secure-headers";
 import { accountArea } from "./account";
 import { adminArea } from "./admin";
 import { agentsArea } from "./agents";
+import { appsArea } from "./apps";
 import { artifactsArea } from "./artifacts";
 import { auditArea } from "./audit";
 import { billingArea } from "./billing";
@@ -18,6 +19,7 @@ import { oauthArea } from "./oauth";
 import { problem } from "./platform/problem";
 import { signinArea } from "./signin";
 import { skillsArea } from "./skills";
+import { teamchatArea } from "./teamchat";
 import { workspaceArea } from "./workspace";
 
 /**
@@ -39,6 +41,8 @@ export const AREAS: readonly Area[] = [
   memoryArea,
   artifactsArea, // after the conversations: erasure deletes what is left in no conversation
   skillsArea,
+  appsArea, // apps are workspace data: no erase step
+  teamchatArea,
   auditArea, // last: erasure redacts the chain after every other area's step
 ];
 

@@ -344,6 +344,12 @@ const COVERED_ELSEWHERE: Record<string, string> = {
   "POST /v1/api/conversations/{id}/participants": "conversations.test.ts (conversation.participant.add)",
   "POST /v1/api/conversations/{id}/messages": "conversations.test.ts (conversation.turn; needs a model)",
   "POST /v1/api/ask": "conversations.test.ts (conversation.create in fast mode; needs a model)",
+  "DELETE /v1/api/apps/{id}": "apps.test.ts (app.destroy, success and denied; needs a published app)",
+  "POST /v1/api/integrations/slack/install":
+    "changes nothing: answers a signed URL; the install is audited at the callback (teamchat.test.ts)",
+  "DELETE /v1/api/integrations/slack": "teamchat.test.ts (teamchat.uninstall; needs the fake Slack)",
+  "POST /v1/api/artifacts/{id}/deliver": "teamchat.test.ts (teamchat.deliver; needs the fake Slack)",
+  "POST /v1/webhooks/slack": "teamchat.test.ts (teamchat.uninstall by app_uninstalled / tokens_revoked; signed events)",
   "POST /v1/webhooks/stripe": "billing-webhook.test.ts (billing.credit, billing.refund, billing.plan; signed events)",
 };
 

@@ -1,6 +1,7 @@
 import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
 import { auditLog } from "../durable-objects/audit-log/client";
+import { publishApp } from "../src/apps/service";
 import { rememberFact } from "../src/memory/service";
 import { createAgent, IMAGES } from "./support/agents";
 import { call } from "./support/api";
@@ -162,6 +163,21 @@ beforeAll(async () => {
     const res = await uploadFile(ws.adminToken, ids.conversation!, { name: "hostile.txt", content: "bytes" });
     ids.artifact = ((await res.json()) as { id: string }).id;
   }
+  for (const [ws, ids] of [
+    [A, own],
+    [B, foreign],
+  ] as const) {
+    const app = await publishApp(env, {
+      workspaceId: ws.workspace.id,
+      title: "Hostile app",
+      visibility: "public",
+      conversationId: null,
+      creatorUserId: ws.user.id,
+      agentId: null,
+      files: [{ path: "index.html", contentType: "text/html; charset=utf-8", bytes: new TextEncoder().encode("hi") }],
+    });
+    ids.app = app.id;
+  }
   own.avatarHash = /\/v1\/avatars\/[^/]+\/([0-9a-f]{64})$/.exec(agentA.avatar_url!)![1]!;
   const skills = (await (await call("GET", "/v1/api/skills", { token: A.adminToken })).json()) as {
     skills: { slug: string }[];
@@ -189,7 +205,8 @@ function paramKind(
   | "conversation"
   | "fact"
   | "agentSlug"
-  | "artifact" {
+  | "artifact"
+  | "app" {
   if (path.startsWith("/v1/agents/{id}")) return "agent";
   if (path.startsWith("/v1/api/conversations/{id}")) return "conversation";
   if (path === "/v1/admin/users/{id}/erase") return "user";
@@ -202,6 +219,7 @@ function paramKind(
   if (path === "/v1/memory/freeze/{agent_slug}") return "agentSlug";
   if (path === "/v1/api/conversations/{id}/artifacts") return "conversation";
   if (path.startsWith("/v1/api/artifacts/{id}")) return "artifact";
+  if (path === "/v1/api/apps/{id}") return "app";
   throw new Error(`hostile-input.test.ts does not know which resource {${name}} of ${path} names: add it to paramKind`);
 }
 
@@ -248,6 +266,7 @@ function validBody(key: string): Record<string, unknown> {
     "POST /v1/api/conversations/{id}/participants": () => ({ user_id: own.user }),
     "POST /v1/api/conversations/{id}/messages": () => ({ content: "hello" }),
     "PUT /v1/memory/freeze/{agent_slug}": () => ({ reason: "hostile" }),
+    "POST /v1/api/artifacts/{id}/deliver": () => ({ channel_id: "C0CHAN", message: "hostile" }),
   };
   const make = bodies[key];
   if (!make) throw new Error(`hostile-input.test.ts has no valid body for ${key}: add one`);
@@ -573,6 +592,8 @@ describe("hostile input on every operation of the OpenAPI document", () => {
       "DELETE /v1/api/artifacts/{id}": [200, 403, 404],
       "GET /v1/api/artifacts/{id}/download": [200, 404],
       "POST /v1/api/conversations/{id}/artifacts": [201, 400, 404, 413],
+      "GET /v1/api/apps": [200],
+      "POST /v1/api/artifacts/{id}/deliver": [200, 400, 404],
     };
     const missing = Object.entries(SPEC).flatMap(([key, statuses]) => {
       const op = OPERATIONS.find((o) => o.key === key);

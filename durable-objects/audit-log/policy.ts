@@ -57,6 +57,14 @@ export const AUDIT_DETAIL_FIELDS: Readonly<Record<string, readonly string[]>> = 
   // artifacts: ids in the target; metadata only, never the file name or its content
   "artifact.create": ["source", "content_type", "size", "sensitive"],
   "artifact.delete": ["source", "content_type", "size"],
+  // apps: ids in the target; slug, visibility and sizes only, never a title or a file
+  "app.publish": ["slug", "visibility", "files", "size"],
+  "app.destroy": ["slug", "visibility", "size"],
+  "app.sleep": [],
+  // team chat: Slack ids only, never the bot token or a message's text
+  "teamchat.install": ["team_id", "bot_user_id", "scopes", "reinstall"],
+  "teamchat.uninstall": ["team_id", "cause", "revoked"],
+  "teamchat.deliver": ["channel_id", "file_id", "size", "slack_error"],
   // OAuth authorization server
   "oauth.client.register": [
     "client_id",

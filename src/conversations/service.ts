@@ -1,4 +1,5 @@
 import { type AgentRecord, getAgentRecord, resolveAgent } from "../agents/service";
+import { detachConversationApps } from "../apps/service";
 import { detachConversationArtifacts, visibleArtifactIds } from "../artifacts/service";
 import { parseJsonArray } from "../platform/db";
 import { nowIso } from "../platform/env";
@@ -169,13 +170,16 @@ export async function listMessages(
 
 /**
  * Deletes a conversation the caller takes part in, with its messages and participants; its
- * artifacts stay with their producers, detached, in the same batch.
+ * artifacts stay with their producers, detached, and its apps keep running with no
+ * conversation, in the same batch.
  */
 export async function deleteConversation(env: Env, workspaceId: string, userId: string, id: string): Promise<void> {
   await participantConversation(env, workspaceId, userId, id);
   const detach = detachConversationArtifacts(env, workspaceId, id).toSQL();
+  const detachApps = detachConversationApps(env, workspaceId, id).toSQL();
   await env.DB.batch([
     env.DB.prepare(detach.sql).bind(...detach.params),
+    env.DB.prepare(detachApps.sql).bind(...detachApps.params),
     env.DB.prepare("DELETE FROM messages WHERE conversation_id = ?1").bind(id),
     env.DB.prepare("DELETE FROM conversation_participants WHERE conversation_id = ?1").bind(id),
     env.DB.prepare("DELETE FROM conversations WHERE id = ?1 AND workspace_id = ?2").bind(id, workspaceId),
@@ -376,8 +380,10 @@ export async function eraseParticipation(
       ];
     }
     const detach = detachConversationArtifacts(env, workspaceId, id).toSQL();
+    const detachApps = detachConversationApps(env, workspaceId, id).toSQL();
     return [
       env.DB.prepare(detach.sql).bind(...detach.params),
+      env.DB.prepare(detachApps.sql).bind(...detachApps.params),
       env.DB.prepare("DELETE FROM messages WHERE conversation_id = ?1").bind(id),
       env.DB.prepare("DELETE FROM conversation_participants WHERE conversation_id = ?1").bind(id),
       env.DB.prepare("DELETE FROM conversations WHERE id = ?1").bind(id),

@@ -551,3 +551,67 @@ export const memoryFreezes = sqliteTable(
   },
   (t) => [primaryKey({ columns: [t.workspaceId, t.userId, t.agentSlug] })],
 );
+
+// ---- Apps (src/apps): static bundles published by agents; bytes in R2 under `apps/<workspace>/<app>/<n>` ----
+
+export const apps = sqliteTable(
+  "apps",
+  {
+    id: text("id").primaryKey(),
+    workspaceId: text("workspace_id")
+      .notNull()
+      .references(() => workspaces.id),
+    /** Unique per workspace among apps that are not destroyed. */
+    slug: text("slug").notNull(),
+    title: text("title").notNull(),
+    /** `provisioning`, `running`, `sleeping`, `failed`, `destroyed`. */
+    state: text("state", { enum: ["provisioning", "running", "sleeping", "failed", "destroyed"] }).notNull(),
+    visibility: text("visibility", { enum: ["public", "private"] }).notNull(),
+    runMode: text("run_mode").notNull().default("static"),
+    /** Null once the conversation that published it is deleted; the app keeps running. */
+    conversationId: text("conversation_id"),
+    creatorUserId: text("creator_user_id").references(() => users.id),
+    agentId: text("agent_id"),
+    /** JSON `[{ path, content_type, size }]`; file n is stored under `apps/<workspace>/<app>/<n>`. */
+    files: text("files").notNull(),
+    size: integer("size").notNull(),
+    createdAt: createdAt(),
+    lastActivityAt: text("last_activity_at").notNull(),
+    destroyedAt: text("destroyed_at"),
+  },
+  (t) => [
+    uniqueIndex("apps_workspace_slug_idx").on(t.workspaceId, t.slug).where(sql`state <> 'destroyed'`),
+    index("apps_workspace_activity_idx").on(t.workspaceId, t.lastActivityAt),
+    index("apps_conversation_idx").on(t.conversationId),
+    index("apps_state_activity_idx").on(t.state, t.lastActivityAt),
+  ],
+);
+
+// ---- Team chat (src/teamchat): one Slack install per workspace ----
+
+export const slackInstalls = sqliteTable(
+  "slack_installs",
+  {
+    workspaceId: text("workspace_id")
+      .primaryKey()
+      .references(() => workspaces.id),
+    teamId: text("team_id").notNull(),
+    teamName: text("team_name"),
+    botUserId: text("bot_user_id"),
+    /** The bot token, sealed by platform/secret-box (AES-GCM, bound to the workspace id); null once uninstalled. */
+    botTokenSealed: text("bot_token_sealed"),
+    scopes: text("scopes").notNull().default(""),
+    installedBy: text("installed_by").references(() => users.id),
+    installedAt: text("installed_at").notNull(),
+    /** False after an uninstall here or Slack's `app_uninstalled` / `tokens_revoked`. */
+    live: integer("live", { mode: "boolean" }).notNull().default(true),
+    updatedAt: text("updated_at").notNull(),
+  },
+  (t) => [index("slack_installs_team_idx").on(t.teamId)],
+);
+
+/** Install states already redeemed at the callback: a state works once (rows pruned after they expire). */
+export const slackStateUses = sqliteTable("slack_state_uses", {
+  nonce: text("nonce").primaryKey(),
+  expiresAt: text("expires_at").notNull(),
+});

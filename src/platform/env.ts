@@ -5,7 +5,10 @@
 declare global {
   interface Env {
     BASE_URL?: string;
+    /** base64 of 32 bytes: the AES-GCM key of platform/secret-box.ts. */
     ENCRYPTION_KEY?: string;
+    /** The key before the last rotation: values it sealed still open. */
+    ENCRYPTION_KEY_PREVIOUS?: string;
     LLM_BASE_URL?: string;
     LLM_API_KEY?: string;
     LLM_MODEL?: string;
@@ -24,6 +27,11 @@ declare global {
     SEARCH_API_KEY?: string;
     /** Local development and tests only: JSON map host → origin applied to every guarded outbound fetch. */
     OUTBOUND_ORIGIN_MAP?: string;
+    /** Origin that serves app surfaces (a separate registrable domain in production); `{BASE_URL}` when unset. */
+    APPS_ORIGIN?: string;
+    SLACK_CLIENT_ID?: string;
+    SLACK_CLIENT_SECRET?: string;
+    SLACK_SIGNING_SECRET?: string;
   }
 }
 

@@ -12,7 +12,8 @@ const ROOT = path.resolve(import.meta.dirname, "../..");
 
 export type DevServer = { origin: string; stop: () => Promise<void>; output: () => string };
 
-export async function startDevServer(port: number): Promise<DevServer> {
+/** `vars` are passed as `--var NAME:VALUE` (e.g. a fake model endpoint). */
+export async function startDevServer(port: number, vars: Record<string, string> = {}): Promise<DevServer> {
   const persist = mkdtempSync(path.join(tmpdir(), "svc-e2e-"));
   const env = { ...process.env, WRANGLER_SEND_METRICS: "false", CI: "1" };
   const migrate = spawnSync(
@@ -37,6 +38,7 @@ export async function startDevServer(port: number): Promise<DevServer> {
       "--inspector-port",
       "0",
       "--show-interactive-dev-session=false",
+      ...Object.entries(vars).flatMap(([name, value]) => ["--var", `${name}:${value}`]),
     ],
     { cwd: ROOT, env, detached: true, stdio: ["ignore", "pipe", "pipe"] },
   );

@@ -1,0 +1,28 @@
+import { record } from "../../durable-objects/audit-log/record";
+import type { Area } from "../http/area";
+import { appsRouter } from "./routes";
+import { sleepIdleApps } from "./service";
+import { appTools } from "./tools";
+
+/**
+ * Every minute the scheduler calls the crons; the sweep for idle apps runs once an hour
+ * (at minute 0 of the controller's scheduled time) and returns at once otherwise.
+ */
+async function sleepSweep(env: Env, controller: ScheduledController): Promise<void> {
+  if (new Date(controller.scheduledTime).getUTCMinutes() !== 0) return;
+  const slept = await sleepIdleApps(env, controller.scheduledTime);
+  for (const app of slept)
+    await record(env, app.workspaceId, {
+      kind: "app.sleep",
+      actor: { kind: "system", id: null },
+      target: `app:${app.id}`,
+    });
+}
+
+/** Apps are workspace data: erasing their creator keeps them (no erase step). */
+export const appsArea: Area = {
+  name: "apps",
+  router: appsRouter,
+  tools: appTools,
+  crons: [sleepSweep],
+};

@@ -1,0 +1,54 @@
+import { z } from "@hono/zod-openapi";
+
+export const SlackStatusSchema = z
+  .object({
+    installed: z.boolean().openapi({ description: "A live install: its token works as far as the service knows" }),
+    team_id: z.string().nullable(),
+    team_name: z.string().nullable(),
+    bot_user_id: z.string().nullable(),
+    installed_at: z.string().nullable(),
+  })
+  .strict()
+  .openapi("SlackStatus");
+
+export const InstallUrlSchema = z
+  .object({ url: z.url().openapi({ description: "Slack's authorize page; valid for 10 minutes, once" }) })
+  .strict()
+  .openapi("SlackInstallUrl");
+
+export const DeliverRequestSchema = z
+  .object({
+    channel_id: z
+      .string()
+      .regex(/^[A-Z0-9]{2,40}$/, "a Slack channel id such as C0123ABCD")
+      .openapi({ example: "C0123ABCD", description: "A channel the service's bot belongs to" }),
+    message: z.string().max(3000).optional().openapi({ description: "Posted with the file; the caption otherwise" }),
+  })
+  .strict()
+  .openapi("DeliverRequest");
+
+export const DeliveredSchema = z
+  .object({ delivered: z.literal(true), channel_id: z.string(), file_id: z.string() })
+  .strict()
+  .openapi("Delivered");
+
+export const SlackWebhookHeadersSchema = z.object({
+  "x-slack-signature": z
+    .string()
+    .max(200)
+    .optional()
+    .openapi({ param: { name: "x-slack-signature", in: "header" }, description: "`v0=` HMAC-SHA256 of the request" }),
+  "x-slack-request-timestamp": z
+    .string()
+    .max(20)
+    .optional()
+    .openapi({ param: { name: "x-slack-request-timestamp", in: "header" }, description: "Unix seconds" }),
+});
+
+export const SlackWebhookAckSchema = z
+  .object({
+    ok: z.literal(true),
+    challenge: z.string().optional().openapi({ description: "Echoed for `url_verification`" }),
+  })
+  .strict()
+  .openapi("SlackWebhookAck");

@@ -1,0 +1,258 @@
+import { and, eq, lt } from "drizzle-orm";
+import { findVisibleArtifact } from "../artifacts/service";
+import { artifactKey } from "../artifacts/store";
+import { agents, conversations, slackInstalls, slackStateUses, users } from "../db/schema";
+import { db } from "../platform/db";
+import { nowIso } from "../platform/env";
+import { ApiError, badRequest, notFound } from "../platform/problem";
+import { open, seal } from "../platform/secret-box";
+import { DEAD_TOKEN_ERRORS, SLACK_SCOPES, SlackError, slackAuthorizeUrl, slackCall, uploadBytes } from "./slack";
+import { type InstallState, signState, verifyState } from "./state";
+
+export type Install = typeof slackInstalls.$inferSelect;
+
+/** Files over this size are not delivered (Slack's own limit). */
+export const DELIVER_MAX_BYTES = 1024 * 1024 * 1024;
+
+export type SlackConfig = { clientId: string; clientSecret: string; signingSecret: string };
+
+/** The team-chat app's credentials, or 503 `team_chat_not_configured`. */
+export function slackConfig(env: Env): SlackConfig {
+  if (!env.SLACK_CLIENT_ID || !env.SLACK_CLIENT_SECRET || !env.SLACK_SIGNING_SECRET)
+    throw new ApiError(
+      503,
+      "team_chat_not_configured",
+      "Team chat is not configured (SLACK_CLIENT_ID, SLACK_CLIENT_SECRET, SLACK_SIGNING_SECRET)",
+    );
+  return {
+    clientId: env.SLACK_CLIENT_ID,
+    clientSecret: env.SLACK_CLIENT_SECRET,
+    signingSecret: env.SLACK_SIGNING_SECRET,
+  };
+}
+
+export const callbackUrl = (origin: string) => `${origin}/v1/integrations/slack/callback`;
+
+/** Slack's authorize URL for this workspace's admin, with a signed 10-minute state. */
+export async function installUrl(env: Env, origin: string, workspaceId: string, userId: string): Promise<string> {
+  const config = slackConfig(env);
+  const url = new URL(slackAuthorizeUrl(env));
+  url.searchParams.set("client_id", config.clientId);
+  url.searchParams.set("scope", SLACK_SCOPES.join(","));
+  url.searchParams.set("redirect_uri", callbackUrl(origin));
+  url.searchParams.set("state", await signState(config.clientSecret, workspaceId, userId));
+  return url.toString();
+}
+
+export type StateFailure = "invalid" | "expired" | "reused" | "not_admin";
+
+/**
+ * Checks a returned state and redeems it: signed by us, not expired, never used before (a
+ * conditional insert of its nonce decides races), and its user still an admin of its workspace.
+ */
+export async function redeemState(
+  env: Env,
+  state: string,
+  now = Date.now(),
+): Promise<{ ok: true; state: InstallState } | { ok: false; reason: StateFailure; state?: InstallState }> {
+  const config = slackConfig(env);
+  const verdict = await verifyState(config.clientSecret, state, now);
+  if (!verdict.ok) return verdict;
+  const used = await env.DB.prepare(
+    "INSERT INTO slack_state_uses (nonce, expires_at) VALUES (?1, ?2) ON CONFLICT DO NOTHING RETURNING nonce",
+  )
+    .bind(verdict.state.nonce, new Date(verdict.state.expiresAt).toISOString())
+    .first();
+  if (!used) return { ok: false, reason: "reused", state: verdict.state };
+  const user = await db(env)
+    .select({ role: users.role, erasedAt: users.erasedAt })
+    .from(users)
+    .where(and(eq(users.id, verdict.state.userId), eq(users.workspaceId, verdict.state.workspaceId)))
+    .get();
+  if (!user || user.erasedAt || user.role !== "admin") return { ok: false, reason: "not_admin", state: verdict.state };
+  return verdict;
+}
+
+type OAuthAccess = {
+  access_token?: string;
+  token_type?: string;
+  scope?: string;
+  bot_user_id?: string;
+  team?: { id?: string; name?: string } | null;
+};
+
+/** Exchanges the code with `oauth.v2.access` and stores the bot token sealed; returns the install. */
+export async function completeInstall(
+  env: Env,
+  origin: string,
+  state: InstallState,
+  code: string,
+): Promise<{ install: Install; reinstall: boolean }> {
+  const config = slackConfig(env);
+  const access = await slackCall<OAuthAccess>(env, "oauth.v2.access", {
+    client_id: config.clientId,
+    client_secret: config.clientSecret,
+    code,
+    redirect_uri: callbackUrl(origin),
+  });
+  const token = access.access_token;
+  const teamId = access.team?.id;
+  if (!token || !teamId) throw new SlackError("no_bot_token");
+  const sealed = await seal(env, token, `slack:${state.workspaceId}`);
+  const now = nowIso();
+  const previous = await db(env)
+    .select({ live: slackInstalls.live })
+    .from(slackInstalls)
+    .where(eq(slackInstalls.workspaceId, state.workspaceId))
+    .get();
+  const values = {
+    teamId,
+    teamName: access.team?.name ?? null,
+    botUserId: access.bot_user_id ?? null,
+    botTokenSealed: sealed,
+    scopes: access.scope ?? "",
+    installedBy: state.userId,
+    installedAt: now,
+    live: true,
+    updatedAt: now,
+  };
+  const install = await db(env)
+    .insert(slackInstalls)
+    .values({ workspaceId: state.workspaceId, ...values })
+    .onConflictDoUpdate({ target: slackInstalls.workspaceId, set: values })
+    .returning()
+    .get();
+  return { install, reinstall: !!previous };
+}
+
+export async function findInstall(env: Env, workspaceId: string): Promise<Install | null> {
+  return (await db(env).select().from(slackInstalls).where(eq(slackInstalls.workspaceId, workspaceId)).get()) ?? null;
+}
+
+const liveToken = async (env: Env, install: Install | null): Promise<string | null> => {
+  if (!install?.live || !install.botTokenSealed) return null;
+  return open(env, install.botTokenSealed, `slack:${install.workspaceId}`).catch(() => null);
+};
+
+/** Marks an install not live and forgets its token (ours or Slack's uninstall). Answers whether it was live. */
+export async function retireInstall(env: Env, workspaceId: string): Promise<boolean> {
+  const row = await db(env)
+    .update(slackInstalls)
+    .set({ live: false, botTokenSealed: null, updatedAt: nowIso() })
+    .where(and(eq(slackInstalls.workspaceId, workspaceId), eq(slackInstalls.live, true)))
+    .returning({ workspaceId: slackInstalls.workspaceId })
+    .get();
+  return !!row;
+}
+
+/** Uninstalls: revokes the bot token at Slack (best effort) and retires the install. */
+export async function uninstall(
+  env: Env,
+  workspaceId: string,
+): Promise<{ teamId: string; revoked: boolean; changed: boolean } | null> {
+  const install = await findInstall(env, workspaceId);
+  if (!install) return null;
+  const token = await liveToken(env, install);
+  let revoked = false;
+  if (token)
+    revoked = await slackCall(env, "auth.revoke", {}, token).then(
+      () => true,
+      () => false,
+    );
+  const changed = await retireInstall(env, workspaceId);
+  return { teamId: install.teamId, revoked, changed };
+}
+
+/** Slack told us (webhook) the app left a team: every install of that team stops being live. */
+export async function retireTeam(env: Env, teamId: string): Promise<string[]> {
+  const rows = await db(env)
+    .update(slackInstalls)
+    .set({ live: false, botTokenSealed: null, updatedAt: nowIso() })
+    .where(and(eq(slackInstalls.teamId, teamId), eq(slackInstalls.live, true)))
+    .returning({ workspaceId: slackInstalls.workspaceId })
+    .all();
+  return rows.map((r) => r.workspaceId);
+}
+
+/** Forgets redeemed states once they could not be presented anyway. */
+export async function pruneStates(env: Env, now = Date.now()): Promise<void> {
+  await db(env)
+    .delete(slackStateUses)
+    .where(lt(slackStateUses.expiresAt, new Date(now).toISOString()))
+    .run();
+}
+
+export const notInstalled = (detail = "Team chat is not installed for this workspace") =>
+  badRequest("team_chat_not_installed", detail);
+
+export type Delivery = { channelId: string; fileId: string; size: number; conversationId: string };
+
+/**
+ * Delivers an artifact into a Slack channel as the conversation's agent: the three calls of
+ * Slack's external upload (`files.getUploadURLExternal`, the bytes streamed from R2 to the
+ * upload URL, `files.completeUploadExternal` with the initial comment).
+ */
+export async function deliverArtifact(
+  env: Env,
+  caller: { workspaceId: string; userId: string; userName: string },
+  artifactId: string,
+  channelId: string,
+  message: string | undefined,
+): Promise<Delivery> {
+  const artifact = await findVisibleArtifact(env, caller.workspaceId, caller.userId, artifactId);
+  if (!artifact) throw notFound("No such artifact");
+  if (!artifact.conversationId)
+    throw badRequest("not_deliverable", "The artifact is no longer in a conversation, so no agent can post it");
+  if (artifact.sensitive) throw badRequest("not_deliverable", "Sensitive artifacts are never shared to team chat");
+  if (artifact.size > DELIVER_MAX_BYTES) throw badRequest("not_deliverable", "The artifact is larger than 1 GiB");
+  if (artifact.size === 0) throw badRequest("not_deliverable", "The artifact is empty");
+
+  const install = await findInstall(env, caller.workspaceId);
+  if (!install?.live) throw notInstalled();
+  const token = await liveToken(env, install);
+  if (!token) throw notInstalled("The stored team-chat credentials cannot be used; install team chat again");
+
+  const agent = await db(env)
+    .select({ name: agents.displayName })
+    .from(conversations)
+    .innerJoin(agents, eq(agents.id, conversations.agentId))
+    .where(and(eq(conversations.id, artifact.conversationId), eq(conversations.workspaceId, caller.workspaceId)))
+    .get();
+  const agentName = artifact.agentId
+    ? ((await db(env).select({ name: agents.displayName }).from(agents).where(eq(agents.id, artifact.agentId)).get())
+        ?.name ?? agent?.name)
+    : agent?.name;
+
+  const onSlackError = async (e: unknown): Promise<never> => {
+    if (!(e instanceof SlackError)) throw e;
+    if (e.error === "not_in_channel" || e.error === "channel_not_found")
+      throw badRequest("bot_not_in_channel", "The service's bot is not a member of that channel; invite it first");
+    if (DEAD_TOKEN_ERRORS.has(e.error)) {
+      await retireInstall(env, caller.workspaceId);
+      throw notInstalled("Slack no longer accepts this workspace's install; install team chat again");
+    }
+    throw new ApiError(502, "team_chat_failed", `Slack refused the delivery (${e.error})`);
+  };
+
+  const upload = await slackCall<{ upload_url: string; file_id: string }>(
+    env,
+    "files.getUploadURLExternal",
+    { filename: artifact.name, length: String(artifact.size) },
+    token,
+  ).catch(onSlackError);
+  const object = await env.FILES.get(artifactKey(artifact.workspaceId, artifact.id));
+  if (!object) throw notFound("No such artifact");
+  await uploadBytes(env, upload.upload_url, object.body, object.size).catch(onSlackError);
+  const lead = message?.trim() ? message.trim() : artifact.caption || artifact.name;
+  await slackCall(
+    env,
+    "files.completeUploadExternal",
+    {
+      files: JSON.stringify([{ id: upload.file_id, title: artifact.name }]),
+      channel_id: channelId,
+      initial_comment: `*${agentName ?? "Agent"}*: ${lead}\n_shared from studio by ${caller.userName}_`,
+    },
+    token,
+  ).catch(onSlackError);
+  return { channelId, fileId: upload.file_id, size: artifact.size, conversationId: artifact.conversationId };
+}
