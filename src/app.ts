@@ -16,6 +16,7 @@ import { BEARER, createRouter, limitBody } from "./http/route";
 import { memoryArea } from "./memory";
 import { oauthArea } from "./oauth";
 import { problem } from "./platform/problem";
+import { profileArea } from "./profile";
 import { signinArea } from "./signin";
 import { skillsArea } from "./skills";
 import { workspaceArea } from "./workspace";
@@ -39,6 +40,7 @@ export const AREAS: readonly Area[] = [
   memoryArea,
   artifactsArea, // after the conversations: erasure deletes what is left in no conversation
   skillsArea,
+  profileArea,
   auditArea, // last: erasure redacts the chain after every other area's step
 ];
 

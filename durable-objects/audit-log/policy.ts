@@ -57,6 +57,9 @@ export const AUDIT_DETAIL_FIELDS: Readonly<Record<string, readonly string[]>> = 
   // artifacts: ids in the target; metadata only, never the file name or its content
   "artifact.create": ["source", "content_type", "size", "sensitive"],
   "artifact.delete": ["source", "content_type", "size"],
+  // business profile: field names only for an update; the crawl's outcome, never page content
+  "profile.update": ["fields", "cleared", "domain_changed"],
+  "profile.crawl": ["domain", "crawl_status", "pages", "truncated", "fields", "technologies", "error_code", "error"],
   // OAuth authorization server
   "oauth.client.register": [
     "client_id",
