@@ -58,7 +58,7 @@ export function checkDomain(env: Env, raw: string): DomainCheck {
   if (!labels.every((l) => LABEL.test(l))) return fail("not a valid domain name");
   const reserved = RESERVED_SUFFIXES.some((r) => name === r || name.endsWith(`.${r}`));
   if (labels.length < 2)
-    return fail(reserved ? "localhost is not a public domain" : "a single label is not a public domain");
+    return fail(name === "localhost" ? "localhost is not a public domain" : "a single label is not a public domain");
   if (reserved && !isMappedHost(env, name)) return fail("a local or reserved name is not a public domain");
   return { ok: true, domain: name };
 }

@@ -70,7 +70,8 @@ export function googleFontFamilies(href: string): string[] {
     .filter(Boolean);
 }
 
-const SKIP = "script, style, noscript, template, svg, nav, header, footer, aside, form, button, select";
+// `style` is not here: its own handler reads it (an element keeps one end-tag handler).
+const SKIP = "script, noscript, template, svg, nav, header, footer, aside, form, button, select";
 const TEXT_BLOCKS = "h1, h2, h3, p, li";
 
 /** Reads a home page as it streams. `technologies` collects the page's clues. */
