@@ -248,6 +248,7 @@ function validBody(key: string): Record<string, unknown> {
     "POST /v1/api/conversations/{id}/participants": () => ({ user_id: own.user }),
     "POST /v1/api/conversations/{id}/messages": () => ({ content: "hello" }),
     "PUT /v1/memory/freeze/{agent_slug}": () => ({ reason: "hostile" }),
+    "PUT /v1/api/business-profile": () => ({ summary: "A hostile-input bakery" }),
   };
   const make = bodies[key];
   if (!make) throw new Error(`hostile-input.test.ts has no valid body for ${key}: add one`);
@@ -573,6 +574,8 @@ describe("hostile input on every operation of the OpenAPI document", () => {
       "DELETE /v1/api/artifacts/{id}": [200, 403, 404],
       "GET /v1/api/artifacts/{id}/download": [200, 404],
       "POST /v1/api/conversations/{id}/artifacts": [201, 400, 404, 413],
+      "GET /v1/api/business-profile": [200],
+      "PUT /v1/api/business-profile": [200, 400],
     };
     const missing = Object.entries(SPEC).flatMap(([key, statuses]) => {
       const op = OPERATIONS.find((o) => o.key === key);
