@@ -19,6 +19,8 @@ export default defineConfig(async () => {
       exclude: ["test/e2e/**"],
       setupFiles: ["./test/setup.ts"],
       testTimeout: 30_000,
+      // Vitest empties CSS modules by default; the crawler's fixture stylesheets are read as text.
+      css: { include: [/test\/fixtures\/.*\.css/] },
     },
   };
 });

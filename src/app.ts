@@ -17,6 +17,7 @@ import { BEARER, createRouter, limitBody } from "./http/route";
 import { memoryArea } from "./memory";
 import { oauthArea } from "./oauth";
 import { problem } from "./platform/problem";
+import { profileArea } from "./profile";
 import { signinArea } from "./signin";
 import { skillsArea } from "./skills";
 import { teamchatArea } from "./teamchat";
@@ -43,6 +44,7 @@ export const AREAS: readonly Area[] = [
   skillsArea,
   appsArea, // apps are workspace data: no erase step
   teamchatArea,
+  profileArea,
   auditArea, // last: erasure redacts the chain after every other area's step
 ];
 

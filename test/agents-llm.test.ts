@@ -1,7 +1,6 @@
 import { env } from "cloudflare:workers";
 import { MockLanguageModelV4 } from "ai/test";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { type BusinessProfileFacts, registerBusinessProfileSource } from "../src/agents/profile-source";
 import { type AgentRow, SuggestInstructionsResponseSchema } from "../src/agents/schemas";
 import { draftInstructions, redactForModel, SUGGESTION_SYSTEM_PROMPT, suggestionPrompt } from "../src/agents/suggest";
 import { agentLanguageModel, imageModel, languageModel } from "../src/llm/model";
@@ -11,12 +10,10 @@ import { createAgent, getAgent } from "./support/agents";
 import { call, expectProblem, parse } from "./support/api";
 import { auditEvents } from "./support/audit";
 import { callWith, fakeLlm, LLM_ENV, llmServer } from "./support/fake-llm";
+import { deleteProfile, seedProfile } from "./support/profile";
 import { addUser, signupWorkspace } from "./support/seed";
 
 type ChatBody = { model: string; messages: { role: string; content: string }[] };
-
-const profiles = new Map<string, BusinessProfileFacts>();
-registerBusinessProfileSource(async (_env, workspaceId) => profiles.get(workspaceId) ?? null);
 
 describe("POST /v1/agents/{id}/suggest-instructions", () => {
   let ws: Awaited<ReturnType<typeof signupWorkspace>>;
@@ -43,9 +40,9 @@ describe("POST /v1/agents/{id}/suggest-instructions", () => {
       skills: ["document-reader"],
     });
   });
-  afterEach(() => {
+  afterEach(async () => {
     fakeLlm.reset();
-    profiles.clear();
+    await deleteProfile(ws.workspace.id);
   });
   afterAll(() => llmServer.close());
 
@@ -53,11 +50,13 @@ describe("POST /v1/agents/{id}/suggest-instructions", () => {
     callWith(vars, "POST", `/v1/agents/${id}/suggest-instructions`, { token: ws.adminToken });
 
   it("drafts from the agent and the business profile through the configured endpoint, without saving", async () => {
-    profiles.set(ws.workspace.id, {
-      domain: "harbor.example",
+    await seedProfile(ws.workspace.id, "harbor.example", {
       summary: "Freight forwarding for small importers.",
       industry: "Logistics",
-      technologies: ["Shopify", "Zendesk"],
+      technologies: [
+        { name: "Shopify", confidence: 0.95 },
+        { name: "Zendesk", confidence: 0.9 },
+      ],
     });
     fakeLlm.chatReply = "```\nYou are Concierge, the shipping assistant of Harbor Freight Co.\n```";
     const res = await suggest();

@@ -265,6 +265,14 @@ const SUCCESS: Record<string, Success> = {
       return { target: `agent:${agent.id}`, intent: "unfreeze" };
     },
   },
+  "PUT /v1/api/business-profile": {
+    kind: "profile.update",
+    run: async (ws) => {
+      // overrides only: a domain would queue a crawl of a site this file does not fake
+      await ok(await call("PUT", "/v1/api/business-profile", { token: ws.adminToken, body: { industry: "Retail" } }));
+      return { target: `workspace:${ws.workspace.id}`, intent: "update" };
+    },
+  },
   "POST /v1/api/conversations/{id}/artifacts": {
     kind: "artifact.create",
     run: async (ws) => {

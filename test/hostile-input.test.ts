@@ -267,6 +267,7 @@ function validBody(key: string): Record<string, unknown> {
     "POST /v1/api/conversations/{id}/messages": () => ({ content: "hello" }),
     "PUT /v1/memory/freeze/{agent_slug}": () => ({ reason: "hostile" }),
     "POST /v1/api/artifacts/{id}/deliver": () => ({ channel_id: "C0CHAN", message: "hostile" }),
+    "PUT /v1/api/business-profile": () => ({ summary: "A hostile-input bakery" }),
   };
   const make = bodies[key];
   if (!make) throw new Error(`hostile-input.test.ts has no valid body for ${key}: add one`);
@@ -594,6 +595,8 @@ describe("hostile input on every operation of the OpenAPI document", () => {
       "POST /v1/api/conversations/{id}/artifacts": [201, 400, 404, 413],
       "GET /v1/api/apps": [200],
       "POST /v1/api/artifacts/{id}/deliver": [200, 400, 404],
+      "GET /v1/api/business-profile": [200],
+      "PUT /v1/api/business-profile": [200, 400],
     };
     const missing = Object.entries(SPEC).flatMap(([key, statuses]) => {
       const op = OPERATIONS.find((o) => o.key === key);

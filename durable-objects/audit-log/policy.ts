@@ -65,6 +65,9 @@ export const AUDIT_DETAIL_FIELDS: Readonly<Record<string, readonly string[]>> = 
   "teamchat.install": ["team_id", "bot_user_id", "scopes", "reinstall"],
   "teamchat.uninstall": ["team_id", "cause", "revoked"],
   "teamchat.deliver": ["channel_id", "file_id", "size", "slack_error"],
+  // business profile: field names only for an update; the crawl's outcome, never page content
+  "profile.update": ["fields", "cleared", "domain_changed"],
+  "profile.crawl": ["domain", "crawl_status", "pages", "truncated", "fields", "technologies", "error_code", "error"],
   // OAuth authorization server
   "oauth.client.register": [
     "client_id",

@@ -5,12 +5,12 @@ import { apiRoute, createRouter, jsonBody, jsonResponse, MiB } from "../http/rou
 import { imageModel, languageModel } from "../llm/model";
 import { baseUrl } from "../platform/env";
 import { ApiError, problemResponse } from "../platform/problem";
+import { readBusinessProfile } from "../profile/service";
 import { avatarPrompt, generateAvatarImage } from "./avatar-generation";
 import { avatarRouter } from "./avatar-routes";
 import { decodeAvatarUpload, monogramAvatar, storeAvatar } from "./avatars";
 import { listSkills } from "./catalogue";
 import { catalogueRouter } from "./catalogue-routes";
-import { readBusinessProfile } from "./profile-source";
 import {
   AgentIdParamSchema,
   AgentListSchema,

@@ -1,6 +1,6 @@
 import { generateText, type LanguageModel } from "ai";
 import { ApiError } from "../platform/problem";
-import type { BusinessProfileFacts } from "./profile-source";
+import type { BusinessProfileFacts } from "../profile/service";
 import type { AgentRow } from "./schemas";
 
 /**

@@ -134,6 +134,13 @@ function originMap(env: Env): Map<string, string> {
   return map;
 }
 
+/** Whether `OUTBOUND_ORIGIN_MAP` maps the host (local development and tests only). */
+export function isMappedHost(env: Env, host: string): boolean {
+  const map = originMap(env);
+  const h = host.toLowerCase();
+  return map.has(h) || map.has(`https://${h}`) || map.has(`http://${h}`);
+}
+
 const mappedOrigin = (map: Map<string, string>, url: URL) =>
   map.get(url.origin) ?? map.get(url.host) ?? map.get(url.hostname) ?? null;
 
