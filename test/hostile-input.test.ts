@@ -11,10 +11,12 @@ import { addUser, PASSWORD, signupWorkspace } from "./support/seed";
 /**
  * Every operation of the OpenAPI document gets hostile input: malformed JSON, JSON of the
  * wrong kind (array, string, null), every field of the wrong type, a 100 KB string in each
- * field, unknown fields, a wrong Content-Type, an over-limit body, and path parameters that
- * are not UUIDs, unknown UUIDs or another workspace's ids. The answer is never a 5xx the
- * operation does not document, and every 4xx has its documented shape: a problem body, the
- * OAuth error shape on OAuth endpoints, an HTML page on browser pages.
+ * field, unknown fields, a wrong Content-Type, an over-limit body, path parameters that
+ * are not UUIDs, unknown UUIDs or another workspace's ids, and on every string parameter and
+ * field its documented maximum length made of multi-byte characters (the most bytes the
+ * document allows). The answer is never a 5xx the operation does not document, and every 4xx
+ * has its documented shape: a problem body, the OAuth error shape on OAuth endpoints, an HTML
+ * page on browser pages.
  */
 
 type Schema = {
@@ -28,6 +30,8 @@ type Schema = {
   enum?: unknown[];
   const?: unknown;
   maxItems?: number;
+  maxLength?: number;
+  format?: string;
 };
 type Operation = {
   parameters?: { name: string; in: string; schema?: Schema }[];
@@ -54,6 +58,12 @@ const SKIPPED: Record<string, string> = {
 };
 
 const KB100 = "x".repeat(100 * 1024);
+/**
+ * The longest values a string of `maxLength` may be, in the most bytes: one UTF-16 unit and
+ * three UTF-8 bytes per character ("€"), and one code point but four bytes and two UTF-16
+ * units per character ("😀", JSON Schema counts code points).
+ */
+const longest = (maxLength: number) => ["€".repeat(maxLength), "😀".repeat(maxLength)];
 const unique = () => crypto.randomUUID().slice(0, 8);
 const UNKNOWN_UUID = "0190f5e2-7c1a-7000-8000-000000000000";
 const NOT_UUIDS = [
@@ -330,6 +340,13 @@ function pathCases(op: (typeof OPERATIONS)[number]): Case[] {
         expect: "4xx",
       });
     }
+    const maxLength = resolve(op.op.parameters?.find((p) => p.in === "path" && p.name === name)?.schema).maxLength;
+    for (const long of maxLength === undefined ? [] : longest(maxLength))
+      cases.push({
+        label: `{${name}} ${maxLength} × ${long.slice(0, 2)}`,
+        path: fill(op.path, (n) => (n === name ? encodeURIComponent(long) : others(n))),
+        ...bodyOf(),
+      });
     if (kind === "skill" || kind === "mcp" || kind === "avatarHash") continue;
     // The avatar download is public by design: another workspace's avatar is served to anyone.
     if (kind === "workspace") continue;
@@ -358,11 +375,12 @@ function queryCases(op: (typeof OPERATIONS)[number]): Case[] {
     const t = jsonType(p.schema);
     const numeric = t === "integer" || t === "number";
     const wrong = numeric ? "twelve" : "%00%FF{}";
+    const maxLength = resolve(p.schema).maxLength;
     const extremes = numeric
       ? ["999999999999999999", "-999999999999999999", "1e3", "0x10", "1.5"]
-      : ["%F0%9F%98%80%E2%80%AE%00"];
+      : ["%F0%9F%98%80%E2%80%AE%00", ...(maxLength === undefined ? [] : longest(maxLength).map(encodeURIComponent))];
     return [
-      ...extremes.map((v) => ({ label: `?${p.name}=${v}`, path: `${base}?${p.name}=${v}` })),
+      ...extremes.map((v) => ({ label: `?${p.name}=${v.slice(0, 40)}`, path: `${base}?${p.name}=${v}` })),
       { label: `?${p.name} wrong type`, path: `${base}?${p.name}=${wrong}` },
       { label: `?${p.name} 100 KB`, path: `${base}?${p.name}=${"9".repeat(100 * 1024)}` },
       { label: `?${p.name} repeated`, path: `${base}?${p.name}=1&${p.name}=2` },
@@ -499,9 +517,11 @@ function bodyCases(op: (typeof OPERATIONS)[number]): Case[] {
   for (const [k, s] of props) {
     const t = jsonType(s);
     const max = resolve(s).maxItems ?? 100;
+    const maxLength = resolve(s).maxLength;
+    const itemMaxLength = t === "array" ? resolve(resolve(s).items).maxLength : undefined;
     const edges: unknown[] =
       t === "string"
-        ? ["\u0000\ud800\u202e😀", " ", ""]
+        ? ["\u0000\ud800\u202e😀", " ", "", ...(maxLength === undefined ? [] : longest(maxLength))]
         : t === "integer" || t === "number"
           ? [1e308, -1, 0, 1.5, 2 ** 53 + 1]
           : t === "array"
@@ -509,6 +529,7 @@ function bodyCases(op: (typeof OPERATIONS)[number]): Case[] {
                 Array.from({ length: max }, (_, i) => `v${i}`),
                 Array.from({ length: max + 1 }, (_, i) => `v${i}`),
                 ["dup", "dup"],
+                ...(itemMaxLength === undefined ? [] : longest(itemMaxLength).map((long) => [long])),
               ]
             : [];
     for (const edge of edges) {
