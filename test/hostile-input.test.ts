@@ -231,7 +231,7 @@ function validBody(key: string): Record<string, unknown> {
       email: `v-${unique()}@example.com`,
       password: PASSWORD,
     }),
-    "POST /v1/api/me/erase": () => ({ confirm: true }),
+    "POST /v1/api/me/erase": () => ({ confirm: true, password: PASSWORD }),
     "POST /v1/api/admin/users": () => ({ email: `u-${unique()}@example.com`, role: "member" }),
     "POST /v1/api/admin/tokens": () => ({ name: "valid", scopes: ["agents:read"] }),
     "POST /v1/admin/users/{id}/erase": () => ({ confirm: true }),
