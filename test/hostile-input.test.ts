@@ -14,9 +14,9 @@ import { addUser, PASSWORD, signupWorkspace } from "./support/seed";
  * field, unknown fields, a wrong Content-Type, an over-limit body, path parameters that
  * are not UUIDs, unknown UUIDs or another workspace's ids, and on every string parameter and
  * field its documented maximum length made of multi-byte characters (the most bytes the
- * document allows). The answer is never a 5xx the operation does not document, and every 4xx
- * has its documented shape: a problem body, the OAuth error shape on OAuth endpoints, an HTML
- * page on browser pages.
+ * document allows). Every answer has a status the document lists for the operation (and a
+ * 5xx only with its own code, never the catch-all), and every 4xx has its documented shape: a
+ * problem body, the OAuth error shape on OAuth endpoints, an HTML page on browser pages.
  */
 
 type Schema = {
@@ -31,7 +31,8 @@ type Schema = {
   const?: unknown;
   maxItems?: number;
   maxLength?: number;
-  format?: string;
+  minimum?: number;
+  maximum?: number;
 };
 type Operation = {
   parameters?: { name: string; in: string; schema?: Schema }[];
@@ -294,12 +295,11 @@ async function check(op: (typeof OPERATIONS)[number], c: Case, failures: string[
     json = null;
   }
 
-  if (res.status >= 500) {
-    // Only a 5xx the operation documents, with its own code (never the catch-all), is an answer.
-    const documented = String(res.status) in op.op.responses;
-    if (!documented || json?.code === "internal_error" || json?.error === "server_error")
-      return void fail("undocumented or unexpected 5xx");
-  }
+  // Every status the server answers is one the document lists for the operation.
+  if (!(String(res.status) in op.op.responses)) return void fail("status not documented for this operation");
+  // A documented 5xx is an answer only with its own code, never the catch-all.
+  if (res.status >= 500 && (json?.code === "internal_error" || json?.error === "server_error"))
+    return void fail("unexpected 5xx");
   if (c.expect === "4xx" && (res.status < 400 || res.status >= 500)) fail("expected a 4xx");
   if (c.expect === 404 && res.status !== 404) fail("expected 404");
   if (res.status >= 400) {
@@ -379,7 +379,15 @@ function queryCases(op: (typeof OPERATIONS)[number]): Case[] {
     const extremes = numeric
       ? ["999999999999999999", "-999999999999999999", "1e3", "0x10", "1.5"]
       : ["%F0%9F%98%80%E2%80%AE%00", ...(maxLength === undefined ? [] : longest(maxLength).map(encodeURIComponent))];
+    // Just inside the declared bounds is answered; just beyond them is refused.
+    const { minimum, maximum } = resolve(p.schema);
+    const beyond = [
+      ...(maximum === undefined ? [] : [String(BigInt(maximum) + 1n)]),
+      ...(minimum === undefined ? [] : [String(BigInt(minimum) - 1n)]),
+    ];
+    extremes.push(...[minimum, maximum].filter((b) => b !== undefined).map(String));
     return [
+      ...beyond.map((v) => ({ label: `?${p.name}=${v}`, path: `${base}?${p.name}=${v}`, expect: "4xx" as const })),
       ...extremes.map((v) => ({ label: `?${p.name}=${v.slice(0, 40)}`, path: `${base}?${p.name}=${v}` })),
       { label: `?${p.name} wrong type`, path: `${base}?${p.name}=${wrong}` },
       { label: `?${p.name} 100 KB`, path: `${base}?${p.name}=${"9".repeat(100 * 1024)}` },
@@ -555,6 +563,16 @@ describe("hostile input on every operation of the OpenAPI document", () => {
     }
   });
 
+  it("declares the bounds of every integer parameter", () => {
+    const unbounded = OPERATIONS.flatMap((op) =>
+      (op.op.parameters ?? [])
+        .filter((p) => jsonType(p.schema) === "integer")
+        .filter((p) => resolve(p.schema).minimum === undefined || resolve(p.schema).maximum === undefined)
+        .map((p) => `${op.key} ?${p.name}`),
+    );
+    expect(unbounded).toEqual([]);
+  });
+
   it("documents every status the spec lists for these endpoints", () => {
     const SPEC: Record<string, number[]> = {
       "GET /v1/admin/audit": [200, 403],
@@ -605,7 +623,7 @@ describe("hostile input on every operation of the OpenAPI document", () => {
 
   for (const op of OPERATIONS) {
     if (SKIPPED[op.key]) continue;
-    it(`${op.key}: never an undocumented 5xx, every refusal in its documented shape`, async () => {
+    it(`${op.key}: only documented statuses, every refusal in its documented shape`, async () => {
       const failures: string[] = [];
       const cases = [...pathCases(op), ...queryCases(op), ...(op.method === "GET" ? [] : bodyCases(op))];
       for (const c of cases) await check(op, c, failures);
