@@ -48,6 +48,9 @@ export const AREAS: readonly Area[] = [
   auditArea, // last: erasure redacts the chain after every other area's step
 ];
 
+/** Where the API reference's script is served from: a static asset (see tools/docs-assets.mjs). */
+export const DOCS_SCRIPT = "/v1/docs/scalar/standalone.js";
+
 export function createApp(registry: AreaRegistry = registryOf(AREAS)) {
   const app = createRouter();
 
@@ -76,7 +79,17 @@ export function createApp(registry: AreaRegistry = registryOf(AREAS)) {
     },
     servers: [{ url: c.env.BASE_URL || new URL(c.req.url).origin }],
   }));
-  app.get("/v1/docs", Scalar({ url: "/v1/openapi.json", pageTitle: "Workspace Agent Service API" }));
+  // The reference's script is a static asset of this Worker (wrangler.toml [assets]), never a CDN's.
+  app.get(
+    "/v1/docs",
+    Scalar({
+      url: "/v1/openapi.json",
+      pageTitle: "Workspace Agent Service API",
+      cdn: DOCS_SCRIPT,
+      // The default fonts come from a font CDN; the system fonts need nothing from outside.
+      withDefaultFonts: false,
+    }),
+  );
 
   // Registered last, so it runs only for requests no route answered: they too are refused
   // over 1 MiB (413) before the 404. Each route applies its own limit (see `contractRoute`).

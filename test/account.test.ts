@@ -87,6 +87,38 @@ describe("POST /v1/api/signup", () => {
     expect(problem.errors?.map((e) => e.path)).toContain(field);
   });
 
+  it("accepts exactly the email addresses the document's pattern accepts (one definition for both)", async () => {
+    const doc = (await (await call("GET", "/v1/openapi.json")).json()) as {
+      components: { schemas: Record<string, { properties?: Record<string, { format?: string; pattern?: string }> }> };
+    };
+    const emailFields = Object.values(doc.components.schemas).flatMap((schema) =>
+      Object.values(schema.properties ?? {}).filter((field) => field.format === "email"),
+    );
+    expect(emailFields.length).toBeGreaterThanOrEqual(2);
+    const patterns = new Set(emailFields.map((field) => field.pattern));
+    expect(patterns.size).toBe(1);
+    const pattern = new RegExp([...patterns][0]!);
+    const unique = crypto.randomUUID().slice(0, 8);
+    const samples = [
+      `ada-${unique}@acme.test`,
+      `o'brien+tag.${unique}@mail.example.co`,
+      `0${unique}@com`,
+      `a${unique}@b.c`,
+      `x${unique}@localhost`,
+      `x${unique}@-acme.test`,
+      `x${unique}..y@acme.test`,
+      ` ada${unique}@acme.test`,
+      `ada${unique}@acme.test.`,
+      `ada${unique}@[127.0.0.1]`,
+    ];
+    for (const email of samples) {
+      const res = await call("POST", "/v1/api/signup", {
+        body: { workspace_name: "Email Co", email, password: PASSWORD },
+      });
+      expect(res.status, email).toBe(pattern.test(email) ? 201 : 400);
+    }
+  });
+
   it("answers malformed JSON, a wrong content type and an oversized body with problems, not 500", async () => {
     await expectProblem(
       await call("POST", "/v1/api/signup", { rawBody: "{not json", headers: { "Content-Type": "application/json" } }),

@@ -74,7 +74,9 @@ const SUCCESS: Record<string, Success> = {
     kind: "user.erase",
     run: async (ws) => {
       const member = await addUser(ws.adminToken, "member", ["agents:read"]);
-      await ok(await call("POST", "/v1/api/me/erase", { token: member.token, body: { confirm: true } }));
+      await ok(
+        await call("POST", "/v1/api/me/erase", { token: member.token, body: { confirm: true, password: PASSWORD } }),
+      );
       return { target: `user:${member.user.id}`, intent: "erase", secrets: [member.token] };
     },
   },

@@ -229,6 +229,34 @@ describe("GET /v1/admin/audit", () => {
     expect((await get("page=0")).page).toBe(1);
   });
 
+  it("matches q of any allowed length and bytes as a plain substring: no pattern limit, no wildcards", async () => {
+    const ws = await signupWorkspace();
+    const long = "é".repeat(200);
+    await auditLog(env, ws.workspace.id).append([
+      event(1, { kind: "q.test", target: `thing:${long}`, intent: "poke" }),
+      event(2, { kind: "q.test", target: "thing:100%_\\done", intent: "poke" }),
+      event(3, { kind: "q.test", target: "thing:100x", intent: "poke" }),
+    ]);
+    const get = async (q: string) =>
+      parse(
+        await call("GET", `/v1/admin/audit?kind=q.test&q=${encodeURIComponent(q)}`, { token: ws.adminToken }),
+        AuditListSchema,
+      );
+    // SQLite refuses LIKE patterns over 50 bytes; 25 two-byte letters were already a 500.
+    expect((await get("é".repeat(25))).total).toBe(1);
+    expect((await get(long)).total).toBe(1);
+    expect((await get("€".repeat(200))).total).toBe(0);
+    expect((await get("100%_\\")).events.map((e) => e.target)).toEqual(["thing:100%_\\done"]);
+    expect((await get("%")).total).toBe(1);
+    expect((await get("_")).total).toBe(1);
+    expect((await get("THING:100")).total).toBe(2);
+    await expectProblem(
+      await call("GET", `/v1/admin/audit?q=${"é".repeat(201)}`, { token: ws.adminToken }),
+      400,
+      "validation_failed",
+    );
+  });
+
   it("limits the lookback to 90 days by default; 0 or negative days is all time", async () => {
     const ws = await signupWorkspace();
     const stub = auditLog(env, ws.workspace.id);
@@ -243,7 +271,15 @@ describe("GET /v1/admin/audit", () => {
     expect((await get("&days=-5")).total).toBe(1);
     expect((await get("&days=100000")).total).toBe(1);
     // A lookback past the earliest date JavaScript can represent is all time too.
-    expect((await get("&days=999999999999999999")).total).toBe(1);
+    expect((await get("&days=9007199254740991")).total).toBe(1);
+    expect((await get("&days=-9007199254740991")).total).toBe(1);
+    // Beyond a safe integer is refused, as the document declares (minimum/maximum).
+    for (const days of ["9007199254740992", "-9007199254740992", "999999999999999999"])
+      await expectProblem(
+        await call("GET", `/v1/admin/audit?days=${days}`, { token: ws.adminToken }),
+        400,
+        "validation_failed",
+      );
     expect((await get("&days=100000000")).total).toBe(1);
   });
 

@@ -157,10 +157,14 @@ describe("catalogues and state", () => {
       monthlyGrantReference(new Date()),
     ]);
     expect(all.balance).toBe(97);
-    await expectProblem(
-      await call("GET", "/v1/api/billing/credits?limit=ten", { token: ws.adminToken }),
-      400,
-      "validation_failed",
+    for (const limit of ["ten", "9007199254740992"])
+      await expectProblem(
+        await call("GET", `/v1/api/billing/credits?limit=${limit}`, { token: ws.adminToken }),
+        400,
+        "validation_failed",
+      );
+    expect((await call("GET", "/v1/api/billing/credits?limit=9007199254740991", { token: ws.adminToken })).status).toBe(
+      200,
     );
   });
 });

@@ -55,6 +55,15 @@ describe("GET /v1/agent-browser/connect", () => {
     res.webSocket!.close();
   });
 
+  it("checks the token before the upgrade: without one a plain request is 403 with a challenge, not 426", async () => {
+    const attempts: Record<string, string>[] = [{}, { "Sec-WebSocket-Protocol": `svc-pat.svc_pat_${"C".repeat(43)}` }];
+    for (const headers of attempts) {
+      const res = await call("GET", "/v1/agent-browser/connect", { headers });
+      await expectProblem(res, 403);
+      expect(res.headers.get("WWW-Authenticate")).toMatch(/^Bearer realm="agent-browser",.*svc_pat_/);
+    }
+  });
+
   it("answers a request that is not a WebSocket upgrade with 426", async () => {
     const ws = await signupWorkspace();
     const res = await call("GET", "/v1/agent-browser/connect", {
@@ -111,6 +120,26 @@ describe("POST /v1/agent-browser/ask: refusals", () => {
       "pat_required",
     );
     expect(llm!.requests).toHaveLength(0);
+  });
+
+  it("names the PAT requirement in a WWW-Authenticate: Bearer challenge on every refusal of the credential", async () => {
+    script({ text: "never" });
+    const missing = await ask(undefined, { prompt: "hi" });
+    await expectProblem(missing, 403, "pat_required");
+    expect(missing.headers.get("WWW-Authenticate")).toBe(
+      'Bearer realm="agent-browser", error_description="A personal access token (svc_pat_...) is required"',
+    );
+    const unknown = await ask(`svc_pat_${"B".repeat(43)}`, { prompt: "hi" });
+    await expectProblem(unknown, 403, "invalid_token");
+    expect(unknown.headers.get("WWW-Authenticate")).toMatch(/^Bearer realm="agent-browser", error="invalid_token", /);
+    const session = await ask(undefined, { prompt: "hi" }, { Cookie: "svc_session=whatever" });
+    await expectProblem(session, 403, "pat_required");
+    expect(session.headers.get("WWW-Authenticate")).toMatch(/error="invalid_token".*svc_pat_/);
+    // A valid PAT whose browser is not connected is no credential problem: no challenge.
+    const ws = await signupWorkspace();
+    const notConnected = await ask(ws.adminToken, { prompt: "hi" });
+    await expectProblem(notConnected, 403, "browser_not_connected");
+    expect(notConnected.headers.get("WWW-Authenticate")).toBeNull();
   });
 
   it("answers 403 when the user's browser is not connected, and audits the refusal", async () => {

@@ -133,10 +133,13 @@ describe("POST /v1/admin/users/{id}/erase", () => {
 });
 
 describe("POST /v1/api/me/erase", () => {
-  it("erases the caller", async () => {
+  it("erases the caller who gives their password", async () => {
     const ws = await signupWorkspace();
     const member = await addUser(ws.adminToken, "member", ["agents:read"]);
-    const res = await call("POST", "/v1/api/me/erase", { token: member.token, body: { confirm: true } });
+    const res = await call("POST", "/v1/api/me/erase", {
+      token: member.token,
+      body: { confirm: true, password: PASSWORD },
+    });
     const summary = await parse(res, ErasureSummarySchema);
     expect(summary.user_id).toBe(member.user.id);
     await expectProblem(await call("GET", "/v1/api/me", { token: member.token }), 401);
@@ -147,25 +150,64 @@ describe("POST /v1/api/me/erase", () => {
     expect(list.events[0]).toMatchObject({ actor_id: member.user.id, details: { self: true } });
   });
 
+  it("refuses a token alone, or a wrong password, with 403 reauthentication_required and keeps the account", async () => {
+    const ws = await signupWorkspace();
+    // An integration's read-only token: it must not be able to destroy its user.
+    const member = await addUser(ws.adminToken, "member", ["agents:read"]);
+    for (const body of [{ confirm: true }, { confirm: true, password: "not the password" }]) {
+      await expectProblem(
+        await call("POST", "/v1/api/me/erase", { token: member.token, body }),
+        403,
+        "reauthentication_required",
+      );
+    }
+    expect((await call("GET", "/v1/api/me", { token: member.token })).status).toBe(200);
+    const denied = await parse(
+      await call("GET", "/v1/admin/audit?kind=access.denied", { token: ws.adminToken }),
+      AuditListSchema,
+    );
+    expect(denied.events.filter((e) => e.intent === "reauthenticate" && e.actor_id === member.user.id)).toHaveLength(2);
+  });
+
+  it("takes a sign-in session younger than 10 minutes instead of the password, not an older one", async () => {
+    const ws = await signupWorkspace();
+    const fresh = await addUser(ws.adminToken, "member", ["agents:read"]);
+    const freshSession = await signInSession(fresh.email);
+    const res = await call("POST", "/v1/api/me/erase", { headers: { Cookie: freshSession }, body: { confirm: true } });
+    expect((await parse(res, ErasureSummarySchema)).user_id).toBe(fresh.user.id);
+
+    const stale = await addUser(ws.adminToken, "member", ["agents:read"]);
+    const staleSession = await signInSession(stale.email);
+    const elevenMinutesAgo = new Date(Date.now() - 11 * 60_000).toISOString();
+    await env.DB.prepare("UPDATE sessions SET created_at = ?1 WHERE user_id = ?2")
+      .bind(elevenMinutesAgo, stale.user.id)
+      .run();
+    await expectProblem(
+      await call("POST", "/v1/api/me/erase", { headers: { Cookie: staleSession }, body: { confirm: true } }),
+      403,
+      "reauthentication_required",
+    );
+    const withPassword = await call("POST", "/v1/api/me/erase", {
+      headers: { Cookie: staleSession },
+      body: { confirm: true, password: PASSWORD },
+    });
+    expect((await parse(withPassword, ErasureSummarySchema)).user_id).toBe(stale.user.id);
+  });
+
   it("refuses the last admin with 400 but lets an admin go when another remains", async () => {
     const ws = await signupWorkspace();
-    await expectProblem(
-      await call("POST", "/v1/api/me/erase", { token: ws.adminToken, body: { confirm: true } }),
-      400,
-      "last_admin",
-    );
+    const body = { confirm: true, password: PASSWORD };
+    await expectProblem(await call("POST", "/v1/api/me/erase", { token: ws.adminToken, body }), 400, "last_admin");
     expect((await call("GET", "/v1/api/me", { token: ws.adminToken })).status).toBe(200);
     await addUser(ws.adminToken, "admin", ["admin"]);
-    expect((await call("POST", "/v1/api/me/erase", { token: ws.adminToken, body: { confirm: true } })).status).toBe(
-      200,
-    );
+    expect((await call("POST", "/v1/api/me/erase", { token: ws.adminToken, body })).status).toBe(200);
   });
 
   it("requires authentication and confirmation", async () => {
-    await expectProblem(await call("POST", "/v1/api/me/erase", { body: { confirm: true } }), 401);
+    await expectProblem(await call("POST", "/v1/api/me/erase", { body: { confirm: true, password: PASSWORD } }), 401);
     const ws = await signupWorkspace();
     await expectProblem(
-      await call("POST", "/v1/api/me/erase", { token: ws.adminToken, body: { confirm: "yes" } }),
+      await call("POST", "/v1/api/me/erase", { token: ws.adminToken, body: { confirm: "yes", password: PASSWORD } }),
       400,
       "validation_failed",
     );

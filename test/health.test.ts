@@ -36,6 +36,10 @@ describe("service basics", () => {
     const res = await call("GET", "/v1/docs");
     expect(res.status).toBe(200);
     expect(res.headers.get("Content-Type")).toContain("text/html");
-    expect(await res.text()).toContain("/v1/openapi.json");
+    const html = await res.text();
+    expect(html).toContain("/v1/openapi.json");
+    // The script comes from the Worker's own static assets, never a CDN, so the page renders offline.
+    const scripts = [...html.matchAll(/<script[^>]*\ssrc="([^"]+)"/g)].map((m) => m[1]);
+    expect(scripts).toEqual(["/v1/docs/scalar/standalone.js"]);
   });
 });

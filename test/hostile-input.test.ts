@@ -12,10 +12,12 @@ import { addUser, PASSWORD, signupWorkspace } from "./support/seed";
 /**
  * Every operation of the OpenAPI document gets hostile input: malformed JSON, JSON of the
  * wrong kind (array, string, null), every field of the wrong type, a 100 KB string in each
- * field, unknown fields, a wrong Content-Type, an over-limit body, and path parameters that
- * are not UUIDs, unknown UUIDs or another workspace's ids. The answer is never a 5xx the
- * operation does not document, and every 4xx has its documented shape: a problem body, the
- * OAuth error shape on OAuth endpoints, an HTML page on browser pages.
+ * field, unknown fields, a wrong Content-Type, an over-limit body, path parameters that
+ * are not UUIDs, unknown UUIDs or another workspace's ids, and on every string parameter and
+ * field its documented maximum length made of multi-byte characters (the most bytes the
+ * document allows). Every answer has a status the document lists for the operation (and a
+ * 5xx only with its own code, never the catch-all), and every 4xx has its documented shape: a
+ * problem body, the OAuth error shape on OAuth endpoints, an HTML page on browser pages.
  */
 
 type Schema = {
@@ -29,6 +31,9 @@ type Schema = {
   enum?: unknown[];
   const?: unknown;
   maxItems?: number;
+  maxLength?: number;
+  minimum?: number;
+  maximum?: number;
 };
 type Operation = {
   parameters?: { name: string; in: string; schema?: Schema }[];
@@ -55,6 +60,12 @@ const SKIPPED: Record<string, string> = {
 };
 
 const KB100 = "x".repeat(100 * 1024);
+/**
+ * The longest values a string of `maxLength` may be, in the most bytes: one UTF-16 unit and
+ * three UTF-8 bytes per character ("€"), and one code point but four bytes and two UTF-16
+ * units per character ("😀", JSON Schema counts code points).
+ */
+const longest = (maxLength: number) => ["€".repeat(maxLength), "😀".repeat(maxLength)];
 const unique = () => crypto.randomUUID().slice(0, 8);
 const UNKNOWN_UUID = "0190f5e2-7c1a-7000-8000-000000000000";
 const NOT_UUIDS = [
@@ -239,7 +250,7 @@ function validBody(key: string): Record<string, unknown> {
       email: `v-${unique()}@example.com`,
       password: PASSWORD,
     }),
-    "POST /v1/api/me/erase": () => ({ confirm: true }),
+    "POST /v1/api/me/erase": () => ({ confirm: true, password: PASSWORD }),
     "POST /v1/api/admin/users": () => ({ email: `u-${unique()}@example.com`, role: "member" }),
     "POST /v1/api/admin/tokens": () => ({ name: "valid", scopes: ["agents:read"] }),
     "POST /v1/admin/users/{id}/erase": () => ({ confirm: true }),
@@ -304,12 +315,11 @@ async function check(op: (typeof OPERATIONS)[number], c: Case, failures: string[
     json = null;
   }
 
-  if (res.status >= 500) {
-    // Only a 5xx the operation documents, with its own code (never the catch-all), is an answer.
-    const documented = String(res.status) in op.op.responses;
-    if (!documented || json?.code === "internal_error" || json?.error === "server_error")
-      return void fail("undocumented or unexpected 5xx");
-  }
+  // Every status the server answers is one the document lists for the operation.
+  if (!(String(res.status) in op.op.responses)) return void fail("status not documented for this operation");
+  // A documented 5xx is an answer only with its own code, never the catch-all.
+  if (res.status >= 500 && (json?.code === "internal_error" || json?.error === "server_error"))
+    return void fail("unexpected 5xx");
   if (c.expect === "4xx" && (res.status < 400 || res.status >= 500)) fail("expected a 4xx");
   if (c.expect === 404 && res.status !== 404) fail("expected 404");
   if (res.status >= 400) {
@@ -350,6 +360,13 @@ function pathCases(op: (typeof OPERATIONS)[number]): Case[] {
         expect: "4xx",
       });
     }
+    const maxLength = resolve(op.op.parameters?.find((p) => p.in === "path" && p.name === name)?.schema).maxLength;
+    for (const long of maxLength === undefined ? [] : longest(maxLength))
+      cases.push({
+        label: `{${name}} ${maxLength} × ${long.slice(0, 2)}`,
+        path: fill(op.path, (n) => (n === name ? encodeURIComponent(long) : others(n))),
+        ...bodyOf(),
+      });
     if (kind === "skill" || kind === "mcp" || kind === "avatarHash") continue;
     // The avatar download is public by design: another workspace's avatar is served to anyone.
     if (kind === "workspace") continue;
@@ -378,11 +395,20 @@ function queryCases(op: (typeof OPERATIONS)[number]): Case[] {
     const t = jsonType(p.schema);
     const numeric = t === "integer" || t === "number";
     const wrong = numeric ? "twelve" : "%00%FF{}";
+    const maxLength = resolve(p.schema).maxLength;
     const extremes = numeric
       ? ["999999999999999999", "-999999999999999999", "1e3", "0x10", "1.5"]
-      : ["%F0%9F%98%80%E2%80%AE%00"];
+      : ["%F0%9F%98%80%E2%80%AE%00", ...(maxLength === undefined ? [] : longest(maxLength).map(encodeURIComponent))];
+    // Just inside the declared bounds is answered; just beyond them is refused.
+    const { minimum, maximum } = resolve(p.schema);
+    const beyond = [
+      ...(maximum === undefined ? [] : [String(BigInt(maximum) + 1n)]),
+      ...(minimum === undefined ? [] : [String(BigInt(minimum) - 1n)]),
+    ];
+    extremes.push(...[minimum, maximum].filter((b) => b !== undefined).map(String));
     return [
-      ...extremes.map((v) => ({ label: `?${p.name}=${v}`, path: `${base}?${p.name}=${v}` })),
+      ...beyond.map((v) => ({ label: `?${p.name}=${v}`, path: `${base}?${p.name}=${v}`, expect: "4xx" as const })),
+      ...extremes.map((v) => ({ label: `?${p.name}=${v.slice(0, 40)}`, path: `${base}?${p.name}=${v}` })),
       { label: `?${p.name} wrong type`, path: `${base}?${p.name}=${wrong}` },
       { label: `?${p.name} 100 KB`, path: `${base}?${p.name}=${"9".repeat(100 * 1024)}` },
       { label: `?${p.name} repeated`, path: `${base}?${p.name}=1&${p.name}=2` },
@@ -519,9 +545,11 @@ function bodyCases(op: (typeof OPERATIONS)[number]): Case[] {
   for (const [k, s] of props) {
     const t = jsonType(s);
     const max = resolve(s).maxItems ?? 100;
+    const maxLength = resolve(s).maxLength;
+    const itemMaxLength = t === "array" ? resolve(resolve(s).items).maxLength : undefined;
     const edges: unknown[] =
       t === "string"
-        ? ["\u0000\ud800\u202e😀", " ", ""]
+        ? ["\u0000\ud800\u202e😀", " ", "", ...(maxLength === undefined ? [] : longest(maxLength))]
         : t === "integer" || t === "number"
           ? [1e308, -1, 0, 1.5, 2 ** 53 + 1]
           : t === "array"
@@ -529,6 +557,7 @@ function bodyCases(op: (typeof OPERATIONS)[number]): Case[] {
                 Array.from({ length: max }, (_, i) => `v${i}`),
                 Array.from({ length: max + 1 }, (_, i) => `v${i}`),
                 ["dup", "dup"],
+                ...(itemMaxLength === undefined ? [] : longest(itemMaxLength).map((long) => [long])),
               ]
             : [];
     for (const edge of edges) {
@@ -552,6 +581,16 @@ describe("hostile input on every operation of the OpenAPI document", () => {
       for (const m of op.path.matchAll(/\{([^}]+)\}/g)) paramKind(op.path, m[1]!);
       if (op.op.requestBody?.content["application/json"]) validBody(op.key);
     }
+  });
+
+  it("declares the bounds of every integer parameter", () => {
+    const unbounded = OPERATIONS.flatMap((op) =>
+      (op.op.parameters ?? [])
+        .filter((p) => jsonType(p.schema) === "integer")
+        .filter((p) => resolve(p.schema).minimum === undefined || resolve(p.schema).maximum === undefined)
+        .map((p) => `${op.key} ?${p.name}`),
+    );
+    expect(unbounded).toEqual([]);
   });
 
   it("documents every status the spec lists for these endpoints", () => {
@@ -608,7 +647,7 @@ describe("hostile input on every operation of the OpenAPI document", () => {
 
   for (const op of OPERATIONS) {
     if (SKIPPED[op.key]) continue;
-    it(`${op.key}: never an undocumented 5xx, every refusal in its documented shape`, async () => {
+    it(`${op.key}: only documented statuses, every refusal in its documented shape`, async () => {
       const failures: string[] = [];
       const cases = [...pathCases(op), ...queryCases(op), ...(op.method === "GET" ? [] : bodyCases(op))];
       for (const c of cases) await check(op, c, failures);

@@ -427,9 +427,9 @@ describe("authorize: consent", () => {
     const member = await addUser(ws.adminToken, "member", ["agents:read"]);
     const session = await signIn(member.email);
     const html = await (await authorize(session, params(client))).text();
-    expect(html).toMatch(/Administer your workspace.*not available to your role/s);
+    expect(html).toMatch(/Act as a workspace admin for you.*not available to your role, so the app will not get it/s);
     const tokens = await tokensFor(session, client);
-    expect(tokens.scope).toBe("admin agents:read");
+    expect(tokens.scope).toBe("agents:read");
     const identity = (await (await me(tokens.access_token)).json()) as { scopes: string[]; auth: string };
     expect(identity).toMatchObject({ scopes: ["agents:read"], auth: "oauth" });
   });

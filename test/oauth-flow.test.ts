@@ -67,7 +67,7 @@ describe("metadata", () => {
       authorization_response_iss_parameter_supported: true,
     });
     expect(as.scopes_supported).toContain("agents:read");
-    expect(as.scopes_supported).toContain("svc:computer");
+    expect(as.scopes_supported).not.toContain("svc:computer");
   });
 
   it("publishes RFC 9728 protected resource metadata, and the API's 401 points to it", async () => {

@@ -274,10 +274,10 @@ function conditions(f: ListFilters): SQL[] {
   if (f.agentId) c.push(eq(events.agentId, f.agentId));
   if (f.conversationId) c.push(eq(events.conversationId, f.conversationId));
   if (f.q) {
-    const pattern = `%${f.q.toLowerCase().replace(/[\\%_]/g, (m) => `\\${m}`)}%`;
-    c.push(
-      sql`(lower(${events.target}) LIKE ${pattern} ESCAPE '\\' OR lower(${events.intent}) LIKE ${pattern} ESCAPE '\\')`,
-    );
+    // A substring test without a pattern: SQLite refuses LIKE patterns over 50 bytes, which a
+    // 25-character query of two-byte letters already reaches, and `instr` has no wildcards to escape.
+    const needle = f.q.toLowerCase();
+    c.push(sql`(instr(lower(${events.target}), ${needle}) > 0 OR instr(lower(${events.intent}), ${needle}) > 0)`);
   }
   return c;
 }

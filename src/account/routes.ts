@@ -1,10 +1,11 @@
-import { EraseRequestSchema, ErasureSummarySchema } from "../admin/erase-schemas";
+import { ErasureSummarySchema } from "../admin/erase-schemas";
 import { eraseUser } from "../admin/erase-service";
 import { audit } from "../http/audit";
 import { rateLimit } from "../http/rate-limit";
 import { apiRoute, createRouter, jsonBody, jsonResponse } from "../http/route";
+import { reauthenticated } from "../identity/sessions";
 import { ApiError, problemResponse } from "../platform/problem";
-import { MeSchema, SignupRequestSchema, SignupResponseSchema } from "./schemas";
+import { MeSchema, SelfEraseRequestSchema, SignupRequestSchema, SignupResponseSchema } from "./schemas";
 import { signup } from "./service";
 
 export const accountRouter = createRouter();
@@ -80,21 +81,48 @@ accountRouter.openapi(
 );
 
 accountRouter.openapi(
-  apiRoute("authenticated", {
-    method: "post",
-    path: "/v1/api/me/erase",
-    tags: ["Account"],
-    summary: "Erase your own account",
-    description: "Same erasure as the admin route, for the caller. The last admin of a workspace is refused (400).",
-    request: { body: jsonBody(EraseRequestSchema) },
-    responses: {
-      200: jsonResponse(ErasureSummarySchema, "The erasure summary"),
-      400: problemResponse("Not confirmed, or the caller is the workspace's last admin"),
+  apiRoute(
+    "authenticated",
+    {
+      method: "post",
+      path: "/v1/api/me/erase",
+      tags: ["Account"],
+      summary: "Erase your own account",
+      description:
+        "Same erasure as the admin route, for the caller. Whatever credential calls it, the caller re-authenticates: " +
+        "`password` is the account password, and may be left out only with a sign-in session (cookie) younger than " +
+        "10 minutes; otherwise 403 `reauthentication_required`, so a token alone (an integration's read-only PAT) " +
+        "can never erase its user. The last admin of a workspace is refused (400). Rate limited per client address " +
+        "like sign-in (20 requests a minute).",
+      request: { body: jsonBody(SelfEraseRequestSchema) },
+      responses: {
+        200: jsonResponse(ErasureSummarySchema, "The erasure summary"),
+        400: problemResponse("Not confirmed, or the caller is the workspace's last admin"),
+        403: problemResponse(
+          "`reauthentication_required`: no password, a wrong one, and no sign-in session younger than 10 minutes",
+        ),
+        429: problemResponse("Rate limited"),
+      },
     },
-  }),
+    [rateLimit("SIGNIN_LIMITER")],
+  ),
   async (c) => {
-    c.req.valid("json");
+    const body = c.req.valid("json");
     const caller = c.var.caller;
+    const who = { ...caller, workspaceId: caller.workspace.id };
+    if (!(await reauthenticated(c.env, who, body.password))) {
+      await audit(c, {
+        kind: "access.denied",
+        outcome: "denied",
+        target: `route:${c.req.method} ${c.req.routePath}`,
+        intent: "reauthenticate",
+      });
+      throw new ApiError(
+        403,
+        "reauthentication_required",
+        "Erasing your account needs your password (or a sign-in session younger than 10 minutes)",
+      );
+    }
     const summary = await eraseUser(c.env, c.var.areas.eraseSteps, caller.workspace.id, caller.userId, { self: true });
     await audit(c, {
       kind: "user.erase",

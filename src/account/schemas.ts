@@ -30,3 +30,15 @@ export const MeSchema = z
     auth: z.enum(["pat", "oauth", "session"]),
   })
   .openapi("Me");
+
+export const SelfEraseRequestSchema = z
+  .object({
+    confirm: z.literal(true, { error: "confirm must be true" }),
+    password: z.string().min(1).max(256).optional().openapi({
+      description:
+        "The account password. It may be left out only when the request comes with a sign-in session (cookie) younger than 10 minutes.",
+    }),
+    reason: z.string().max(500).optional(),
+  })
+  .strict()
+  .openapi("SelfEraseRequest");

@@ -1,5 +1,5 @@
 import { z } from "@hono/zod-openapi";
-import { ROLES, SCOPES } from "../auth/scopes";
+import { GRANTABLE_SCOPES, ROLES } from "../auth/scopes";
 import { EmailSchema, PasswordSchema, UserSchema } from "../identity/schemas";
 
 export const UserListSchema = z.object({ users: z.array(UserSchema) }).openapi("UserList");
@@ -18,7 +18,11 @@ export const CreateTokenRequestSchema = z
   .object({
     user_id: z.uuid().optional(),
     name: z.string().trim().min(1).max(100),
-    scopes: z.array(z.enum(SCOPES)).min(1).max(SCOPES.length),
+    scopes: z
+      .array(z.enum(GRANTABLE_SCOPES))
+      .min(1)
+      .max(GRANTABLE_SCOPES.length)
+      .openapi({ description: "Any scopes within the user's role but `svc:computer`, which no token ever carries" }),
     expires_in_days: z.number().int().min(1).max(3650).optional(),
   })
   .strict()

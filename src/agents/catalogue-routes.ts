@@ -48,6 +48,7 @@ catalogueRouter.openapi(
     description: "Idempotent. No request body.",
     request: slugParams,
     responses: {
+      400: problemResponse("`validation_failed`: a slug longer than 100 characters"),
       200: jsonResponse(SkillEntrySchema, "The installed skill"),
       404: problemResponse("No such skill in the catalogue"),
     },
@@ -71,6 +72,7 @@ catalogueRouter.openapi(
       "agent left with an empty subset uses every installed skill.",
     request: slugParams,
     responses: {
+      400: problemResponse("`validation_failed`: a slug longer than 100 characters"),
       200: jsonResponse(SkillEntrySchema, "The uninstalled skill"),
       404: problemResponse("No such skill in the catalogue"),
     },
@@ -111,6 +113,7 @@ catalogueRouter.openapi(
     description: "Idempotent. No request body.",
     request: slugParams,
     responses: {
+      400: problemResponse("`validation_failed`: a slug longer than 100 characters"),
       200: jsonResponse(McpServerEntrySchema, "The installed server"),
       404: problemResponse("No such MCP server in the catalogue"),
     },
@@ -138,6 +141,7 @@ catalogueRouter.openapi(
       "agent left with an empty subset uses every installed server.",
     request: slugParams,
     responses: {
+      400: problemResponse("`validation_failed`: a slug longer than 100 characters"),
       200: jsonResponse(McpServerEntrySchema, "The uninstalled server"),
       404: problemResponse("No such MCP server in the catalogue"),
     },

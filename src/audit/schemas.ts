@@ -1,34 +1,24 @@
 import { z } from "@hono/zod-openapi";
-
-/** An int64 query parameter with a default, clamped into [min, max]; non-numbers are 400. */
-const clampedInt = (def: number, min: number, max: number) =>
-  z
-    .string()
-    .regex(/^-?\d{1,18}$/, "must be an integer")
-    .optional()
-    .transform((s) => (s === undefined ? def : Math.min(max, Math.max(min, Number(s)))));
+import { queryInteger } from "../http/query";
 
 export const AuditQuerySchema = z.object({
-  page: clampedInt(1, 1, Number.MAX_SAFE_INTEGER).openapi({
-    param: { name: "page", in: "query" },
-    type: "integer",
+  page: queryInteger({
+    name: "page",
+    default: 1,
+    clamp: [1, Number.MAX_SAFE_INTEGER],
     description: "1-based page, default 1",
   }),
-  page_size: clampedInt(50, 1, 200).openapi({
-    param: { name: "page_size", in: "query" },
-    type: "integer",
+  page_size: queryInteger({
+    name: "page_size",
+    default: 50,
+    clamp: [1, 200],
     description: "Default 50, clamped to 1-200",
   }),
-  days: z
-    .string()
-    .regex(/^-?\d{1,18}$/, "must be an integer")
-    .optional()
-    .transform((s) => (s === undefined ? 90 : Number(s)))
-    .openapi({
-      param: { name: "days", in: "query" },
-      type: "integer",
-      description: "Lookback in days, default 90; 0 or negative means all time",
-    }),
+  days: queryInteger({
+    name: "days",
+    default: 90,
+    description: "Lookback in days, default 90; 0 or negative means all time",
+  }),
   kind: z
     .string()
     .max(100)
@@ -89,9 +79,10 @@ export const AuditListSchema = z
   .openapi("AuditEventList");
 
 export const VerifyQuerySchema = z.object({
-  limit: clampedInt(10_000, 1, 100_000).openapi({
-    param: { name: "limit", in: "query" },
-    type: "integer",
+  limit: queryInteger({
+    name: "limit",
+    default: 10_000,
+    clamp: [1, 100_000],
     description: "Default 10000, clamped to 1-100000",
   }),
 });

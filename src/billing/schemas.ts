@@ -1,4 +1,5 @@
 import { z } from "@hono/zod-openapi";
+import { queryInteger } from "../http/query";
 import { ProblemSchema } from "../platform/problem";
 
 export const LEDGER_KINDS = [
@@ -75,12 +76,7 @@ export const CreditsSchema = z
   .openapi("Credits");
 
 export const CreditsQuerySchema = z.object({
-  limit: z
-    .string()
-    .regex(/^-?\d{1,18}$/, "must be an integer")
-    .optional()
-    .transform((v) => Math.min(200, Math.max(1, v === undefined ? 50 : Number(v))))
-    .openapi({ param: { name: "limit", in: "query" }, type: "integer", description: "Default 50, clamped to 1-200" }),
+  limit: queryInteger({ name: "limit", default: 50, clamp: [1, 200], description: "Default 50, clamped to 1-200" }),
 });
 
 export const CheckoutRequestSchema = z.object({ plan_slug: SlugSchema }).strict().openapi("CheckoutRequest");

@@ -10,7 +10,21 @@ import { askBrowser, connectBrowser, liveConnection, MAX_ASK_STEPS } from "./ser
 export const browserRouter = createRouter();
 
 const patOnly =
-  "Personal access token only: an OAuth access token or a session is refused with 403, as is a missing, unknown, expired or revoked token.";
+  "Personal access token only: an OAuth access token or a session is refused with 403, as is a missing, unknown, expired or revoked token; " +
+  'such a refusal carries `WWW-Authenticate: Bearer realm="agent-browser"` naming the personal access token it needs.';
+
+/** A 403 that may be a refusal of the credential, with the challenge that names the PAT requirement. */
+const patForbidden = (description: string) => ({
+  ...problemResponse(description),
+  headers: {
+    "WWW-Authenticate": {
+      description:
+        'On a refusal of the credential: `Bearer realm="agent-browser"` with `error="invalid_token"` when a credential was ' +
+        "presented, and an `error_description` naming the personal access token (svc_pat_...) the route needs",
+      schema: { type: "string" as const },
+    },
+  },
+});
 
 browserRouter.openapi(
   createRoute({
@@ -35,8 +49,8 @@ browserRouter.openapi(
     middleware: [requireUpgradeWithPat],
     responses: {
       101: { description: "Switching protocols; the subprotocol `svc-pat.<token>` is echoed" },
-      403: problemResponse("Missing, unknown, expired or revoked token, or not a personal access token"),
-      426: problemResponse("Not a WebSocket upgrade request"),
+      403: patForbidden("Missing, unknown, expired or revoked token, or not a personal access token (checked first)"),
+      426: problemResponse("A valid personal access token, but not a WebSocket upgrade request"),
     },
   }),
   async (c) => {
@@ -80,7 +94,10 @@ browserRouter.openapi(
     responses: {
       200: jsonResponse(AskReplySchema, "The agent's reply and the number of model steps"),
       400: problemResponse("Invalid request, or the agent is disabled"),
-      403: problemResponse("Missing or invalid personal access token, or no live browser connection for the user"),
+      403: patForbidden(
+        "Missing or invalid personal access token (`pat_required`, `invalid_token`), or no live browser connection " +
+          "for the user (`browser_not_connected`, without a challenge)",
+      ),
       404: problemResponse("No such agent in the workspace"),
       502: problemResponse("The language model failed"),
       503: problemResponse("No language model configured"),

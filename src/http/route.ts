@@ -80,14 +80,23 @@ export type RouteOptions = {
   streamedBody?: boolean;
 };
 
-/** `createRoute` plus what every route of the contract enforces first: the body limit. */
+/**
+ * `createRoute` plus what every route of the contract enforces first: the body limit, and the
+ * 413 it answers in the document (a request with a body can always meet it; a GET has none).
+ * A route whose errors are not problems (OAuth) declares its own 413.
+ */
 export function contractRoute<const R extends RouteConfig>(route: R, options: RouteOptions = {}) {
   const own = route.middleware ? [route.middleware].flat() : [];
-  const limit =
-    options.streamedBody && options.maxBodyBytes
-      ? limitDeclaredBody(options.maxBodyBytes)
-      : limitBody(options.maxBodyBytes);
-  return createRoute({ ...route, middleware: [limit, ...own] });
+  const maxBytes = options.maxBodyBytes ?? MiB;
+  const limit = options.streamedBody && options.maxBodyBytes ? limitDeclaredBody(maxBytes) : limitBody(maxBytes);
+  const responses: RouteConfig["responses"] =
+    route.method === "get" || route.method === "head"
+      ? route.responses
+      : {
+          413: problemResponse(`\`payload_too_large\`: the request body exceeds ${maxBytes / MiB} MiB`),
+          ...route.responses,
+        };
+  return createRoute({ ...route, middleware: [limit, ...own], responses: responses as R["responses"] });
 }
 
 /**

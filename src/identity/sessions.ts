@@ -49,3 +49,35 @@ export async function signOut(env: Env, sessionToken: string) {
     .returning({ id: sessions.id, userId: sessions.userId, workspaceId: sessions.workspaceId })
     .get();
 }
+
+/** How recent a sign-in must be to stand in for the password when an action asks for re-authentication. */
+export const REAUTH_WINDOW_SECONDS = 10 * 60;
+
+/**
+ * Whether the caller proved just now that they are the account's person, not only a holder
+ * of one of its tokens: by the account password, or by a sign-in session younger than
+ * `REAUTH_WINDOW_SECONDS`. A password given is always checked, even beside a fresh session.
+ */
+export async function reauthenticated(
+  env: Env,
+  who: { workspaceId: string; userId: string; auth: "pat" | "oauth" | "session"; credentialId: string },
+  password: string | undefined,
+): Promise<boolean> {
+  const d = db(env);
+  if (password !== undefined) {
+    const user = await d
+      .select({ passwordHash: users.passwordHash })
+      .from(users)
+      .where(and(eq(users.id, who.userId), eq(users.workspaceId, who.workspaceId), isNull(users.erasedAt)))
+      .get();
+    const valid = await verifyPassword(password, user?.passwordHash ?? DUMMY_PASSWORD_HASH);
+    return !!user?.passwordHash && valid;
+  }
+  if (who.auth !== "session") return false;
+  const session = await d
+    .select({ createdAt: sessions.createdAt })
+    .from(sessions)
+    .where(and(eq(sessions.id, who.credentialId), eq(sessions.userId, who.userId), isNull(sessions.revokedAt)))
+    .get();
+  return !!session && Date.parse(session.createdAt) > Date.now() - REAUTH_WINDOW_SECONDS * 1000;
+}

@@ -2,7 +2,7 @@ import { OpenAPIHono } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import { getCookie } from "hono/cookie";
 import { resolveSession, SESSION_COOKIE } from "../auth/resolve";
-import { isScope, roleCeiling } from "../auth/scopes";
+import { grantableFor, isScope, roleCeiling } from "../auth/scopes";
 import { audit } from "../http/audit";
 import type { AppEnv } from "../http/context";
 import { renderError } from "../http/errors";
@@ -92,20 +92,30 @@ function toClient(c: Ctx, location: string, status: 302 | 303) {
   return c.redirect(location, status);
 }
 
+/**
+ * Issues the code for the scopes this user may hold now (`admin` only while an admin); a
+ * request left with none of them is `invalid_scope`.
+ */
 async function redirectWithCode(c: Ctx, req: AuthorizeRequest, session: Session, status: 302 | 303) {
+  const issuer = baseUrl(c.env, c.req.url);
+  const scopes = grantableFor(req.scopes, session.caller.role);
+  if (!scopes.length) {
+    const error = {
+      error: "invalid_scope",
+      error_description: "None of the requested scopes is available to your role",
+      state: req.state,
+    };
+    return toClient(c, authorizationRedirect(req.redirectUri, issuer, error), status);
+  }
   const code = await issueCode(c.env, {
     clientId: req.client.clientId,
     workspaceId: session.caller.workspace.id,
     userId: session.caller.userId,
     redirectUri: req.redirectUri,
-    scopes: req.scopes,
+    scopes,
     codeChallenge: req.codeChallenge,
   });
-  return toClient(
-    c,
-    authorizationRedirect(req.redirectUri, baseUrl(c.env, c.req.url), { code, state: req.state }),
-    status,
-  );
+  return toClient(c, authorizationRedirect(req.redirectUri, issuer, { code, state: req.state }), status);
 }
 
 async function authorize(c: Ctx) {
@@ -146,7 +156,8 @@ authorizeRouter.openapi(
       "Needs the user's session; a signed-out browser is sent to sign-in and back. An unknown or deleted client or a redirect_uri not on the " +
       "allowlist (loopback `http` URIs match on any port) is a 400 page without redirect. Other errors go back to redirect_uri with `error`, " +
       "`state` and `iss`. PKCE with S256 is required. The granted scope is the requested scope ∩ the client's scopes (all of them when none is " +
-      "requested). Third-party clients get a consent page the first time and whenever the scopes grow. Success: 302 with `code`, `state`, `iss`.",
+      "requested) ∩ what the user's role allows now (`admin` only for an admin); `svc:computer` is never granted (dropped from a " +
+      "mixed request, `invalid_scope` when it is all that was asked, as is a request left with nothing the role allows). Third-party clients get a consent page the first time and whenever the scopes grow. Success: 302 with `code`, `state`, `iss`.",
     request: { query: AuthorizeQuerySchema },
     responses: {
       302: { description: "Redirect to redirect_uri (code or error), or to sign-in" },

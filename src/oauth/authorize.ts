@@ -6,6 +6,7 @@ import { hmac } from "@noble/hashes/hmac.js";
 import { sha256 } from "@noble/hashes/sha2.js";
 import { utf8ToBytes } from "@noble/hashes/utils.js";
 import { and, eq } from "drizzle-orm";
+import { isGrantable } from "../auth/scopes";
 import { oauthConsents } from "../db/schema";
 import { timingSafeEqual } from "../platform/crypto";
 import { db, parseJsonArray } from "../platform/db";
@@ -93,8 +94,10 @@ export async function checkAuthorizeRequest(env: Env, query: URLSearchParams, is
 
   const allowed = clientScopes(client);
   const requested = new Set((once("scope") ?? "").split(" ").filter(Boolean));
-  const scopes = requested.size ? allowed.filter((s) => requested.has(s)) : allowed;
-  if (!scopes.length) return fail("invalid_scope", "None of the requested scopes is allowed for this application");
+  // svc:computer is never granted through OAuth (it widens one local-browser turn only):
+  // dropped from a mixed request, and a request for it alone names nothing grantable.
+  const scopes = (requested.size ? allowed.filter((s) => requested.has(s)) : allowed).filter(isGrantable);
+  if (!scopes.length) return fail("invalid_scope", "None of the requested scopes can be granted to this application");
 
   const params: Record<string, string> = {};
   for (const name of AUTHORIZE_PARAMS) {

@@ -4,7 +4,9 @@ import { Layout } from "../platform/layout";
 
 /** Each scope in plain words, as the consent screen shows it. */
 export const SCOPE_TEXT: Record<Scope, string> = {
-  admin: "Administer your workspace: users, tokens and settings",
+  admin:
+    "Act as a workspace admin for you, for as long as you are one: add, remove and erase users, issue and revoke " +
+    "their access tokens, create and change agents, change billing and workspace settings, and read the audit log",
   "agents:read": "See your workspace's agents",
   "agents:write": "Create and change agents",
   "conversations:read": "Read your conversations",

@@ -41,6 +41,7 @@ const oauthError = (description: string) => ({
   content: { "application/json": { schema: OAuthErrorSchema } },
 });
 const TAGS = ["OAuth"];
+const TOO_LARGE = oauthError("invalid_request: the request body exceeds 1 MiB");
 
 registrationRouter.openapi(
   apiRoute("authenticated", {
@@ -57,6 +58,7 @@ registrationRouter.openapi(
       201: jsonResponse(ClientInfoSchema, "The registered client, with its secrets"),
       400: oauthError("invalid_redirect_uri, invalid_client_metadata or client_limit_reached"),
       401: oauthError("Missing or invalid credentials"),
+      413: TOO_LARGE,
     },
   }),
   async (c) => {
@@ -129,6 +131,7 @@ const managementRoute = <const M extends "get" | "put" | "delete", const R exten
     responses: {
       401: oauthError("Missing or invalid registration access token (sessions and PATs are refused)"),
       404: oauthError("The token belongs to another client"),
+      ...(method === "get" ? {} : { 413: TOO_LARGE }),
       ...responses,
     },
   });

@@ -1,5 +1,5 @@
 import { cors } from "hono/cors";
-import { SCOPES } from "../auth/scopes";
+import { GRANTABLE_SCOPES } from "../auth/scopes";
 import { apiRoute, createRouter, jsonResponse } from "../http/route";
 import { baseUrl } from "../platform/env";
 import { authorizeRouter } from "./authorize-routes";
@@ -55,7 +55,7 @@ oauthRouter.openapi(
         registration_endpoint: `${base}/v1/oauth/register`,
         introspection_endpoint: `${base}/v1/oauth/introspect`,
         revocation_endpoint: `${base}/v1/oauth/revoke`,
-        scopes_supported: [...SCOPES],
+        scopes_supported: [...GRANTABLE_SCOPES],
         response_types_supported: ["code"],
         response_modes_supported: ["query"],
         grant_types_supported: GRANTS,
@@ -87,7 +87,7 @@ oauthRouter.openapi(
       {
         resource: base,
         authorization_servers: [base],
-        scopes_supported: [...SCOPES],
+        scopes_supported: [...GRANTABLE_SCOPES],
         bearer_methods_supported: ["header"],
         resource_name: "Workspace Agent Service API",
         resource_documentation: `${base}/v1/docs`,

@@ -1,5 +1,5 @@
 import { z } from "@hono/zod-openapi";
-import { isScope, SCOPES } from "../auth/scopes";
+import { GRANTABLE_SCOPES, isGrantable, isScope } from "../auth/scopes";
 import { redirectUriProblem } from "./redirect-uris";
 
 export const AUTH_METHODS = ["none", "client_secret_post", "client_secret_basic"] as const;
@@ -41,9 +41,16 @@ const ScopeSchema = z
     if (!scopes.length) ctx.addIssue({ code: "custom", message: "scope must name at least one scope" });
     const unknown = scopes.filter((s) => !isScope(s));
     if (unknown.length) ctx.addIssue({ code: "custom", message: `unknown scopes: ${unknown.join(" ")}` });
+    else if (scopes.length && !scopes.some(isGrantable))
+      ctx.addIssue({
+        code: "custom",
+        message: "svc:computer is never granted to an application; ask for another scope",
+      });
   })
+  // svc:computer is widened for one local-browser turn only, never granted to an application.
+  .transform((scopes) => scopes.filter(isGrantable))
   .openapi({
-    description: `Space-delimited; every scope known (${SCOPES.join(", ")}).`,
+    description: `Space-delimited; every scope known (${GRANTABLE_SCOPES.join(", ")}). \`svc:computer\` is never granted to an application: it is dropped from the registered scopes (alone, it is refused).`,
     type: "string",
     example: "agents:read conversations:read",
   });

@@ -18,6 +18,7 @@ const oauthError = (description: string) => ({
   content: { "application/json": { schema: OAuthErrorSchema } },
 });
 const TAGS = ["OAuth"];
+const TOO_LARGE = oauthError("invalid_request: the request body exceeds 1 MiB");
 const FORM_AND_JSON = ["application/x-www-form-urlencoded", "application/json"];
 
 const tokenBody = ownBody(tokenRouter, "TokenRequest", TokenRequestSchema, {
@@ -62,6 +63,7 @@ tokenRouter.openapi(
         },
         400: oauthError("invalid_request, invalid_grant or unsupported_grant_type"),
         401: oauthError("invalid_client (with WWW-Authenticate: Basic when Basic was used)"),
+        413: TOO_LARGE,
         429: oauthError("Rate limited"),
       },
     },
@@ -103,7 +105,11 @@ tokenRouter.openapi(
     request: { body: tokenParamsBody.doc },
     responses: {
       200: { description: "The token's state", content: { "application/json": { schema: IntrospectionSchema } } },
+      400: oauthError(
+        "invalid_request: a body that is neither a form nor a JSON object of strings, or a repeated parameter",
+      ),
       401: oauthError("invalid_client"),
+      413: TOO_LARGE,
     },
   }),
   async (c) => {
@@ -122,7 +128,14 @@ tokenRouter.openapi(
     description:
       "Revokes the token and its whole family when it belongs to the calling client; otherwise does nothing. Always 200 for an authenticated client.",
     request: { body: tokenParamsBody.doc },
-    responses: { 200: { description: "Done (empty body)" }, 401: oauthError("invalid_client") },
+    responses: {
+      200: { description: "Done (empty body)" },
+      400: oauthError(
+        "invalid_request: a body that is neither a form nor a JSON object of strings, or a repeated parameter",
+      ),
+      401: oauthError("invalid_client"),
+      413: TOO_LARGE,
+    },
   }),
   async (c) => {
     const { client, request } = await clientRequest(c, tokenParamsBody);

@@ -9,7 +9,7 @@ import { sha256 } from "@noble/hashes/sha2.js";
 import { utf8ToBytes } from "@noble/hashes/utils.js";
 import { eq, sql } from "drizzle-orm";
 import { record } from "../../durable-objects/audit-log/record";
-import { effectiveScopes, type Role } from "../auth/scopes";
+import { effectiveScopes, grantableFor, type Role } from "../auth/scopes";
 import { oauthClients, oauthCodes, oauthGrants, oauthTokens, users } from "../db/schema";
 import { hashToken, timingSafeEqual } from "../platform/crypto";
 import { db, parseJsonArray, preparedFor } from "../platform/db";
@@ -130,7 +130,7 @@ const CONSUME_CODE = `UPDATE oauth_codes SET consumed_at = ?1, grant_id = ?2
   WHERE code_hash = ?3 AND consumed_at IS NULL AND expires_at > ?1
     AND client_id = ?4 AND redirect_uri = ?5 AND code_challenge = ?6
     AND EXISTS (SELECT 1 FROM users WHERE users.id = oauth_codes.user_id AND users.erased_at IS NULL)
-  RETURNING scopes, workspace_id, user_id`;
+  RETURNING scopes, workspace_id, user_id, (SELECT role FROM users WHERE users.id = oauth_codes.user_id) AS role`;
 const INSERT_GRANT_FROM_CODE = `INSERT INTO oauth_grants (id, workspace_id, user_id, client_id, scopes, created_at)
   SELECT grant_id, workspace_id, user_id, client_id, scopes, consumed_at FROM oauth_codes WHERE code_hash = ?1 AND grant_id = ?2`;
 const INSERT_TOKEN_OF_GRANT = `INSERT INTO oauth_tokens (id, grant_id, kind, token_hash, created_at, expires_at)
@@ -145,7 +145,9 @@ const ROTATE_REFRESH = `UPDATE oauth_tokens SET revoked_at = ?1, replaced_by = ?
   RETURNING grant_id,
     (SELECT scopes FROM oauth_grants WHERE oauth_grants.id = oauth_tokens.grant_id) AS scopes,
     (SELECT workspace_id FROM oauth_grants WHERE oauth_grants.id = oauth_tokens.grant_id) AS workspace_id,
-    (SELECT user_id FROM oauth_grants WHERE oauth_grants.id = oauth_tokens.grant_id) AS user_id`;
+    (SELECT user_id FROM oauth_grants WHERE oauth_grants.id = oauth_tokens.grant_id) AS user_id,
+    (SELECT users.role FROM oauth_grants JOIN users ON users.id = oauth_grants.user_id
+      WHERE oauth_grants.id = oauth_tokens.grant_id) AS role`;
 const INSERT_TOKEN_AFTER_ROTATION = `INSERT INTO oauth_tokens (id, grant_id, kind, token_hash, created_at, expires_at)
   SELECT ?1, grant_id, ?2, ?3, ?4, ?5 FROM oauth_tokens WHERE token_hash = ?6 AND replaced_by = ?7`;
 
@@ -165,12 +167,17 @@ function newPair(now: number) {
   };
 }
 
-const tokenResponse = (pair: ReturnType<typeof newPair>, scopesJson: string): TokenResponse => ({
+/**
+ * The token response. Its `scope` is what the token can do now: the grant's scopes within the
+ * user's current role, never `svc:computer` (a grant made before that rule keeps its row, but
+ * no exchange or refresh claims it, and the access token never carries it).
+ */
+const tokenResponse = (pair: ReturnType<typeof newPair>, scopesJson: string, role: string): TokenResponse => ({
   access_token: pair.access,
   token_type: "Bearer",
   expires_in: ACCESS_TOKEN_TTL_SECONDS,
   refresh_token: pair.refresh,
-  scope: parseJsonArray(scopesJson).join(" "),
+  scope: grantableFor(parseJsonArray(scopesJson), role as Role).join(" "),
 });
 
 /**
@@ -209,10 +216,12 @@ export async function exchangeCode(
       grantId,
     ),
   ]);
-  const row = claimed?.results[0] as { scopes: string; workspace_id: string; user_id: string } | undefined;
+  const row = claimed?.results[0] as
+    | { scopes: string; workspace_id: string; user_id: string; role: string }
+    | undefined;
   if (row) {
     return {
-      body: tokenResponse(pair, row.scopes),
+      body: tokenResponse(pair, row.scopes, row.role),
       grant: { grantId, workspaceId: row.workspace_id, userId: row.user_id, clientId },
     };
   }
@@ -274,11 +283,11 @@ export async function refreshTokens(env: Env, clientId: string, refreshToken: st
     ),
   ]);
   const row = rotated?.results[0] as
-    | { grant_id: string; scopes: string; workspace_id: string; user_id: string }
+    | { grant_id: string; scopes: string; workspace_id: string; user_id: string; role: string }
     | undefined;
   if (row) {
     return {
-      body: tokenResponse(pair, row.scopes),
+      body: tokenResponse(pair, row.scopes, row.role),
       grant: { grantId: row.grant_id, workspaceId: row.workspace_id, userId: row.user_id, clientId },
     };
   }

@@ -1,14 +1,19 @@
 #!/usr/bin/env node
-import { pathToFileURL } from "node:url";
 // Reference bridge for the local-browser channel: dials /v1/agent-browser/connect with a
 // personal access token and runs each computer.* command in a real Chromium page driven by
 // playwright-core. It is the executable description of the frame protocol (decisions.md,
 // Note D) for extension authors, and the client of the end-to-end test.
 //
-//   npm run bridge -- --url http://localhost:8787 --token svc_pat_... [--headed] [--chromium /usr/bin/chromium]
+//   SVC_PAT=svc_pat_... npm run bridge -- --url http://localhost:8787 [--headed] [--chromium /usr/bin/chromium]
+//   npm run bridge -- --url http://localhost:8787 --token-file ~/.svc-pat [--headed]
+//
+// The token comes from the SVC_PAT environment variable or a file, never from an argument:
+// npm echoes a script's command line, and arguments land in shell history and process lists.
 //
 // The frame schemas are the service's own (durable-objects/protocol.ts, run by Node's
 // built-in TypeScript type stripping), so the bridge and the server cannot drift apart.
+import { readFileSync } from "node:fs";
+import { pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
 import { chromium } from "playwright-core";
 import {
@@ -194,24 +199,50 @@ async function run(page, method, p) {
   }
 }
 
+const USAGE =
+  "usage: SVC_PAT=svc_pat_... npm run bridge -- [--url http://localhost:8787] [--headed] [--chromium /usr/bin/chromium]\n" +
+  "   or: npm run bridge -- --token-file <file holding the token> [--url ...] [--headed] [--chromium ...]";
+
+/** The PAT from `--token-file` or `SVC_PAT`; an error message (never echoing a token) otherwise. */
+export function bridgeToken(values, env = process.env) {
+  if (values.token !== undefined)
+    return {
+      error:
+        "--token is not accepted: a token on the command line is echoed by npm and kept in shell history. " +
+        "Set SVC_PAT, or put the token in a file and pass --token-file.",
+    };
+  let token;
+  if (values["token-file"] !== undefined) {
+    try {
+      token = readFileSync(values["token-file"], "utf8").trim();
+    } catch (e) {
+      return { error: `cannot read --token-file: ${e.code ?? e.message}` };
+    }
+  } else token = env.SVC_PAT?.trim();
+  if (!token) return { error: "no token: set SVC_PAT or pass --token-file" };
+  if (!token.startsWith("svc_pat_")) return { error: "the token is not a personal access token (svc_pat_...)" };
+  return { token };
+}
+
 async function main() {
   const { values } = parseArgs({
     options: {
       url: { type: "string", default: "http://localhost:8787" },
-      token: { type: "string", default: process.env.SVC_PAT },
+      // Declared only to refuse it with a clear reason instead of a parse error.
+      token: { type: "string" },
+      "token-file": { type: "string" },
       headed: { type: "boolean", default: false },
       chromium: { type: "string" },
     },
   });
-  if (!values.token?.startsWith("svc_pat_")) {
-    console.error(
-      "usage: npm run bridge -- --url http://localhost:8787 --token svc_pat_... [--headed] [--chromium /usr/bin/chromium]",
-    );
+  const { token, error } = bridgeToken(values);
+  if (error) {
+    console.error(`${error}\n${USAGE}`);
     process.exit(2);
   }
   const bridge = await startBridge({
     url: values.url,
-    token: values.token,
+    token,
     headless: !values.headed,
     executablePath: values.chromium,
   });
