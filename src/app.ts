@@ -80,6 +80,11 @@ export function createApp(registry: AreaRegistry = registryOf(AREAS)) {
     servers: [{ url: c.env.BASE_URL || new URL(c.req.url).origin }],
   }));
   // The reference's script is a static asset of this Worker (wrangler.toml [assets]), never a CDN's.
+  app.get(DOCS_SCRIPT, async (c) => {
+    const asset = await c.env.ASSETS.fetch(c.req.raw);
+    // A copy: the app's header middleware adds to it, and a fetched response's headers are immutable.
+    return new Response(asset.body, asset);
+  });
   app.get(
     "/v1/docs",
     Scalar({
