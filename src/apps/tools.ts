@@ -4,6 +4,7 @@ import { z } from "zod";
 import { record } from "../../durable-objects/audit-log/record";
 import { workspaces } from "../db/schema";
 import { db } from "../platform/db";
+import { mediaTypeOf } from "../platform/media-types";
 import type { ToolProvider, TurnScope } from "../platform/turn-tools";
 import { APP_MAX_BYTES, APP_MAX_FILES, PublishError, publishApp } from "./service";
 import { appsOrigin, appUrl } from "./store";
@@ -36,29 +37,6 @@ export const PublishAppInputSchema = z
   .strict();
 export type PublishAppInput = z.infer<typeof PublishAppInputSchema>;
 
-const TYPES: Record<string, string> = {
-  html: "text/html; charset=utf-8",
-  htm: "text/html; charset=utf-8",
-  css: "text/css; charset=utf-8",
-  js: "text/javascript; charset=utf-8",
-  mjs: "text/javascript; charset=utf-8",
-  json: "application/json",
-  txt: "text/plain; charset=utf-8",
-  md: "text/markdown; charset=utf-8",
-  csv: "text/csv; charset=utf-8",
-  svg: "image/svg+xml",
-  png: "image/png",
-  jpg: "image/jpeg",
-  jpeg: "image/jpeg",
-  gif: "image/gif",
-  webp: "image/webp",
-  ico: "image/x-icon",
-  woff: "font/woff",
-  woff2: "font/woff2",
-  wasm: "application/wasm",
-  xml: "application/xml",
-};
-
 const SEGMENT = /^[A-Za-z0-9_][A-Za-z0-9._-]*$/;
 const MEDIA_TYPE = /^[a-z]+\/[a-z0-9][a-z0-9.+-]*(?:; ?charset=[A-Za-z0-9_-]+)?$/;
 
@@ -78,8 +56,7 @@ function contentTypeOf(path: string, given: string | undefined): string {
     if (!MEDIA_TYPE.test(t)) throw new PublishError(`invalid content_type for ${path}`);
     return t;
   }
-  const ext = /\.([A-Za-z0-9]+)$/.exec(path)?.[1]?.toLowerCase();
-  return (ext && TYPES[ext]) || "application/octet-stream";
+  return mediaTypeOf(path) ?? "application/octet-stream";
 }
 
 const tooLarge = () => new PublishError(`the app exceeds ${APP_MAX_BYTES / (1024 * 1024)} MiB; publish smaller files`);

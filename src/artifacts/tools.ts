@@ -1,6 +1,7 @@
 import { tool } from "ai";
 import { z } from "zod";
 import { record } from "../../durable-objects/audit-log/record";
+import { mediaTypeOf } from "../platform/media-types";
 import type { ToolProvider, TurnScope } from "../platform/turn-tools";
 import { createArtifact, downloadUrl } from "./store";
 import { storedContentType } from "./upload";
@@ -24,29 +25,10 @@ export const DeliverFileInputSchema = z
   .strict();
 export type DeliverFileInput = z.infer<typeof DeliverFileInputSchema>;
 
-const TYPES_BY_EXTENSION: Record<string, string> = {
-  txt: "text/plain; charset=utf-8",
-  md: "text/markdown; charset=utf-8",
-  csv: "text/csv; charset=utf-8",
-  json: "application/json",
-  html: "text/html; charset=utf-8",
-  xml: "application/xml",
-  svg: "image/svg+xml",
-  png: "image/png",
-  jpg: "image/jpeg",
-  jpeg: "image/jpeg",
-  gif: "image/gif",
-  webp: "image/webp",
-  pdf: "application/pdf",
-  zip: "application/zip",
-};
-
 function contentTypeFor(input: DeliverFileInput): string {
   if (input.content_type) return storedContentType(input.content_type);
-  const ext = /\.([A-Za-z0-9]+)$/.exec(input.name)?.[1]?.toLowerCase();
   return (
-    (ext && TYPES_BY_EXTENSION[ext]) ||
-    (input.encoding === "base64" ? "application/octet-stream" : "text/plain; charset=utf-8")
+    mediaTypeOf(input.name) ?? (input.encoding === "base64" ? "application/octet-stream" : "text/plain; charset=utf-8")
   );
 }
 
