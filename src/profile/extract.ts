@@ -3,7 +3,7 @@
  * (never parsed whole), and what its stylesheets and manifest add: summary, palette, fonts,
  * logo candidates and technology clues. No I/O here; the crawler fetches, this reads.
  */
-import { decodeEntities } from "../skills/extract";
+import { decodeEntities, onEndTag } from "../platform/html";
 import type { TechnologyMatcher } from "./signatures";
 
 export const MAX_PALETTE = 6;
@@ -102,19 +102,10 @@ export async function extractPage(
   let textSize = 0;
   const texts: string[] = [];
 
-  const onEnd = (el: Element, fn: () => void): boolean => {
-    try {
-      el.onEndTag(fn);
-      return true;
-    } catch {
-      return false;
-    }
-  };
-
   const rewriter = new HTMLRewriter()
     .on("title", {
       element(el) {
-        inTitle = onEnd(el, () => {
+        inTitle = onEndTag(el, () => {
           inTitle = false;
         });
       },
@@ -165,14 +156,14 @@ export async function extractPage(
     })
     .on("style", {
       element(el) {
-        inStyle = onEnd(el, () => {
+        inStyle = onEndTag(el, () => {
           inStyle = false;
         });
       },
     })
     .on(SKIP, {
       element(el) {
-        if (onEnd(el, () => skip--)) skip++;
+        if (onEndTag(el, () => skip--)) skip++;
       },
     })
     .on(TEXT_BLOCKS, {
@@ -180,7 +171,7 @@ export async function extractPage(
         if (skip > 0) return;
         const tag = el.tagName.toLowerCase();
         const mine = { tag, text: "" };
-        const closes = onEnd(el, () => {
+        const closes = onEndTag(el, () => {
           if (block !== mine) return;
           const line = clean(mine.text);
           block = null;

@@ -3,6 +3,8 @@
  * through `HTMLRewriter`, never parsed whole) and text clipped to what a model should read.
  */
 
+import { decodeEntities, onEndTag } from "../platform/html";
+
 /** Longest text one tool result hands the model. */
 export const TEXT_LIMIT = 40_000;
 
@@ -10,36 +12,6 @@ export type Clipped = { text: string; truncated: boolean };
 
 export function clip(text: string, limit = TEXT_LIMIT): Clipped {
   return text.length > limit ? { text: text.slice(0, limit), truncated: true } : { text, truncated: false };
-}
-
-const NAMED: Record<string, string> = {
-  amp: "&",
-  lt: "<",
-  gt: ">",
-  quot: '"',
-  apos: "'",
-  nbsp: " ",
-  ndash: "–",
-  mdash: "—",
-  hellip: "…",
-  lsquo: "‘",
-  rsquo: "’",
-  ldquo: "“",
-  rdquo: "”",
-  copy: "©",
-  reg: "®",
-  euro: "€",
-};
-
-/** Decodes the character references text chunks of `HTMLRewriter` still carry. */
-export function decodeEntities(text: string): string {
-  return text.replace(/&(#x[0-9a-f]+|#[0-9]+|[a-z]+);/gi, (whole, ref: string) => {
-    if (ref[0] === "#") {
-      const code = ref[1] === "x" || ref[1] === "X" ? Number.parseInt(ref.slice(2), 16) : Number(ref.slice(1));
-      return Number.isFinite(code) && code > 0 && code <= 0x10ffff ? String.fromCodePoint(code) : whole;
-    }
-    return NAMED[ref.toLowerCase()] ?? whole;
-  });
 }
 
 /** Text in these is never page text: code, chrome and navigation. */
@@ -86,32 +58,22 @@ export async function htmlMainText(html: ReadableStream<Uint8Array> | string, li
       mainSize += out.length + 1;
     } else if (block.main) mainCut = true;
   };
-  /** Registers `fn` for the element's end tag; false for an element that has none (void, self-closing). */
-  const onEnd = (el: Element, fn: () => void): boolean => {
-    try {
-      el.onEndTag(fn);
-      return true;
-    } catch {
-      return false;
-    }
-  };
-
   const rewriter = new HTMLRewriter()
     .on("title", {
       element(el) {
-        inTitle = onEnd(el, () => {
+        inTitle = onEndTag(el, () => {
           inTitle = false;
         });
       },
     })
     .on(SKIPPED, {
       element(el) {
-        if (onEnd(el, () => skip--)) skip++;
+        if (onEndTag(el, () => skip--)) skip++;
       },
     })
     .on(MAIN, {
       element(el) {
-        if (onEnd(el, () => inMain--)) inMain++;
+        if (onEndTag(el, () => inMain--)) inMain++;
       },
     })
     .on(BLOCKS, {
@@ -119,7 +81,7 @@ export async function htmlMainText(html: ReadableStream<Uint8Array> | string, li
         const tag = el.tagName.toLowerCase();
         const prefix = /^h[1-6]$/.test(tag) ? `${"#".repeat(Number(tag[1]))} ` : tag === "li" ? "- " : "";
         const block = { prefix, text: "", main: inMain > 0 };
-        const closes = onEnd(el, () => {
+        const closes = onEndTag(el, () => {
           flush();
           open.pop();
         });

@@ -1,5 +1,5 @@
 import { guardedFetch } from "../platform/guarded-fetch";
-import { decodeEntities } from "./extract";
+import { decodeEntities } from "../platform/html";
 
 /** One search hit as the model sees it. */
 export type SearchResult = { title: string; url: string; snippet: string };
