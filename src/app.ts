@@ -12,6 +12,7 @@ import { browserArea } from "./browser";
 import { conversationsArea } from "./conversations";
 import { healthArea } from "./health";
 import { type Area, registryOf } from "./http/area";
+import { deliverAuditAfterResponse } from "./http/audit";
 import type { AreaRegistry } from "./http/registry";
 import { BEARER, createRouter, limitBody } from "./http/route";
 import { memoryArea } from "./memory";
@@ -61,6 +62,7 @@ export function createApp(registry: AreaRegistry = registryOf(AREAS)) {
     c.set("areas", registry);
     return next();
   });
+  app.use(deliverAuditAfterResponse);
   for (const area of AREAS) if (area.router) app.route("/", area.router);
 
   app.openAPIRegistry.registerComponent("securitySchemes", BEARER, {

@@ -1,9 +1,11 @@
 import { createExecutionContext, createScheduledController, waitOnExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { parkEvent } from "../durable-objects/audit-log/record";
+import { auditLog } from "../durable-objects/audit-log/client";
+import { outboxEntry, outboxInsert } from "../durable-objects/audit-log/record";
 import { deliverOutbox, parkedCount } from "../src/audit/outbox";
 import worker from "../src/index";
+import { db } from "../src/platform/db";
 import { call } from "./support/api";
 import { callWith } from "./support/app";
 import { auditEvents } from "./support/audit";
@@ -12,91 +14,172 @@ import { signupWorkspace } from "./support/seed";
 /** An AuditLog namespace whose object cannot be reached (failure injection). */
 const unreachableAuditLog = {
   getByName: () => ({
+    deliver: () => Promise.reject(new Error("AuditLog unavailable")),
     append: () => Promise.reject(new Error("AuditLog unavailable")),
   }),
 };
 
-describe("audit outbox", () => {
-  it("parks the event of a committed change when the append fails, and the scheduled handler delivers it", async () => {
+/** An AuditLog whose delivery has not run yet (the after-response step still to come). */
+const lateAuditLog = { getByName: () => ({ deliver: async () => 0 }) };
+
+const agentBody = (slug: string) => ({ slug, display_name: slug });
+
+async function agentCount(workspaceId: string, slug: string) {
+  const row = await env.DB.prepare("SELECT count(*) AS n FROM agents WHERE workspace_id = ? AND slug = ?")
+    .bind(workspaceId, slug)
+    .first<{ n: number }>();
+  return row?.n ?? 0;
+}
+
+async function verify(token: string) {
+  return (await (await call("GET", "/v1/admin/audit/verify", { token })).json()) as {
+    ok: boolean;
+    checked: number;
+    last_seq: number;
+  };
+}
+
+async function withTrigger<T>(ddl: string, name: string, run: () => Promise<T>): Promise<T> {
+  await env.DB.prepare(ddl).run();
+  try {
+    return await run();
+  } finally {
+    await env.DB.exec(`DROP TRIGGER IF EXISTS ${name}`);
+  }
+}
+
+async function runCron() {
+  const ctx = createExecutionContext();
+  await worker.scheduled!(createScheduledController({ cron: "* * * * *" }), env, ctx);
+  await waitOnExecutionContext(ctx);
+}
+
+describe("audit outbox: a change and its event commit together", () => {
+  it("writes neither the agent nor its event when the event's row cannot be written", async () => {
     const ws = await signupWorkspace();
-    const res = await callWith({ AUDIT_LOG: unreachableAuditLog }, "POST", "/v1/api/admin/tokens", {
-      token: ws.adminToken,
-      body: { name: "during outage", scopes: ["agents:read"] },
-    });
-    expect(res.status).toBe(201);
-    const created = (await res.json()) as { id: string };
-    expect(await parkedCount(env, ws.workspace.id)).toBe(1);
-    expect(await auditEvents(ws.workspace.id, "token.create")).toHaveLength(0);
-    const parkedAt = Date.now();
-
-    const ctx = createExecutionContext();
-    await worker.scheduled!(createScheduledController({ cron: "* * * * *" }), env, ctx);
-    await waitOnExecutionContext(ctx);
-
+    const res = await withTrigger(
+      `CREATE TRIGGER fail_agent_event BEFORE INSERT ON audit_outbox WHEN NEW.event LIKE '%"agent.create"%'
+       BEGIN SELECT RAISE(ABORT, 'injected failure'); END`,
+      "fail_agent_event",
+      () => call("POST", "/v1/agents", { token: ws.adminToken, body: agentBody("doomed") }),
+    );
+    expect(res.ok).toBe(false); // the injected abort is a constraint error
+    expect(await agentCount(ws.workspace.id, "doomed")).toBe(0);
     expect(await parkedCount(env, ws.workspace.id)).toBe(0);
-    const [event] = await auditEvents(ws.workspace.id, "token.create");
-    expect(event).toMatchObject({
-      target: `token:${created.id}`,
-      actor_id: ws.user.id,
-      details: { name: "during outage" },
-    });
-    expect(Date.parse(event!.occurred_at)).toBeLessThanOrEqual(parkedAt);
-    const verify = (await (await call("GET", "/v1/admin/audit/verify", { token: ws.adminToken })).json()) as {
-      ok: boolean;
-    };
-    expect(verify.ok).toBe(true);
+    expect(await auditEvents(ws.workspace.id, "agent.create")).toHaveLength(0);
   });
 
-  it("keeps parked events, counting attempts, while delivery keeps failing", async () => {
+  it("writes no event when the change itself fails inside the batch", async () => {
     const ws = await signupWorkspace();
-    await callWith({ AUDIT_LOG: unreachableAuditLog }, "POST", "/v1/api/admin/tokens", {
+    const res = await withTrigger(
+      `CREATE TRIGGER fail_agent BEFORE INSERT ON agent_handles WHEN NEW.handle = 'doomed'
+       BEGIN SELECT RAISE(ABORT, 'injected failure'); END`,
+      "fail_agent",
+      () => call("POST", "/v1/agents", { token: ws.adminToken, body: agentBody("doomed") }),
+    );
+    expect(res.ok).toBe(false); // the injected abort is a constraint error
+    expect(await agentCount(ws.workspace.id, "doomed")).toBe(0);
+    expect(await auditEvents(ws.workspace.id, "agent.create")).toHaveLength(0);
+  });
+
+  it("records no event for a conditional change that matched nothing (disabling the default agent)", async () => {
+    const ws = await signupWorkspace();
+    const { agents } = (await (await call("GET", "/v1/agents", { token: ws.adminToken })).json()) as {
+      agents: { id: string; is_default: boolean }[];
+    };
+    const def = agents.find((a) => a.is_default)!;
+    const res = await call("DELETE", `/v1/agents/${def.id}`, { token: ws.adminToken });
+    expect(res.status).toBe(400);
+    expect(await parkedCount(env, ws.workspace.id)).toBe(0);
+    expect(await auditEvents(ws.workspace.id, "agent.disable")).toHaveLength(0);
+  });
+
+  it("shows the event in the audit list right after the change, before the after-response delivery ran", async () => {
+    const ws = await signupWorkspace();
+    const res = await callWith({ AUDIT_LOG: lateAuditLog }, "POST", "/v1/agents", {
       token: ws.adminToken,
-      body: { name: "x", scopes: ["agents:read"] },
+      body: agentBody("prompt"),
     });
+    expect(res.status).toBe(200);
+    const { id } = (await res.json()) as { id: string };
+    expect(await parkedCount(env, ws.workspace.id)).toBe(1);
+
+    const list = (await (await call("GET", "/v1/admin/audit?kind=agent.create", { token: ws.adminToken })).json()) as {
+      events: { target: string }[];
+    };
+    expect(list.events.map((e) => e.target)).toEqual([`agent:${id}`]);
+    expect(await parkedCount(env, ws.workspace.id)).toBe(0);
+  });
+});
+
+describe("audit outbox: delivery", () => {
+  it("keeps rows while the object is unreachable, then delivers each once; the chain stays whole", async () => {
+    const ws = await signupWorkspace();
+    const before = await verify(ws.adminToken);
+    for (const slug of ["outage-1", "outage-2"]) {
+      const res = await callWith({ AUDIT_LOG: unreachableAuditLog }, "POST", "/v1/agents", {
+        token: ws.adminToken,
+        body: agentBody(slug),
+      });
+      expect(res.status).toBe(200);
+    }
+    expect(await parkedCount(env, ws.workspace.id)).toBe(2);
+
     await deliverOutbox({ ...env, AUDIT_LOG: unreachableAuditLog } as unknown as Env);
-    const row = await env.DB.prepare("SELECT attempts, last_error FROM audit_outbox WHERE workspace_id = ?")
+    const row = await env.DB.prepare("SELECT attempts, last_error FROM audit_outbox WHERE workspace_id = ? LIMIT 1")
       .bind(ws.workspace.id)
       .first<{ attempts: number; last_error: string }>();
     expect(row).toMatchObject({ attempts: 1 });
     expect(row?.last_error).toContain("AuditLog unavailable");
-    expect(await deliverOutbox(env)).toBeGreaterThanOrEqual(1);
+
+    await runCron();
+    await runCron();
     expect(await parkedCount(env, ws.workspace.id)).toBe(0);
+    const created = await auditEvents(ws.workspace.id, "agent.create");
+    expect(created.map((e) => e.details.slug)).toEqual(["outage-2", "outage-1"]);
+    const after = await verify(ws.adminToken);
+    expect(after).toMatchObject({ ok: true, last_seq: before.last_seq + 2 });
   });
 
-  it("delivers a backlog of more than 100 events of one workspace exactly once, and counts failed attempts on all of them", async () => {
+  it("lands an outbox row once when flushes race or a delivered row comes back", async () => {
     const ws = await signupWorkspace();
-    const occurredAt = new Date().toISOString();
-    for (let i = 0; i < 150; i++) {
-      await parkEvent(
-        env,
-        ws.workspace.id,
-        {
-          kind: "backlog.event",
-          outcome: "success",
-          actorKind: "system",
-          actorId: null,
-          agentId: null,
-          conversationId: null,
-          target: `n:${i}`,
-          intent: "test",
-          subjectUserId: null,
-          details: {},
-          occurredAt,
-        },
-        new Error("outage"),
-      );
-    }
-    await deliverOutbox({ ...env, AUDIT_LOG: unreachableAuditLog } as unknown as Env);
-    const attempts = await env.DB.prepare("SELECT DISTINCT attempts FROM audit_outbox WHERE workspace_id = ?")
-      .bind(ws.workspace.id)
-      .all<{ attempts: number }>();
-    expect(attempts.results).toEqual([{ attempts: 1 }]);
+    const d = db(env);
+    const entries = Array.from({ length: 5 }, (_, i) =>
+      outboxEntry(ws.workspace.id, { kind: "race.event", actor: { kind: "system", id: null }, target: `n:${i}` }),
+    );
+    for (const e of entries) await outboxInsert(d, e).run();
+    const log = auditLog(env, ws.workspace.id);
+    await Promise.all([log.deliver(ws.workspace.id), log.deliver(ws.workspace.id), deliverOutbox(env)]);
+    expect(await auditEvents(ws.workspace.id, "race.event")).toHaveLength(5);
 
-    await deliverOutbox(env);
-    await deliverOutbox(env);
+    // A Worker that appended but lost its delete: the row comes back and is skipped, then removed.
+    await outboxInsert(d, entries[0]!).run();
+    expect(await log.deliver(ws.workspace.id)).toBe(1);
+    expect(await parkedCount(env, ws.workspace.id)).toBe(0);
+    const events = await auditEvents(ws.workspace.id, "race.event");
+    expect(events.map((e) => e.target).sort()).toEqual(entries.map((e) => JSON.parse(e.event).target).sort());
+    expect((await verify(ws.adminToken)).ok).toBe(true);
+  });
+
+  it("delivers a backlog larger than one round, in order, exactly once", async () => {
+    const ws = await signupWorkspace();
+    const d = db(env);
+    const rows = Array.from({ length: 620 }, (_, i) =>
+      outboxEntry(ws.workspace.id, { kind: "backlog.event", actor: { kind: "system", id: null }, target: `n:${i}` }),
+    );
+    for (let i = 0; i < rows.length; i += 50)
+      await d.batch(rows.slice(i, i + 50).map((r) => outboxInsert(d, r)) as never);
+    await deliverOutbox(env); // signup's own after-response delivery may take part of the backlog
     expect(await parkedCount(env, ws.workspace.id)).toBe(0);
     const events = await auditEvents(ws.workspace.id, "backlog.event");
-    expect(events).toHaveLength(150);
-    expect(new Set(events.map((e) => e.target)).size).toBe(150);
+    expect(events).toHaveLength(200); // one page
+    const { total } = (await (
+      await call("GET", "/v1/admin/audit?kind=backlog.event", { token: ws.adminToken })
+    ).json()) as {
+      total: number;
+    };
+    expect(total).toBe(620);
+    expect(events[0]!.target).toBe("n:619");
+    expect((await verify(ws.adminToken)).ok).toBe(true);
   });
 });

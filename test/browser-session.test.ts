@@ -1,6 +1,7 @@
 import { evictDurableObject, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { auditLog } from "../durable-objects/audit-log/client";
 import type { Attachment, BrowserSession } from "../durable-objects/browser-session";
 import { CLOSE, LIMITS, PING_FRAME, PONG_FRAME } from "../durable-objects/protocol";
 import { runEraseSteps } from "../src/admin/erase-service";
@@ -281,16 +282,20 @@ describe("BrowserSession: hibernation", () => {
 });
 
 describe("BrowserSession: audit", () => {
-  it("parks the disconnect event when the audit log cannot be reached, and the outbox delivers it", async () => {
+  it("keeps the disconnect event in the outbox while the audit log cannot be reached, and delivers it later", async () => {
     const { ws, ext, stub } = await connectedUser();
-    const unreachable = { getByName: () => ({ append: () => Promise.reject(new Error("AuditLog unavailable")) }) };
+    const unreachable = { getByName: () => ({ deliver: () => Promise.reject(new Error("AuditLog unavailable")) }) };
     await runInDurableObject(stub, (instance: BrowserSession) => {
       (instance as unknown as { env: Env }).env = { ...env, AUDIT_LOG: unreachable } as unknown as Env;
     });
     expect(await stub.disconnect("token revoked")).toBe(true);
     expect(await ext.closed).toEqual({ code: CLOSE.ended, reason: "token revoked" });
-    expect(await auditKinds(ws.workspace.id, "browser.disconnect")).toHaveLength(0);
     expect(await parkedCount(env, ws.workspace.id)).toBe(1);
+    const chain = await auditLog(env, ws.workspace.id).list(
+      { days: 0, kind: "browser.disconnect" },
+      { page: 1, pageSize: 5 },
+    );
+    expect(chain.total).toBe(0);
 
     await deliverOutbox(env);
     const [event] = await auditKinds(ws.workspace.id, "browser.disconnect");

@@ -6,6 +6,7 @@ import { uuidv7 } from "uuidv7";
 import { nowIso } from "../../src/platform/env";
 import { type ChainFields, canonicalJson, detailsDigest, entryHash, GENESIS_HASH, newSalt } from "./chain";
 import migrations from "./migrations/migrations.js";
+import { markFailed, OUTBOX_ROUND, pendingRows, removeDelivered } from "./outbox";
 import * as schema from "./schema";
 import { events } from "./schema";
 import type {
@@ -22,13 +23,14 @@ import type {
 const REDACTED_DETAILS = canonicalJson({ redacted: true });
 
 const INSERT_EVENT = `INSERT INTO events (seq, id, occurred_at, kind, outcome, actor_kind, actor_id, agent_id,
-  conversation_id, target, intent, subject_user_id, details, salt, details_digest, prev_hash, hash)
-  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`;
+  conversation_id, target, intent, subject_user_id, details, salt, details_digest, prev_hash, hash, outbox_id)
+  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`;
 
 /** The hashed columns of the chain, in `chainRow`'s order. */
 const SELECT_CHAIN_ROWS = `SELECT seq, occurred_at, kind, outcome, actor_kind, actor_id, agent_id, conversation_id,
   target, intent, details, salt, details_digest, prev_hash, hash FROM events WHERE seq >= ? AND seq <= ? ORDER BY seq`;
 const VERIFY_CHUNK = 10_000;
+const SELECT_DELIVERED = "SELECT 1 FROM events WHERE outbox_id = ?";
 
 type ChainRow = ChainFields & { details: string; salt: string | null; hash: string };
 
@@ -65,6 +67,9 @@ export class AuditLog extends DurableObject<Env> {
   private head = { seq: 0, hash: GENESIS_HASH };
   /** Appends received since the last flush, written together by the next one. */
   private pending: PendingAppend[] = [];
+  /** The outbox delivery under way, and the one that will follow it (see `deliver`). */
+  private delivering: Promise<number> | null = null;
+  private nextDelivery: Promise<number> | null = null;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -117,11 +122,70 @@ export class AuditLog extends DurableObject<Env> {
     });
   }
 
+  /**
+   * Appends the workspace's outbox rows (each committed in D1 with the change it records) to
+   * the chain, oldest first, then removes them from the outbox. Returns how many were delivered.
+   * A call made during a delivery waits for the next one, which reads what was committed since:
+   * callers arriving together share one D1 read and one storage transaction. A row already in
+   * the chain (its delete was lost, or two Workers raced) is skipped, so each lands once.
+   */
+  deliver(workspaceId: string): Promise<number> {
+    if (!this.delivering) {
+      this.delivering = this.deliverPending(workspaceId).finally(() => {
+        this.delivering = null;
+      });
+      return this.delivering;
+    }
+    this.nextDelivery ??= this.delivering
+      .catch(() => 0)
+      .then(() => {
+        this.nextDelivery = null;
+        return this.deliver(workspaceId);
+      });
+    return this.nextDelivery;
+  }
+
+  private async deliverPending(workspaceId: string): Promise<number> {
+    let delivered = 0;
+    for (;;) {
+      const rows = await pendingRows(this.env, workspaceId);
+      if (!rows.length) return delivered;
+      const done: string[] = [];
+      const failed: string[] = [];
+      let lastError: unknown = null;
+      try {
+        this.ctx.storage.transactionSync(() => {
+          for (const row of rows) {
+            try {
+              const event = { ...(JSON.parse(row.event) as AppendEvent), outboxId: row.id };
+              this.ctx.storage.transactionSync(() => this.write([event]));
+              done.push(row.id);
+            } catch (error) {
+              failed.push(row.id);
+              lastError = error;
+            }
+          }
+        });
+      } catch (error) {
+        this.head = this.readHead();
+        throw error;
+      }
+      await removeDelivered(this.env, done);
+      delivered += done.length;
+      if (failed.length) {
+        await markFailed(this.env, failed, lastError);
+        return delivered;
+      }
+      if (rows.length < OUTBOX_ROUND) return delivered;
+    }
+  }
+
   /** Hashes and inserts one append's events after the head; moves the head only once all are in. */
   private write(batch: AppendEvent[]): Written[] {
     let { seq, hash } = this.head;
     const written: Written[] = [];
     for (const e of batch) {
+      if (e.outboxId && this.ctx.storage.sql.exec(SELECT_DELIVERED, e.outboxId).toArray().length) continue;
       seq += 1;
       const salt = newSalt();
       const details = canonicalJson(e.details);
@@ -165,6 +229,7 @@ export class AuditLog extends DurableObject<Env> {
         row.detailsDigest,
         row.prevHash,
         row.hash,
+        e.outboxId ?? null,
       );
       hash = row.hash;
       written.push({ seq, hash });

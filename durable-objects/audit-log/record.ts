@@ -1,5 +1,6 @@
+import { type SQL, sql } from "drizzle-orm";
 import { auditOutbox } from "../../src/db/schema";
-import { db } from "../../src/platform/db";
+import { type Db, db } from "../../src/platform/db";
 import { nowIso } from "../../src/platform/env";
 import { newId } from "../../src/platform/ids";
 import { auditLog } from "./client";
@@ -40,38 +41,65 @@ export function auditEvent(input: RecordInput): AppendEvent {
   };
 }
 
+/** An event as the `audit_outbox` row that carries it into the chain. */
+export type OutboxEntry = typeof auditOutbox.$inferInsert;
+
 /**
- * Records an event in the workspace's chain from anywhere (a route, a Durable Object, a
- * queue consumer, a cron job). If the append fails, the change it records has already
- * happened, so the event is parked in D1's `audit_outbox` and delivered by the cron.
+ * The outbox row of an event. Written in the same D1 batch as the change it records
+ * (`outboxInsert` for Drizzle batches, `outboxStatement` for raw ones), so the change and its
+ * event commit together or not at all; `deliverAudit` then moves it into the chain.
  */
-export async function record(env: Env, workspaceId: string, input: RecordInput): Promise<void> {
-  const event = auditEvent(input);
+export function outboxEntry(workspaceId: string, input: RecordInput): OutboxEntry {
+  return { id: newId(), workspaceId, event: JSON.stringify(auditEvent(input)), createdAt: nowIso() };
+}
+
+export const outboxInsert = (d: Db, entry: OutboxEntry) => d.insert(auditOutbox).values(entry);
+
+/**
+ * In a batch whose change may turn out to be nothing (a conditional UPDATE that matched no
+ * row), the event row is written only when `onlyIf` holds at that point of the batch.
+ * `PREVIOUS_STATEMENT_CHANGED` is the usual condition: place the insert right after the change.
+ * `detailsFromSql` fills detail fields read inside the same transaction (for example the
+ * previous holder of a flag the batch moves).
+ */
+export function outboxInsertIf(d: Db, entry: OutboxEntry, onlyIf: SQL, detailsFromSql: Record<string, SQL> = {}) {
+  let event = sql`${entry.event}`;
+  for (const [field, value] of Object.entries(detailsFromSql))
+    event = sql`json_set(${event}, ${`$.details.${field}`}, ${value})`;
+  // Every column, in the table's order: Drizzle's INSERT … SELECT names them all.
+  return d
+    .insert(auditOutbox)
+    .select(sql`SELECT ${entry.id}, ${entry.workspaceId}, ${event}, ${entry.createdAt}, 0, NULL WHERE ${onlyIf}`);
+}
+
+/** True right after a statement of the same batch that inserted, updated or deleted a row. */
+export const PREVIOUS_STATEMENT_CHANGED = sql`changes() > 0`;
+
+/** `outboxInsert` for raw D1 batches; `onlyIf` as in `outboxInsertIf` (SQL text, e.g. "changes() > 0"). */
+export const outboxStatement = (env: Env, entry: OutboxEntry, onlyIf = "1"): D1PreparedStatement =>
+  env.DB.prepare(
+    `INSERT INTO audit_outbox (id, workspace_id, event, created_at) SELECT ?, ?, ?, ? WHERE ${onlyIf}`,
+  ).bind(entry.id, entry.workspaceId, entry.event, entry.createdAt);
+
+/**
+ * Moves the workspace's committed outbox rows into its chain. A failure is logged and left to
+ * the next delivery (the every-minute cron is the safety net): the rows are already durable.
+ */
+export async function deliverAudit(env: Env, workspaceId: string): Promise<void> {
   try {
-    await auditLog(env, workspaceId).append([event]);
+    await auditLog(env, workspaceId).deliver(workspaceId);
   } catch (error) {
     console.error(
-      JSON.stringify({
-        level: "error",
-        msg: "audit append failed; event parked",
-        kind: event.kind,
-        error: String(error),
-      }),
+      JSON.stringify({ level: "error", msg: "audit delivery failed; rows wait in the outbox", error: String(error) }),
     );
-    await parkEvent(env, workspaceId, event, error);
   }
 }
 
-/** Keeps an event whose append failed, for the outbox delivery to append later. */
-export async function parkEvent(env: Env, workspaceId: string, event: AppendEvent, error: unknown): Promise<void> {
-  await db(env)
-    .insert(auditOutbox)
-    .values({
-      id: newId(),
-      workspaceId,
-      event: JSON.stringify(event),
-      createdAt: nowIso(),
-      lastError: String(error).slice(0, 500),
-    })
-    .run();
+/**
+ * Records an event that no D1 change accompanies (a refusal, a disconnect seen by an object,
+ * a queue or cron step whose change is elsewhere): its outbox row alone, then delivery.
+ */
+export async function record(env: Env, workspaceId: string, input: RecordInput): Promise<void> {
+  await outboxInsert(db(env), outboxEntry(workspaceId, input)).run();
+  await deliverAudit(env, workspaceId);
 }

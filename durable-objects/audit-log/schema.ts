@@ -1,4 +1,4 @@
-import { index, integer, sqliteTable, text } from "drizzle-orm/sqlite-core";
+import { index, integer, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
 
 /** One row per audit event of the object's workspace; `seq` is gap-free from 1. */
 export const events = sqliteTable(
@@ -24,11 +24,14 @@ export const events = sqliteTable(
     detailsDigest: text("details_digest").notNull(),
     prevHash: text("prev_hash").notNull(),
     hash: text("hash").notNull(),
+    /** The D1 `audit_outbox` row it came from: an outbox row delivered twice lands once. Not hashed. */
+    outboxId: text("outbox_id"),
   },
   (t) => [
     index("events_occurred_idx").on(t.occurredAt),
     index("events_kind_idx").on(t.kind),
     index("events_actor_idx").on(t.actorId),
     index("events_subject_idx").on(t.subjectUserId),
+    uniqueIndex("events_outbox_idx").on(t.outboxId),
   ],
 );

@@ -22,6 +22,8 @@ export type AppendEvent = {
   details: JsonObject;
   /** When the event happened, if not now (an event delivered late from the outbox). */
   occurredAt?: string;
+  /** The outbox row it was delivered from; a second delivery of the same row is skipped. */
+  outboxId?: string;
 };
 
 export type AuditEvent = {

@@ -1,5 +1,5 @@
 import type { Context } from "hono";
-import { audit } from "../http/audit";
+import { audit, auditEntry } from "../http/audit";
 import type { AppEnv } from "../http/context";
 import { apiRoute, createRouter, jsonBody, jsonResponse, MiB } from "../http/route";
 import { imageModel, languageModel } from "../llm/model";
@@ -11,6 +11,7 @@ import { avatarRouter } from "./avatar-routes";
 import { decodeAvatarUpload, monogramAvatar, storeAvatar } from "./avatars";
 import { listSkills } from "./catalogue";
 import { catalogueRouter } from "./catalogue-routes";
+import { DEFAULT_RUNTIME_PROFILE } from "./defaults";
 import {
   AgentIdParamSchema,
   AgentListSchema,
@@ -94,20 +95,26 @@ agentsRouter.openapi(
   async (c) => {
     const body = c.req.valid("json");
     const workspaceId = c.var.caller.workspace.id;
-    const agent = await createAgent(c.env, workspaceId, body, async () => {
-      const { url } = await storeAvatar(c.env, origin(c), workspaceId, monogramAvatar(body.slug, body.display_name));
-      return url;
-    });
-    await audit(
-      c,
-      agentEvent("agent.create", agent.id, {
-        slug: agent.slug,
-        display_name: agent.display_name,
-        aliases: agent.aliases,
-        runtime_profile: agent.runtime_profile,
-        model: agent.model,
-        avatar: body.avatar_url ? "url" : "monogram",
-      }),
+    const agent = await createAgent(
+      c.env,
+      workspaceId,
+      body,
+      async () => {
+        const { url } = await storeAvatar(c.env, origin(c), workspaceId, monogramAvatar(body.slug, body.display_name));
+        return url;
+      },
+      (id) =>
+        auditEntry(
+          c,
+          agentEvent("agent.create", id, {
+            slug: body.slug,
+            display_name: body.display_name,
+            aliases: body.aliases ?? [],
+            runtime_profile: body.runtime_profile ?? DEFAULT_RUNTIME_PROFILE,
+            model: body.model ?? null,
+            avatar: body.avatar_url ? "url" : "monogram",
+          }),
+        ),
     );
     return c.json(agent, 200);
   },
@@ -142,14 +149,15 @@ agentsRouter.openapi(
   }),
   async (c) => {
     const { id } = c.req.valid("param");
-    const { before, after, changed } = await updateAgent(c.env, c.var.caller.workspace.id, id, c.req.valid("json"));
-    await audit(
-      c,
-      agentEvent("agent.update", id, {
-        fields: changed,
-        slug: after.slug,
-        previous_slug: before.slug !== after.slug ? before.slug : undefined,
-      }),
+    const { after } = await updateAgent(c.env, c.var.caller.workspace.id, id, c.req.valid("json"), (change) =>
+      auditEntry(
+        c,
+        agentEvent("agent.update", id, {
+          fields: change.changed,
+          slug: change.after.slug,
+          previous_slug: change.before.slug !== change.after.slug ? change.before.slug : undefined,
+        }),
+      ),
     );
     return c.json(after, 200);
   },
@@ -168,8 +176,9 @@ agentsRouter.openapi(
   }),
   async (c) => {
     const { id } = c.req.valid("param");
-    const { agent, changed } = await disableAgent(c.env, c.var.caller.workspace.id, id);
-    await audit(c, agentEvent("agent.disable", id, { slug: agent.slug, changed }));
+    const { agent } = await disableAgent(c.env, c.var.caller.workspace.id, id, (details) =>
+      auditEntry(c, agentEvent("agent.disable", id, details)),
+    );
     return c.json(agent, 200);
   },
 );
@@ -186,8 +195,9 @@ agentsRouter.openapi(
   }),
   async (c) => {
     const { id } = c.req.valid("param");
-    const { agent, changed } = await enableAgent(c.env, c.var.caller.workspace.id, id);
-    await audit(c, agentEvent("agent.enable", id, { slug: agent.slug, changed }));
+    const { agent } = await enableAgent(c.env, c.var.caller.workspace.id, id, (details) =>
+      auditEntry(c, agentEvent("agent.enable", id, details)),
+    );
     return c.json(agent, 200);
   },
 );
@@ -205,10 +215,8 @@ agentsRouter.openapi(
   }),
   async (c) => {
     const { id } = c.req.valid("param");
-    const { agent, previousDefaultId } = await makeDefault(c.env, c.var.caller.workspace.id, id);
-    await audit(
-      c,
-      agentEvent("agent.default", id, { slug: agent.slug, previous_default_id: previousDefaultId }, "make_default"),
+    const { agent } = await makeDefault(c.env, c.var.caller.workspace.id, id, (slug) =>
+      auditEntry(c, agentEvent("agent.default", id, { slug }, "make_default")),
     );
     return c.json(agent, 200);
   },
@@ -244,14 +252,19 @@ agentsRouter.openapi(
     await getAgentRecord(c.env, workspaceId, id);
     const image = decodeAvatarUpload(c.req.valid("json").image_base64);
     const { url, hash } = await storeAvatar(c.env, origin(c), workspaceId, image);
-    const agent = await setAvatarUrl(c.env, workspaceId, id, url);
-    await audit(
-      c,
-      agentEvent(
-        "agent.avatar",
-        id,
-        { source: "upload", content_type: image.contentType, size: image.bytes.length, sha256: hash },
-        "set_avatar",
+    const agent = await setAvatarUrl(
+      c.env,
+      workspaceId,
+      id,
+      url,
+      auditEntry(
+        c,
+        agentEvent(
+          "agent.avatar",
+          id,
+          { source: "upload", content_type: image.contentType, size: image.bytes.length, sha256: hash },
+          "set_avatar",
+        ),
       ),
     );
     return c.json(agent, 200);
@@ -289,14 +302,19 @@ agentsRouter.openapi(
       );
     const image = await generateAvatarImage(model, avatarPrompt(agent, c.req.valid("json").prompt));
     const { url, hash } = await storeAvatar(c.env, origin(c), workspaceId, image);
-    await setAvatarUrl(c.env, workspaceId, id, url);
-    await audit(
-      c,
-      agentEvent(
-        "agent.avatar",
-        id,
-        { source: "generated", content_type: image.contentType, size: image.bytes.length, sha256: hash },
-        "generate_avatar",
+    await setAvatarUrl(
+      c.env,
+      workspaceId,
+      id,
+      url,
+      auditEntry(
+        c,
+        agentEvent(
+          "agent.avatar",
+          id,
+          { source: "generated", content_type: image.contentType, size: image.bytes.length, sha256: hash },
+          "generate_avatar",
+        ),
       ),
     );
     return c.json({ avatar_url: url }, 200);
@@ -340,14 +358,15 @@ for (const kind of ["skills", "mcp_servers"] as const) {
     async (c) => {
       const { id } = c.req.valid("param");
       const body = c.req.valid("json") as { skills?: string[]; mcp_servers?: string[] };
-      const { before, after } = await putSubset(c.env, c.var.caller.workspace.id, id, kind, body[kind] ?? []);
-      await audit(
-        c,
-        agentEvent(
-          kind === "skills" ? "agent.skills" : "agent.mcp",
-          id,
-          { [kind]: after, [`previous_${kind}`]: before },
-          kind === "skills" ? "set_skills" : "set_mcp_servers",
+      const { after } = await putSubset(c.env, c.var.caller.workspace.id, id, kind, body[kind] ?? [], (change) =>
+        auditEntry(
+          c,
+          agentEvent(
+            kind === "skills" ? "agent.skills" : "agent.mcp",
+            id,
+            { [kind]: change.after, [`previous_${kind}`]: change.before },
+            kind === "skills" ? "set_skills" : "set_mcp_servers",
+          ),
         ),
       );
       return c.json(wrap(after), 200);

@@ -1,5 +1,6 @@
 import { and, asc, desc, eq, inArray, ne, sql } from "drizzle-orm";
 import { agentHandles, agents, workspaceMcpServers, workspaceSkills } from "../db/schema";
+import { type OutboxEntry, outboxInsert, outboxInsertIf, PREVIOUS_STATEMENT_CHANGED } from "../http/audit";
 import { modelBelongsTo } from "../llm/models";
 import { type Db, db, isUniqueViolation, parseJsonArray, preparedFor } from "../platform/db";
 import { nowIso } from "../platform/env";
@@ -199,6 +200,7 @@ export async function createAgent(
   workspaceId: string,
   input: CreateAgentRequest,
   avatarFor: (agentId: string) => Promise<string>,
+  event: (agentId: string) => OutboxEntry,
 ): Promise<AgentRow> {
   const { aliases, profile, skills, mcpServers } = await validateCreate(env, workspaceId, input);
   const d = db(env);
@@ -206,7 +208,7 @@ export async function createAgent(
   const now = nowIso();
   const avatarUrl = input.avatar_url ?? (await avatarFor(id));
   try {
-    const [, , , , , [row]] = await d.batch([
+    const [, , , , , , [row]] = await d.batch([
       d.insert(agents).values({
         id,
         workspaceId,
@@ -235,6 +237,7 @@ export async function createAgent(
       ...syncHandles(d, id),
       keepInstalledOnly(d, id, "skills"),
       keepInstalledOnly(d, id, "mcp_servers"),
+      outboxInsert(d, event(id)),
       d.select().from(agents).where(eq(agents.id, id)),
     ]);
     return toAgentRow(row!);
@@ -255,6 +258,7 @@ export async function updateAgent(
   workspaceId: string,
   id: string,
   input: UpdateAgentRequest,
+  event: (change: AgentUpdate) => OutboxEntry,
 ): Promise<AgentUpdate> {
   const current = await getAgentRecord(env, workspaceId, id);
   const before = toAgentRow(current);
@@ -290,22 +294,27 @@ export async function updateAgent(
   if (input.model !== undefined) set.model = input.model;
   if (input.avatar_url !== undefined) set.avatarUrl = input.avatar_url;
 
+  // The change is known before it is written, so its event commits in the same batch.
+  const expected = diff(before, toAgentRow({ ...current, ...set }));
   const d = db(env);
   const update = d
     .update(agents)
     .set(set)
     .where(and(eq(agents.id, id), eq(agents.workspaceId, workspaceId)))
     .returning();
+  const recorded = outboxInsertIf(d, event(expected), PREVIOUS_STATEMENT_CHANGED);
   let row: AgentRecord | undefined;
   try {
-    if (set.aliases !== undefined) [[row]] = await d.batch([update, ...syncHandles(d, id)]);
-    else [row] = await update;
+    [[row]] = await d.batch([update, recorded, ...(set.aliases !== undefined ? syncHandles(d, id) : [])]);
   } catch (e) {
     if (isUniqueViolation(e)) throw await handleTaken(d, workspaceId, id, slug, aliases);
     throw e;
   }
   if (!row) throw notFound("No such agent in this workspace");
-  const after = toAgentRow(row);
+  return diff(before, toAgentRow(row));
+}
+
+function diff(before: AgentRow, after: AgentRow): AgentUpdate {
   const changed = (Object.keys(after) as (keyof AgentRow)[]).filter(
     (k) => JSON.stringify(before[k] ?? null) !== JSON.stringify(after[k] ?? null),
   );
@@ -317,28 +326,50 @@ export async function updateAgent(
 export type StatusChange = { agent: AgentRow; changed: boolean };
 
 /** Disables an agent; the default agent cannot be disabled (400). Idempotent. */
-export async function disableAgent(env: Env, workspaceId: string, id: string): Promise<StatusChange> {
+export async function disableAgent(
+  env: Env,
+  workspaceId: string,
+  id: string,
+  event: (change: { slug: string; changed: boolean }) => OutboxEntry,
+): Promise<StatusChange> {
   const current = await getAgentRecord(env, workspaceId, id);
+  const changed = current.status !== "disabled";
+  const d = db(env);
   // The is_default condition lives in the statement, so a concurrent "make default" cannot slip in between.
-  const [row] = await db(env)
-    .update(agents)
-    .set({ status: "disabled", updatedAt: nowIso() })
-    .where(and(eq(agents.id, id), eq(agents.workspaceId, workspaceId), eq(agents.isDefault, false)))
-    .returning();
+  const [[row]] = await d.batch([
+    d
+      .update(agents)
+      .set({ status: "disabled", updatedAt: nowIso() })
+      .where(and(eq(agents.id, id), eq(agents.workspaceId, workspaceId), eq(agents.isDefault, false)))
+      .returning(),
+    outboxInsertIf(d, event({ slug: current.slug, changed }), PREVIOUS_STATEMENT_CHANGED),
+  ]);
   if (!row)
     throw badRequest("default_agent", "The default agent cannot be disabled; make another agent the default first");
-  return { agent: toAgentRow(row), changed: current.status !== "disabled" };
+  return { agent: toAgentRow(row), changed };
 }
 
 /** Enables an agent. Idempotent. */
-export async function enableAgent(env: Env, workspaceId: string, id: string): Promise<StatusChange> {
+export async function enableAgent(
+  env: Env,
+  workspaceId: string,
+  id: string,
+  event: (change: { slug: string; changed: boolean }) => OutboxEntry,
+): Promise<StatusChange> {
   const current = await getAgentRecord(env, workspaceId, id);
-  if (current.status === "enabled") return { agent: toAgentRow(current), changed: false };
-  const [row] = await db(env)
-    .update(agents)
-    .set({ status: "enabled", updatedAt: nowIso() })
-    .where(and(eq(agents.id, id), eq(agents.workspaceId, workspaceId)))
-    .returning();
+  const d = db(env);
+  if (current.status === "enabled") {
+    await outboxInsert(d, event({ slug: current.slug, changed: false })).run();
+    return { agent: toAgentRow(current), changed: false };
+  }
+  const [[row]] = await d.batch([
+    d
+      .update(agents)
+      .set({ status: "enabled", updatedAt: nowIso() })
+      .where(and(eq(agents.id, id), eq(agents.workspaceId, workspaceId)))
+      .returning(),
+    outboxInsertIf(d, event({ slug: current.slug, changed: true }), PREVIOUS_STATEMENT_CHANGED),
+  ]);
   if (!row) throw notFound("No such agent in this workspace");
   return { agent: toAgentRow(row), changed: true };
 }
@@ -353,6 +384,7 @@ export async function makeDefault(
   env: Env,
   workspaceId: string,
   id: string,
+  event: (slug: string) => OutboxEntry,
 ): Promise<{ agent: AgentRow; previousDefaultId: string | null }> {
   const current = await getAgentRecord(env, workspaceId, id);
   if (current.status !== "enabled")
@@ -360,7 +392,10 @@ export async function makeDefault(
   const d = db(env);
   const now = nowIso();
   const targetEnabled = sql`EXISTS (SELECT 1 FROM agents t WHERE t.id = ${id} AND t.workspace_id = ${workspaceId} AND t.status = 'enabled')`;
-  const [cleared, [row]] = await d.batch([
+  // Written first, so the previous default is read inside the same transaction as the move.
+  const previousDefault = sql`(SELECT p.id FROM agents p WHERE p.workspace_id = ${workspaceId} AND p.is_default = 1)`;
+  const [, cleared, [row]] = await d.batch([
+    outboxInsertIf(d, event(current.slug), targetEnabled, { previous_default_id: previousDefault }),
     d
       .update(agents)
       .set({ isDefault: false, updatedAt: now })
@@ -377,12 +412,22 @@ export async function makeDefault(
 }
 
 /** Points the agent's avatar at a URL. */
-export async function setAvatarUrl(env: Env, workspaceId: string, id: string, url: string): Promise<AgentRow> {
-  const [row] = await db(env)
-    .update(agents)
-    .set({ avatarUrl: url, updatedAt: nowIso() })
-    .where(and(eq(agents.id, id), eq(agents.workspaceId, workspaceId)))
-    .returning();
+export async function setAvatarUrl(
+  env: Env,
+  workspaceId: string,
+  id: string,
+  url: string,
+  event: OutboxEntry,
+): Promise<AgentRow> {
+  const d = db(env);
+  const [[row]] = await d.batch([
+    d
+      .update(agents)
+      .set({ avatarUrl: url, updatedAt: nowIso() })
+      .where(and(eq(agents.id, id), eq(agents.workspaceId, workspaceId)))
+      .returning(),
+    outboxInsertIf(d, event, PREVIOUS_STATEMENT_CHANGED),
+  ]);
   if (!row) throw notFound("No such agent in this workspace");
   return toAgentRow(row);
 }

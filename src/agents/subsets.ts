@@ -1,5 +1,6 @@
 import { and, eq, sql } from "drizzle-orm";
 import { agents, workspaceMcpServers, workspaceSkills } from "../db/schema";
+import { type OutboxEntry, outboxInsertIf, PREVIOUS_STATEMENT_CHANGED } from "../http/audit";
 import { type Db, db, parseJsonArray } from "../platform/db";
 import { nowIso } from "../platform/env";
 import { badRequest, notFound } from "../platform/problem";
@@ -116,17 +117,19 @@ export async function putSubset(
   agentId: string,
   kind: SubsetKind,
   slugs: readonly string[],
+  event: (change: { before: string[]; after: string[] }) => OutboxEntry,
 ): Promise<{ before: string[]; after: string[] }> {
   const before = await getSubset(env, workspaceId, agentId, kind);
   const list = uniqueSlugs(slugs);
   await assertInstalled(env, workspaceId, kind, list);
   const d = db(env);
   const { column } = TABLES[kind];
-  const [, , [row]] = await d.batch([
+  const [, , , [row]] = await d.batch([
     d
       .update(agents)
       .set({ [kind === "skills" ? "skills" : "mcpServers"]: JSON.stringify(list), updatedAt: nowIso() })
       .where(and(eq(agents.id, agentId), eq(agents.workspaceId, workspaceId))),
+    outboxInsertIf(d, event({ before, after: list }), PREVIOUS_STATEMENT_CHANGED),
     keepInstalledOnly(d, agentId, kind),
     d
       .select({ list: column })

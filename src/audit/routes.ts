@@ -1,4 +1,5 @@
 import { auditLog } from "../../durable-objects/audit-log/client";
+import { deliverAudit } from "../../durable-objects/audit-log/record";
 import { apiRoute, createRouter, jsonResponse } from "../http/route";
 import { problemResponse } from "../platform/problem";
 import { AuditListSchema, AuditQuerySchema, VerifyQuerySchema, VerifyResultSchema } from "./schemas";
@@ -19,7 +20,9 @@ auditRouter.openapi(
   }),
   async (c) => {
     const q = c.req.valid("query");
-    const { events, total } = await auditLog(c.env, c.var.caller.workspace.id).list(
+    const workspaceId = c.var.caller.workspace.id;
+    await deliverAudit(c.env, workspaceId); // read-your-writes: events committed before this request are listed
+    const { events, total } = await auditLog(c.env, workspaceId).list(
       {
         days: q.days,
         kind: q.kind,
@@ -56,5 +59,9 @@ auditRouter.openapi(
       400: problemResponse("Malformed query"),
     },
   }),
-  async (c) => c.json(await auditLog(c.env, c.var.caller.workspace.id).verify(c.req.valid("query").limit), 200),
+  async (c) => {
+    const workspaceId = c.var.caller.workspace.id;
+    await deliverAudit(c.env, workspaceId);
+    return c.json(await auditLog(c.env, workspaceId).verify(c.req.valid("query").limit), 200);
+  },
 );

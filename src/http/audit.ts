@@ -1,7 +1,14 @@
-import type { Context } from "hono";
-import { type RecordInput, record } from "../../durable-objects/audit-log/record";
+import type { Context, MiddlewareHandler } from "hono";
+import {
+  deliverAudit,
+  type OutboxEntry,
+  outboxEntry,
+  outboxInsert,
+  type RecordInput,
+} from "../../durable-objects/audit-log/record";
 import type { ActorKind } from "../../durable-objects/audit-log/types";
 import type { Caller } from "../auth/caller";
+import { db } from "../platform/db";
 import type { AppEnv } from "./context";
 
 export type AuditInput = Omit<RecordInput, "actor"> & {
@@ -19,11 +26,49 @@ export const callerActor = (caller: Caller): RecordInput["actor"] => ({
   id: caller.userId,
 });
 
-/** `record` for a route: the actor and workspace default to the request's caller. */
-export async function audit(c: Context<AppEnv>, input: AuditInput): Promise<void> {
+/**
+ * The outbox row of a route's event, for the service to write in the same D1 batch as the
+ * change it records. The actor and workspace default to the request's caller; the row is
+ * moved into the chain after the response (see `deliverAuditAfterResponse`).
+ */
+export function auditEntry(c: Context<AppEnv>, input: AuditInput): OutboxEntry {
   const caller = c.get("caller") as Caller | undefined;
   const workspaceId = input.workspaceId ?? caller?.workspace.id;
   if (!workspaceId) throw new Error(`audit event ${input.kind} has no workspace`);
   const actor = input.actor ?? (caller ? callerActor(caller) : { kind: "system" as const, id: null });
-  await record(c.env, workspaceId, { ...input, actor });
+  const pending = c.get("auditPending") ?? new Set<string>();
+  pending.add(workspaceId);
+  c.set("auditPending", pending);
+  return outboxEntry(workspaceId, { ...input, actor });
 }
+
+/** Records an event that no D1 change accompanies (a refusal, a sign-in failure): its outbox row alone. */
+export async function audit(c: Context<AppEnv>, input: AuditInput): Promise<void> {
+  await outboxInsert(db(c.env), auditEntry(c, input)).run();
+}
+
+/**
+ * Delivers the outbox rows a request wrote into their workspaces' chains once the response
+ * is on its way: the client does not wait for the audit object, and the rows are durable already.
+ */
+export const deliverAuditAfterResponse: MiddlewareHandler<AppEnv> = async (c, next) => {
+  await next();
+  const pending = c.get("auditPending");
+  if (!pending) return;
+  for (const workspaceId of pending) {
+    const delivery = deliverAudit(c.env, workspaceId);
+    try {
+      c.executionCtx.waitUntil(delivery);
+    } catch {
+      await delivery; // no execution context (a direct app.request): deliver before answering
+    }
+  }
+};
+
+export {
+  type OutboxEntry,
+  outboxInsert,
+  outboxInsertIf,
+  outboxStatement,
+  PREVIOUS_STATEMENT_CHANGED,
+} from "../../durable-objects/audit-log/record";

@@ -1,9 +1,12 @@
-import journal from "./meta/_journal.json";
-import m0000 from "./0000_events.sql";
+import journal from './meta/_journal.json';
+import m0000 from './0000_events.sql';
+import m0001 from './0001_outbox_id.sql';
 
-export default {
-  journal,
-  migrations: {
-    m0000,
-  },
-};
+  export default {
+    journal,
+    migrations: {
+      m0000,
+m0001
+    }
+  }
+  
