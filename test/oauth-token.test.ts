@@ -1021,4 +1021,24 @@ describe("token: audit", () => {
     for (const secret of [first.access_token, first.refresh_token, rotated.access_token, rotated.refresh_token])
       expect(text).not.toContain(secret);
   });
+
+  it("rotates nothing when the rotation's event cannot be written: the same refresh token works afterwards", async () => {
+    const { ws, client, session } = await setup();
+    const first = await tokensFor(session, client);
+    await env.DB.prepare(
+      `CREATE TRIGGER fail_refresh_event BEFORE INSERT ON audit_outbox WHEN NEW.event LIKE '%"oauth.token.refresh"%'
+       BEGIN SELECT RAISE(ABORT, 'injected failure'); END`,
+    ).run();
+    try {
+      expect((await refresh(client, first.refresh_token)).status).toBe(500);
+    } finally {
+      await env.DB.prepare("DROP TRIGGER fail_refresh_event").run();
+    }
+    expect(await auditEvents(ws.workspace.id, "oauth.token.refresh")).toHaveLength(0);
+    const rotated = await parse(await refresh(client, first.refresh_token), TokenResponseSchema);
+    expect((await auditEvents(ws.workspace.id, "oauth.token.refresh"))[0]).toMatchObject({
+      target: expect.stringMatching(/^oauth_grant:/),
+      details: { scope: rotated.scope },
+    });
+  });
 });

@@ -82,6 +82,26 @@ export const outboxStatement = (env: Env, entry: OutboxEntry, onlyIf = "1"): D1P
   ).bind(entry.id, entry.workspaceId, entry.event, entry.createdAt);
 
 /**
+ * For a raw batch whose change names its workspace only in the database (the grant behind a
+ * token hash): the event row is selected by `from` (a `FROM … WHERE …` clause over rows the
+ * batch wrote, using parameters ?4, ?5, … bound from `binds`), its workspace is the SQL
+ * expression `workspaceId`, and `fields` set event fields (JSON paths such as `$.target`) from
+ * SQL expressions over the same rows. No row selected, no event.
+ */
+export function outboxStatementFrom(
+  env: Env,
+  entry: OutboxEntry,
+  source: { workspaceId: string; from: string; fields?: Record<string, string> },
+  ...binds: unknown[]
+): D1PreparedStatement {
+  const sets = Object.entries(source.fields ?? {}).map(([path, expr]) => `, '${path}', ${expr}`);
+  return env.DB.prepare(
+    `INSERT INTO audit_outbox (id, workspace_id, event, created_at)
+     SELECT ?1, ${source.workspaceId}, json_set(?2${sets.join("")}), ?3 ${source.from}`,
+  ).bind(entry.id, entry.event, entry.createdAt, ...binds);
+}
+
+/**
  * Moves the workspace's committed outbox rows into its chain. A failure is logged and left to
  * the next delivery (the every-minute cron is the safety net): the rows are already durable.
  */

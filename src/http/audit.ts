@@ -36,10 +36,15 @@ export function auditEntry(c: Context<AppEnv>, input: AuditInput): OutboxEntry {
   const workspaceId = input.workspaceId ?? caller?.workspace.id;
   if (!workspaceId) throw new Error(`audit event ${input.kind} has no workspace`);
   const actor = input.actor ?? (caller ? callerActor(caller) : { kind: "system" as const, id: null });
+  deliverAfterResponse(c, workspaceId);
+  return outboxEntry(workspaceId, { ...input, actor });
+}
+
+/** Marks a workspace whose outbox this request wrote to (for rows a service built itself). */
+export function deliverAfterResponse(c: Context<AppEnv>, workspaceId: string): void {
   const pending = c.get("auditPending") ?? new Set<string>();
   pending.add(workspaceId);
   c.set("auditPending", pending);
-  return outboxEntry(workspaceId, { ...input, actor });
 }
 
 /** Records an event that no D1 change accompanies (a refusal, a sign-in failure): its outbox row alone. */
@@ -70,5 +75,6 @@ export {
   outboxInsert,
   outboxInsertIf,
   outboxStatement,
+  outboxStatementFrom,
   PREVIOUS_STATEMENT_CHANGED,
 } from "../../durable-objects/audit-log/record";

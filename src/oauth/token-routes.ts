@@ -1,5 +1,5 @@
 import type { Context } from "hono";
-import { audit } from "../http/audit";
+import { deliverAfterResponse } from "../http/audit";
 import type { AppEnv } from "../http/context";
 import { NO_STORE } from "../http/errors";
 import { rateLimit } from "../http/rate-limit";
@@ -79,18 +79,9 @@ tokenRouter.openapi(
             redirectUri: request.redirect_uri!,
           })
         : await refreshTokens(c.env, client.clientId, request.refresh_token!);
-    const { grant, body } = issued;
-    // Token-endpoint events have no signed-in caller: the actor is the client, the workspace the grant's.
-    await audit(c, {
-      kind: request.grant_type === "authorization_code" ? "oauth.token.issue" : "oauth.token.refresh",
-      workspaceId: grant.workspaceId,
-      actor: { kind: "oauth_client", id: grant.clientId },
-      target: `oauth_grant:${grant.grantId}`,
-      intent: request.grant_type === "authorization_code" ? "issue" : "rotate",
-      subjectUserId: grant.userId,
-      details: { client_id: grant.clientId, scope: body.scope },
-    });
-    return c.json(body, 200, NO_STORE);
+    // The issue or rotation event was written with the tokens (actor: the client; workspace: the grant's).
+    deliverAfterResponse(c, issued.grant.workspaceId);
+    return c.json(issued.body, 200, NO_STORE);
   },
 );
 
@@ -140,17 +131,7 @@ tokenRouter.openapi(
   async (c) => {
     const { client, request } = await clientRequest(c, tokenParamsBody);
     const revoked = request.token ? await revokeToken(c.env, client.clientId, request.token) : null;
-    if (revoked) {
-      await audit(c, {
-        kind: "oauth.grant.revoke",
-        workspaceId: revoked.workspaceId,
-        actor: { kind: "oauth_client", id: client.clientId },
-        target: `oauth_grant:${revoked.grantId}`,
-        intent: "revoke",
-        subjectUserId: revoked.userId,
-        details: { client_id: client.clientId, reason: "revoked", count: 1 },
-      });
-    }
+    if (revoked) deliverAfterResponse(c, revoked.workspaceId); // its event was written with the revocation
     return c.body(null, 200, NO_STORE);
   },
 );

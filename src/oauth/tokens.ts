@@ -8,7 +8,13 @@
 import { sha256 } from "@noble/hashes/sha2.js";
 import { utf8ToBytes } from "@noble/hashes/utils.js";
 import { eq, sql } from "drizzle-orm";
-import { record } from "../../durable-objects/audit-log/record";
+import {
+  deliverAudit,
+  type OutboxEntry,
+  outboxEntry,
+  outboxStatement,
+  outboxStatementFrom,
+} from "../../durable-objects/audit-log/record";
 import { effectiveScopes, grantableFor, type Role } from "../auth/scopes";
 import { oauthClients, oauthCodes, oauthGrants, oauthTokens, users } from "../db/schema";
 import { hashToken, timingSafeEqual } from "../platform/crypto";
@@ -37,23 +43,21 @@ export type RevokeReason = "revoked" | "refresh_reuse" | "code_reuse" | "client_
 
 /** The tokens of a successful exchange or refresh, and the grant they belong to. */
 export type Issued = { body: TokenResponse; grant: GrantRef };
-type Reuse = GrantRef & { familyRevoked: boolean };
 
 /**
- * A replayed code or rotated refresh token: the event has no signed-in caller, so the actor
- * is the client and the workspace the grant's.
+ * The event of a replayed code or rotated refresh token: no signed-in caller, so the actor is
+ * the client and the workspace the grant's. `family_revoked` is filled in the revoking batch.
  */
-async function recordReuse(env: Env, r: Reuse, tokenKind: "code" | "refresh"): Promise<void> {
-  await record(env, r.workspaceId, {
+const reuseEvent = (clientId: string, tokenKind: "code" | "refresh", workspaceId = "", subjectUserId?: string) =>
+  outboxEntry(workspaceId, {
+    subjectUserId,
     kind: "oauth.token.reuse",
     outcome: "denied",
-    actor: { kind: "oauth_client", id: r.clientId },
-    target: r.grantId ? `oauth_grant:${r.grantId}` : `oauth_client:${r.clientId}`,
+    actor: { kind: "oauth_client", id: clientId },
+    target: `oauth_client:${clientId}`,
     intent: "reuse",
-    subjectUserId: r.userId,
-    details: { client_id: r.clientId, token_kind: tokenKind, family_revoked: r.familyRevoked },
+    details: { client_id: clientId, token_kind: tokenKind, family_revoked: false },
   });
-}
 
 /** PKCE S256: base64url(SHA-256(code_verifier)) without padding (RFC 7636 §4.2). */
 export const pkceChallenge = (verifier: string): string => base64url(sha256(utf8ToBytes(verifier)));
@@ -151,6 +155,26 @@ const ROTATE_REFRESH = `UPDATE oauth_tokens SET revoked_at = ?1, replaced_by = ?
 const INSERT_TOKEN_AFTER_ROTATION = `INSERT INTO oauth_tokens (id, grant_id, kind, token_hash, created_at, expires_at)
   SELECT ?1, grant_id, ?2, ?3, ?4, ?5 FROM oauth_tokens WHERE token_hash = ?6 AND replaced_by = ?7`;
 
+// The event of an issue or rotation is selected from the rows the same batch wrote: only the
+// grant knows the workspace and user. `scope` is what the token response says: the grant's
+// scopes within the user's role ceiling (admin only while the user is an admin; see grantableFor).
+const GRANTED_SCOPE = `(SELECT group_concat(j.value, ' ') FROM json_each(g.scopes) j
+  WHERE j.value <> 'svc:computer' AND (j.value <> 'admin' OR u.role = 'admin'))`;
+const grantEventFields = {
+  "$.target": "'oauth_grant:' || g.id",
+  "$.subjectUserId": "g.user_id",
+  "$.details.scope": GRANTED_SCOPE,
+};
+
+/** The template of a token-endpoint event; the grant's fields are filled in SQL. */
+const tokenEvent = (kind: "oauth.token.issue" | "oauth.token.refresh", clientId: string) =>
+  outboxEntry("", {
+    kind,
+    actor: { kind: "oauth_client", id: clientId },
+    intent: kind === "oauth.token.issue" ? "issue" : "rotate",
+    details: { client_id: clientId, scope: "" },
+  });
+
 /** A fresh access and refresh token, their row ids and expiry times. */
 function newPair(now: number) {
   const access = randomToken(ACCESS_TOKEN_PREFIX);
@@ -215,6 +239,16 @@ export async function exchangeCode(
       pair.refreshExpires,
       grantId,
     ),
+    outboxStatementFrom(
+      env,
+      tokenEvent("oauth.token.issue", clientId),
+      {
+        workspaceId: "g.workspace_id",
+        from: "FROM oauth_grants g JOIN users u ON u.id = g.user_id WHERE g.id = ?4",
+        fields: grantEventFields,
+      },
+      grantId,
+    ),
   ]);
   const row = claimed?.results[0] as
     | { scopes: string; workspace_id: string; user_id: string; role: string }
@@ -239,8 +273,9 @@ export async function exchangeCode(
       userId: code.userId,
       clientId: code.clientId,
     };
-    const familyRevoked = code.grantId ? !!(await revokeGrant(env, code.grantId, "code_reuse")) : false;
-    await recordReuse(env, { ...ref, familyRevoked }, "code");
+    if (code.grantId) await revokeGrant(env, code.grantId, "code_reuse", { entry: reuseEvent(clientId, "code") });
+    else await outboxStatement(env, reuseEvent(clientId, "code", ref.workspaceId, ref.userId)).run();
+    await deliverAudit(env, ref.workspaceId);
     throw invalidGrant("The authorization code was already used; the tokens issued from it are revoked");
   }
   if (!clientOk) throw invalidGrant("The authorization code was issued to another client");
@@ -281,6 +316,18 @@ export async function refreshTokens(env: Env, clientId: string, refreshToken: st
       oldHash,
       pair.refreshId,
     ),
+    outboxStatementFrom(
+      env,
+      tokenEvent("oauth.token.refresh", clientId),
+      {
+        workspaceId: "g.workspace_id",
+        from: `FROM oauth_tokens t JOIN oauth_grants g ON g.id = t.grant_id JOIN users u ON u.id = g.user_id
+          WHERE t.token_hash = ?4 AND t.replaced_by = ?5`,
+        fields: grantEventFields,
+      },
+      oldHash,
+      pair.refreshId,
+    ),
   ]);
   const row = rotated?.results[0] as
     | { grant_id: string; scopes: string; workspace_id: string; user_id: string; role: string }
@@ -299,9 +346,8 @@ export async function refreshTokens(env: Env, clientId: string, refreshToken: st
   if (t.clientId !== clientId) throw invalidGrant("The refresh token was issued to another client");
   if (t.grantRevokedAt) throw invalidGrant("The refresh token has been revoked");
   if (t.revokedAt) {
-    const familyRevoked = !!(await revokeGrant(env, t.grantId, "refresh_reuse"));
-    const ref = { grantId: t.grantId, workspaceId: t.workspaceId, userId: t.userId, clientId: t.clientId };
-    await recordReuse(env, { ...ref, familyRevoked }, "refresh");
+    await revokeGrant(env, t.grantId, "refresh_reuse", { entry: reuseEvent(clientId, "refresh") });
+    await deliverAudit(env, t.workspaceId);
     throw invalidGrant("The refresh token was already used; every token of its family is revoked");
   }
   if (t.expiresAt <= nowIso) throw invalidGrant("The refresh token has expired");
@@ -351,17 +397,47 @@ export async function revokeToken(env: Env, clientId: string, token: string): Pr
   if (!token.startsWith(ACCESS_TOKEN_PREFIX) && !token.startsWith(REFRESH_TOKEN_PREFIX)) return null;
   const t = await statements(env).tokenWithGrant.get({ hash: hashToken(token) });
   if (!t || t.clientId !== clientId || t.grantRevokedAt) return null;
-  return revokeGrant(env, t.grantId, "revoked");
+  const revokeEvent = outboxEntry("", {
+    kind: "oauth.grant.revoke",
+    actor: { kind: "oauth_client", id: clientId },
+    intent: "revoke",
+    details: { client_id: clientId, reason: "revoked", count: 1 },
+  });
+  return revokeGrant(env, t.grantId, "revoked", { entry: revokeEvent, onlyIfRevoked: true });
 }
 
-/** Revokes a grant and every token of it; returns it when it was still live. */
-export async function revokeGrant(env: Env, grantId: string, reason: RevokeReason): Promise<GrantRef | null> {
+/**
+ * Revokes a grant and every token of it; returns it when it was still live. The event is
+ * written in the same batch, filled from the grant's row (workspace, user, target) and
+ * `family_revoked` when its details have one; `onlyIfRevoked` skips it when the grant was
+ * already revoked.
+ */
+export async function revokeGrant(
+  env: Env,
+  grantId: string,
+  reason: RevokeReason,
+  event: { entry: OutboxEntry; onlyIfRevoked?: boolean },
+): Promise<GrantRef | null> {
   const now = nowIso();
+  const revoked = "changes() > 0"; // right after the grant's UPDATE
+  const fields: Record<string, string> = { "$.target": "'oauth_grant:' || g.id", "$.subjectUserId": "g.user_id" };
+  if ("family_revoked" in (JSON.parse(event.entry.event) as { details: object }).details)
+    fields["$.details.family_revoked"] = `json(CASE WHEN ${revoked} THEN 'true' ELSE 'false' END)`;
   const [grant] = await env.DB.batch([
     env.DB.prepare(
       `UPDATE oauth_grants SET revoked_at = ?1, revoke_reason = ?2 WHERE id = ?3 AND revoked_at IS NULL
        RETURNING id, workspace_id, user_id, client_id`,
     ).bind(now, reason, grantId),
+    outboxStatementFrom(
+      env,
+      event.entry,
+      {
+        workspaceId: "g.workspace_id",
+        from: `FROM oauth_grants g WHERE g.id = ?4${event.onlyIfRevoked ? ` AND ${revoked}` : ""}`,
+        fields,
+      },
+      grantId,
+    ),
     env.DB.prepare(`UPDATE oauth_tokens SET revoked_at = ?1 WHERE grant_id = ?2 AND revoked_at IS NULL`).bind(
       now,
       grantId,
