@@ -2,7 +2,7 @@ import { createExecutionContext, createScheduledController, waitOnExecutionConte
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { auditLog } from "../durable-objects/audit-log/client";
-import { outboxEntry, outboxInsert } from "../durable-objects/audit-log/record";
+import { deliverAudit, outboxEntry, outboxInsert } from "../durable-objects/audit-log/record";
 import { deliverOutbox, parkedCount } from "../src/audit/outbox";
 import worker from "../src/index";
 import { db } from "../src/platform/db";
@@ -23,6 +23,13 @@ const unreachableAuditLog = {
 const lateAuditLog = { getByName: () => ({ deliver: async () => 0 }) };
 
 const agentBody = (slug: string) => ({ slug, display_name: slug });
+
+/** A workspace whose own sign-up events are already in its chain, so the outbox starts empty. */
+async function settledWorkspace() {
+  const ws = await signupWorkspace();
+  await deliverAudit(env, ws.workspace.id);
+  return ws;
+}
 
 async function agentCount(workspaceId: string, slug: string) {
   const row = await env.DB.prepare("SELECT count(*) AS n FROM agents WHERE workspace_id = ? AND slug = ?")
@@ -56,7 +63,7 @@ async function runCron() {
 
 describe("audit outbox: a change and its event commit together", () => {
   it("writes neither the agent nor its event when the event's row cannot be written", async () => {
-    const ws = await signupWorkspace();
+    const ws = await settledWorkspace();
     const res = await withTrigger(
       `CREATE TRIGGER fail_agent_event BEFORE INSERT ON audit_outbox WHEN NEW.event LIKE '%"agent.create"%'
        BEGIN SELECT RAISE(ABORT, 'injected failure'); END`,
@@ -70,7 +77,7 @@ describe("audit outbox: a change and its event commit together", () => {
   });
 
   it("writes no event when the change itself fails inside the batch", async () => {
-    const ws = await signupWorkspace();
+    const ws = await settledWorkspace();
     const res = await withTrigger(
       `CREATE TRIGGER fail_agent BEFORE INSERT ON agent_handles WHEN NEW.handle = 'doomed'
        BEGIN SELECT RAISE(ABORT, 'injected failure'); END`,
@@ -83,7 +90,7 @@ describe("audit outbox: a change and its event commit together", () => {
   });
 
   it("records no event for a conditional change that matched nothing (disabling the default agent)", async () => {
-    const ws = await signupWorkspace();
+    const ws = await settledWorkspace();
     const { agents } = (await (await call("GET", "/v1/agents", { token: ws.adminToken })).json()) as {
       agents: { id: string; is_default: boolean }[];
     };
@@ -95,7 +102,7 @@ describe("audit outbox: a change and its event commit together", () => {
   });
 
   it("shows the event in the audit list right after the change, before the after-response delivery ran", async () => {
-    const ws = await signupWorkspace();
+    const ws = await settledWorkspace();
     const res = await callWith({ AUDIT_LOG: lateAuditLog }, "POST", "/v1/agents", {
       token: ws.adminToken,
       body: agentBody("prompt"),
@@ -114,7 +121,7 @@ describe("audit outbox: a change and its event commit together", () => {
 
 describe("audit outbox: delivery", () => {
   it("keeps rows while the object is unreachable, then delivers each once; the chain stays whole", async () => {
-    const ws = await signupWorkspace();
+    const ws = await settledWorkspace();
     const before = await verify(ws.adminToken);
     for (const slug of ["outage-1", "outage-2"]) {
       const res = await callWith({ AUDIT_LOG: unreachableAuditLog }, "POST", "/v1/agents", {
@@ -142,7 +149,7 @@ describe("audit outbox: delivery", () => {
   });
 
   it("lands an outbox row once when flushes race or a delivered row comes back", async () => {
-    const ws = await signupWorkspace();
+    const ws = await settledWorkspace();
     const d = db(env);
     const entries = Array.from({ length: 5 }, (_, i) =>
       outboxEntry(ws.workspace.id, { kind: "race.event", actor: { kind: "system", id: null }, target: `n:${i}` }),
@@ -162,7 +169,7 @@ describe("audit outbox: delivery", () => {
   });
 
   it("delivers a backlog larger than one round, in order, exactly once", async () => {
-    const ws = await signupWorkspace();
+    const ws = await settledWorkspace();
     const d = db(env);
     const rows = Array.from({ length: 620 }, (_, i) =>
       outboxEntry(ws.workspace.id, { kind: "backlog.event", actor: { kind: "system", id: null }, target: `n:${i}` }),

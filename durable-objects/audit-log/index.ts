@@ -30,7 +30,8 @@ const INSERT_EVENT = `INSERT INTO events (seq, id, occurred_at, kind, outcome, a
 const SELECT_CHAIN_ROWS = `SELECT seq, occurred_at, kind, outcome, actor_kind, actor_id, agent_id, conversation_id,
   target, intent, details, salt, details_digest, prev_hash, hash FROM events WHERE seq >= ? AND seq <= ? ORDER BY seq`;
 const VERIFY_CHUNK = 10_000;
-const SELECT_DELIVERED = "SELECT 1 FROM events WHERE outbox_id = ?";
+const SELECT_DELIVERED =
+  "SELECT outbox_id FROM events WHERE outbox_id IN (SELECT value FROM json_each(?)) AND outbox_id IS NOT NULL";
 
 type ChainRow = ChainFields & { details: string; salt: string | null; hash: string };
 
@@ -155,7 +156,18 @@ export class AuditLog extends DurableObject<Env> {
       let lastError: unknown = null;
       try {
         this.ctx.storage.transactionSync(() => {
+          const ids = JSON.stringify(rows.map((r) => r.id));
+          const delivered = new Set(
+            this.ctx.storage.sql
+              .exec(SELECT_DELIVERED, ids)
+              .toArray()
+              .map((r) => r.outbox_id as string),
+          );
           for (const row of rows) {
+            if (delivered.has(row.id)) {
+              done.push(row.id); // appended by an earlier delivery whose delete was lost
+              continue;
+            }
             try {
               const event = { ...(JSON.parse(row.event) as AppendEvent), outboxId: row.id };
               this.ctx.storage.transactionSync(() => this.write([event]));
@@ -185,7 +197,6 @@ export class AuditLog extends DurableObject<Env> {
     let { seq, hash } = this.head;
     const written: Written[] = [];
     for (const e of batch) {
-      if (e.outboxId && this.ctx.storage.sql.exec(SELECT_DELIVERED, e.outboxId).toArray().length) continue;
       seq += 1;
       const salt = newSalt();
       const details = canonicalJson(e.details);

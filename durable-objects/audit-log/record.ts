@@ -115,6 +115,44 @@ export async function deliverAudit(env: Env, workspaceId: string): Promise<void>
   }
 }
 
+/** Rounds one delivery loop runs before it leaves the rest to the next request (or the cron). */
+const LOOP_ROUNDS = 50;
+/**
+ * How long a round waits before it reads the outbox: rows of the requests committing meanwhile
+ * join it, so under load one round (one call, one D1 read and one delete) carries many events.
+ */
+const ROUND_DELAY_MS = 100;
+/** Per isolate: workspaces whose delivery loop is running, and whether rows were committed since its round began. */
+const loops = new Map<string, { again: boolean }>();
+
+/**
+ * Delivery after a commit, shared by the requests of one isolate: the first starts a loop (the
+ * promise to hand to `waitUntil`), the others only mark that more rows wait and get null. The
+ * loop runs another round while rows keep arriving, so under load one call to the object
+ * delivers many requests' events; no request waits on another's promise.
+ */
+export function deliverAfterCommit(env: Env, workspaceId: string): Promise<void> | null {
+  const running = loops.get(workspaceId);
+  if (running) {
+    running.again = true;
+    return null;
+  }
+  const loop = { again: false };
+  loops.set(workspaceId, loop);
+  return (async () => {
+    try {
+      for (let round = 0; round < LOOP_ROUNDS; round++) {
+        await new Promise((resolve) => setTimeout(resolve, ROUND_DELAY_MS));
+        loop.again = false;
+        await deliverAudit(env, workspaceId);
+        if (!loop.again) return;
+      }
+    } finally {
+      loops.delete(workspaceId);
+    }
+  })();
+}
+
 /**
  * Records an event that no D1 change accompanies (a refusal, a disconnect seen by an object,
  * a queue or cron step whose change is elsewhere): its outbox row alone, then delivery.

@@ -1,6 +1,6 @@
 import type { Context, MiddlewareHandler } from "hono";
 import {
-  deliverAudit,
+  deliverAfterCommit,
   type OutboxEntry,
   outboxEntry,
   outboxInsert,
@@ -61,7 +61,8 @@ export const deliverAuditAfterResponse: MiddlewareHandler<AppEnv> = async (c, ne
   const pending = c.get("auditPending");
   if (!pending) return;
   for (const workspaceId of pending) {
-    const delivery = deliverAudit(c.env, workspaceId);
+    const delivery = deliverAfterCommit(c.env, workspaceId);
+    if (!delivery) continue; // a delivery under way in this isolate takes this request's rows too
     try {
       c.executionCtx.waitUntil(delivery);
     } catch {
