@@ -6,7 +6,7 @@ import { uuidv7 } from "uuidv7";
 import { nowIso } from "../../src/platform/env";
 import { type ChainFields, canonicalJson, detailsDigest, entryHash, GENESIS_HASH, newSalt } from "./chain";
 import migrations from "./migrations/migrations.js";
-import { markFailed, OUTBOX_ROUND, pendingRows, removeDelivered } from "./outbox";
+import { markFailed, OUTBOX_ROUND, type OutboxRow, pendingRows, removeDelivered } from "./outbox";
 import * as schema from "./schema";
 import { events } from "./schema";
 import type {
@@ -151,37 +151,7 @@ export class AuditLog extends DurableObject<Env> {
     for (;;) {
       const rows = await pendingRows(this.env, workspaceId);
       if (!rows.length) return delivered;
-      const done: string[] = [];
-      const failed: string[] = [];
-      let lastError: unknown = null;
-      try {
-        this.ctx.storage.transactionSync(() => {
-          const ids = JSON.stringify(rows.map((r) => r.id));
-          const delivered = new Set(
-            this.ctx.storage.sql
-              .exec(SELECT_DELIVERED, ids)
-              .toArray()
-              .map((r) => r.outbox_id as string),
-          );
-          for (const row of rows) {
-            if (delivered.has(row.id)) {
-              done.push(row.id); // appended by an earlier delivery whose delete was lost
-              continue;
-            }
-            try {
-              const event = { ...(JSON.parse(row.event) as AppendEvent), outboxId: row.id };
-              this.ctx.storage.transactionSync(() => this.write([event]));
-              done.push(row.id);
-            } catch (error) {
-              failed.push(row.id);
-              lastError = error;
-            }
-          }
-        });
-      } catch (error) {
-        this.head = this.readHead();
-        throw error;
-      }
+      const { done, failed, lastError } = this.appendRound(rows);
       await removeDelivered(this.env, done);
       delivered += done.length;
       if (failed.length) {
@@ -190,6 +160,40 @@ export class AuditLog extends DurableObject<Env> {
       }
       if (rows.length < OUTBOX_ROUND) return delivered;
     }
+  }
+
+  /**
+   * Appends a round of outbox rows in one transaction, skipping those already in the chain.
+   * If the round fails, each row is retried in its own savepoint so a bad one fails alone.
+   */
+  private appendRound(rows: OutboxRow[]): { done: string[]; failed: string[]; lastError: unknown } {
+    const already = new Set(
+      this.ctx.storage.sql
+        .exec(SELECT_DELIVERED, JSON.stringify(rows.map((r) => r.id)))
+        .toArray()
+        .map((r) => r.outbox_id as string),
+    );
+    const fresh = rows.filter((r) => !already.has(r.id));
+    const asEvent = (r: OutboxRow): AppendEvent => ({ ...(JSON.parse(r.event) as AppendEvent), outboxId: r.id });
+    try {
+      this.ctx.storage.transactionSync(() => this.write(fresh.map(asEvent)));
+      return { done: rows.map((r) => r.id), failed: [], lastError: null };
+    } catch {
+      this.head = this.readHead();
+    }
+    const done = rows.filter((r) => already.has(r.id)).map((r) => r.id);
+    const failed: string[] = [];
+    let lastError: unknown = null;
+    for (const row of fresh) {
+      try {
+        this.ctx.storage.transactionSync(() => this.write([asEvent(row)]));
+        done.push(row.id);
+      } catch (error) {
+        failed.push(row.id);
+        lastError = error;
+      }
+    }
+    return { done, failed, lastError };
   }
 
   /** Hashes and inserts one append's events after the head; moves the head only once all are in. */
