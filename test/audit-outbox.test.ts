@@ -168,6 +168,26 @@ describe("audit outbox: delivery", () => {
     expect((await verify(ws.adminToken)).ok).toBe(true);
   });
 
+  it("delivers the rest of a round when one row cannot be appended, and keeps that row with its error", async () => {
+    const ws = await settledWorkspace();
+    const d = db(env);
+    const good = [0, 1].map((i) =>
+      outboxEntry(ws.workspace.id, { kind: "round.event", actor: { kind: "system", id: null }, target: `n:${i}` }),
+    );
+    await outboxInsert(d, good[0]!).run();
+    await outboxInsert(d, { ...good[0]!, id: `${good[0]!.id.slice(0, -1)}x`, event: "not an event" }).run();
+    await outboxInsert(d, good[1]!).run();
+    expect(await auditLog(env, ws.workspace.id).deliver(ws.workspace.id)).toBe(2);
+    expect((await auditEvents(ws.workspace.id, "round.event")).map((e) => e.target)).toEqual(["n:1", "n:0"]);
+    const left = await env.DB.prepare("SELECT event, attempts, last_error FROM audit_outbox WHERE workspace_id = ?")
+      .bind(ws.workspace.id)
+      .all<{ event: string; attempts: number; last_error: string }>();
+    // Each delivery that meets it counts an attempt (the audit read above delivered once more).
+    expect(left.results).toEqual([{ event: "not an event", attempts: 2, last_error: expect.stringContaining("JSON") }]);
+    expect((await verify(ws.adminToken)).ok).toBe(true);
+    await env.DB.prepare("DELETE FROM audit_outbox WHERE workspace_id = ?").bind(ws.workspace.id).run();
+  });
+
   it("delivers a backlog larger than one round, in order, exactly once", async () => {
     const ws = await settledWorkspace();
     const d = db(env);
