@@ -1,6 +1,6 @@
 import { ErasureSummarySchema } from "../admin/erase-schemas";
 import { eraseUser } from "../admin/erase-service";
-import { audit } from "../http/audit";
+import { audit, auditItem } from "../http/audit";
 import { rateLimit } from "../http/rate-limit";
 import { apiRoute, createRouter, jsonBody, jsonResponse } from "../http/route";
 import { reauthenticated } from "../identity/sessions";
@@ -34,26 +34,20 @@ accountRouter.openapi(
   async (c) => {
     if (c.env.SIGNUP_MODE === "closed") throw new ApiError(403, "signup_closed", "Sign-up is closed on this service");
     const body = c.req.valid("json");
-    const result = await signup(c.env, {
-      workspaceName: body.workspace_name,
-      email: body.email,
-      password: body.password,
-      name: body.name,
-    });
-    await audit(c, {
-      kind: "workspace.signup",
-      workspaceId: result.workspace.id,
-      actor: { kind: "user", id: result.user.id },
-      target: `workspace:${result.workspace.id}`,
-      intent: "create",
-      subjectUserId: result.user.id,
-      details: {
-        workspace_name: result.workspace.name,
-        slug: result.workspace.slug,
-        email: result.user.email,
-        name: result.user.name,
-      },
-    });
+    const result = await signup(
+      c.env,
+      { workspaceName: body.workspace_name, email: body.email, password: body.password, name: body.name },
+      ({ workspace, user }) =>
+        auditItem(c, {
+          kind: "workspace.signup",
+          workspaceId: workspace.id,
+          actor: { kind: "user", id: user.id },
+          target: `workspace:${workspace.id}`,
+          intent: "create",
+          subjectUserId: user.id,
+          details: { workspace_name: workspace.name, slug: workspace.slug, email: user.email, name: user.name },
+        }),
+    );
     return c.json(result, 201);
   },
 );
@@ -123,12 +117,19 @@ accountRouter.openapi(
         "Erasing your account needs your password (or a sign-in session younger than 10 minutes)",
       );
     }
-    const summary = await eraseUser(c.env, c.var.areas.eraseSteps, caller.workspace.id, caller.userId, { self: true });
-    await audit(c, {
-      kind: "user.erase",
-      target: `user:${caller.userId}`,
-      details: { counts: summary.counts, self: true },
-    });
+    const summary = await eraseUser(
+      c.env,
+      c.var.areas.eraseSteps,
+      caller.workspace.id,
+      caller.userId,
+      { self: true },
+      (s) =>
+        auditItem(c, {
+          kind: "user.erase",
+          target: `user:${caller.userId}`,
+          details: { counts: s.counts, self: true },
+        }),
+    );
     return c.json(summary, 200);
   },
 );

@@ -4,7 +4,7 @@ import { emailSlugs, workspaces } from "../db/schema";
 import { patInsert } from "../identity/tokens";
 import { userInsert } from "../identity/users";
 import { hashPassword } from "../platform/crypto";
-import { db, isUniqueViolation } from "../platform/db";
+import { type CommitWith, db, isUniqueViolation } from "../platform/db";
 import { nowIso } from "../platform/env";
 import { newId } from "../platform/ids";
 import { conflict } from "../platform/problem";
@@ -21,7 +21,11 @@ export type SignupResult = {
  * Creates a workspace, its first admin, its default agent and an admin PAT in one D1 batch
  * (all or nothing). A taken handle is retried with a random suffix; a taken email is 409.
  */
-export async function signup(env: Env, input: SignupInput): Promise<SignupResult> {
+export async function signup(
+  env: Env,
+  input: SignupInput,
+  commitWith: CommitWith<Omit<SignupResult, "token">>,
+): Promise<SignupResult> {
   const d = db(env);
   const passwordHash = await hashPassword(input.password);
   let slug = handleFromName(input.workspaceName);
@@ -44,6 +48,10 @@ export async function signup(env: Env, input: SignupInput): Promise<SignupResult
       scopes: DEFAULT_GRANT,
       expiresAt: null,
     });
+    const created = {
+      workspace: { id: workspace.id, name: workspace.name, slug },
+      user: { id: user.id, email: user.email, name: user.name, role: "admin" as const },
+    };
     try {
       await d.batch([
         d.insert(workspaces).values(workspace),
@@ -51,12 +59,9 @@ export async function signup(env: Env, input: SignupInput): Promise<SignupResult
         userInsert(d, user),
         ...defaultAgentInserts(d, workspace.id, now),
         pat.statement,
+        commitWith(created),
       ]);
-      return {
-        workspace: { id: workspace.id, name: workspace.name, slug },
-        user: { id: user.id, email: user.email, name: user.name, role: "admin" },
-        token: pat.token,
-      };
+      return { ...created, token: pat.token };
     } catch (e) {
       if (!isUniqueViolation(e)) throw e;
       if (/users\.email/.test(String(e)) || /users\.email/.test(String((e as { cause?: unknown }).cause))) {

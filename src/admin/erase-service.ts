@@ -1,5 +1,6 @@
 import type { EraseStep, ErasureCounts } from "../http/registry";
 import { anonymizeUser, liveUser, otherAdmins } from "../identity/users";
+import type { CommitWith } from "../platform/db";
 import { badRequest, notFound } from "../platform/problem";
 
 type Steps = readonly { area: string; step: EraseStep }[];
@@ -27,6 +28,7 @@ export async function eraseUser(
   workspaceId: string,
   userId: string,
   opts: { self: boolean },
+  commitWith: CommitWith<ErasureSummary>,
 ): Promise<ErasureSummary> {
   const user = await liveUser(env, workspaceId, userId);
   if (!user) throw notFound("No such user in this workspace");
@@ -39,8 +41,9 @@ export async function eraseUser(
   }
 
   const counts = await runEraseSteps(env, steps, workspaceId, userId);
-  await anonymizeUser(env, userId);
-  return { user_id: userId, erased: true, counts };
+  const summary: ErasureSummary = { user_id: userId, erased: true, counts };
+  await anonymizeUser(env, userId, commitWith(summary));
+  return summary;
 }
 
 export function refuseSelfErase(callerId: string, subjectId: string): void {

@@ -1,4 +1,4 @@
-import { audit } from "../http/audit";
+import { auditItem } from "../http/audit";
 import { apiRoute, createRouter, jsonBody, jsonResponse } from "../http/route";
 import { UserSchema } from "../identity/schemas";
 import { createToken, listTokens, revokeToken } from "../identity/tokens";
@@ -43,13 +43,14 @@ adminRouter.openapi(
   }),
   async (c) => {
     const body = c.req.valid("json");
-    const user = await createUser(c.env, c.var.caller.workspace.id, body);
-    await audit(c, {
-      kind: "user.create",
-      target: `user:${user.id}`,
-      subjectUserId: user.id,
-      details: { email: user.email, name: user.name, role: user.role },
-    });
+    const user = await createUser(c.env, c.var.caller.workspace.id, body, (u) =>
+      auditItem(c, {
+        kind: "user.create",
+        target: `user:${u.id}`,
+        subjectUserId: u.id,
+        details: { email: u.email, name: u.name, role: u.role },
+      }),
+    );
     return c.json(user, 201);
   },
 );
@@ -72,18 +73,23 @@ adminRouter.openapi(
   async (c) => {
     const body = c.req.valid("json");
     const caller = c.var.caller;
-    const { token, info } = await createToken(c.env, caller.workspace.id, {
-      userId: body.user_id ?? caller.userId,
-      name: body.name,
-      scopes: body.scopes,
-      expiresInDays: body.expires_in_days,
-    });
-    await audit(c, {
-      kind: "token.create",
-      target: `token:${info.id}`,
-      subjectUserId: info.user_id,
-      details: { name: info.name, scopes: info.scopes, user_id: info.user_id, expires_at: info.expires_at },
-    });
+    const { token, info } = await createToken(
+      c.env,
+      caller.workspace.id,
+      {
+        userId: body.user_id ?? caller.userId,
+        name: body.name,
+        scopes: body.scopes,
+        expiresInDays: body.expires_in_days,
+      },
+      (t) =>
+        auditItem(c, {
+          kind: "token.create",
+          target: `token:${t.id}`,
+          subjectUserId: t.user_id,
+          details: { name: t.name, scopes: t.scopes, user_id: t.user_id, expires_at: t.expires_at },
+        }),
+    );
     const { last_used_at: _l, revoked_at: _r, ...created } = info;
     return c.json({ ...created, token }, 201);
   },
@@ -114,13 +120,14 @@ adminRouter.openapi(
     },
   }),
   async (c) => {
-    const info = await revokeToken(c.env, c.var.caller.workspace.id, c.req.valid("param").id);
-    await audit(c, {
-      kind: "token.revoke",
-      target: `token:${info.id}`,
-      subjectUserId: info.user_id,
-      details: { name: info.name, user_id: info.user_id },
-    });
+    await revokeToken(c.env, c.var.caller.workspace.id, c.req.valid("param").id, (t) =>
+      auditItem(c, {
+        kind: "token.revoke",
+        target: `token:${t.id}`,
+        subjectUserId: t.user_id,
+        details: { name: t.name, user_id: t.user_id },
+      }),
+    );
     return c.body(null, 204);
   },
 );
@@ -146,12 +153,14 @@ adminRouter.openapi(
     const { id } = c.req.valid("param");
     c.req.valid("json");
     refuseSelfErase(c.var.caller.userId, id);
-    const summary = await eraseUser(c.env, c.var.areas.eraseSteps, c.var.caller.workspace.id, id, { self: false });
-    await audit(c, {
-      kind: "user.erase",
-      target: `user:${id}`,
-      details: { counts: summary.counts, self: false },
-    });
+    const summary = await eraseUser(
+      c.env,
+      c.var.areas.eraseSteps,
+      c.var.caller.workspace.id,
+      id,
+      { self: false },
+      (s) => auditItem(c, { kind: "user.erase", target: `user:${id}`, details: { counts: s.counts, self: false } }),
+    );
     return c.json(summary, 200);
   },
 );

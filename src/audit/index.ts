@@ -7,10 +7,14 @@ import { auditRouter } from "./routes";
 export const auditArea: Area = {
   name: "audit",
   router: auditRouter,
-  // Last in the area list, so it redacts after every other step has run.
-  eraseStep: async (env, workspaceId, userId) => ({
-    audit_events_redacted: await auditLog(env, workspaceId).redactUser(userId),
-  }),
-  // Events parked after a failed append.
+  // Last in the area list, so it redacts after every other step has run. Events still in the
+  // outbox are delivered first (and a failed delivery fails the erasure, to be retried), so
+  // none lands unredacted afterwards.
+  eraseStep: async (env, workspaceId, userId) => {
+    const log = auditLog(env, workspaceId);
+    await log.deliver(workspaceId);
+    return { audit_events_redacted: await log.redactUser(userId) };
+  },
+  // Whatever a Worker left in the outbox.
   crons: [(env) => deliverOutbox(env)],
 };

@@ -47,6 +47,9 @@ export function deliverAfterResponse(c: Context<AppEnv>, workspaceId: string): v
   c.set("auditPending", pending);
 }
 
+/** `auditEntry` as a statement for a service's Drizzle batch (see `CommitWith`). */
+export const auditItem = (c: Context<AppEnv>, input: AuditInput) => outboxInsert(db(c.env), auditEntry(c, input));
+
 /** Records an event that no D1 change accompanies (a refusal, a sign-in failure): its outbox row alone. */
 export async function audit(c: Context<AppEnv>, input: AuditInput): Promise<void> {
   await outboxInsert(db(c.env), auditEntry(c, input)).run();

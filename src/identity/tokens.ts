@@ -3,7 +3,7 @@ import { PAT_PREFIX } from "../auth/resolve";
 import { type Role, roleCeiling, type Scope } from "../auth/scopes";
 import { apiTokens, users } from "../db/schema";
 import { hashToken } from "../platform/crypto";
-import { type Db, db, parseJsonArray } from "../platform/db";
+import { type CommitWith, type Db, db, parseJsonArray } from "../platform/db";
 import { nowIso } from "../platform/env";
 import { newId, randomToken } from "../platform/ids";
 import { badRequest, notFound } from "../platform/problem";
@@ -53,6 +53,7 @@ export async function createToken(
   env: Env,
   workspaceId: string,
   p: { userId: string; name: string; scopes: Scope[]; expiresInDays?: number },
+  commitWith: CommitWith<TokenInfo>,
 ): Promise<{ token: string; info: TokenInfo; userRole: Role }> {
   const d = db(env);
   const owner = await d
@@ -76,8 +77,9 @@ export async function createToken(
     scopes: p.scopes,
     expiresAt,
   });
-  await statement.run();
-  return { token, info: toInfo({ ...row, revokedAt: null, lastUsedAt: null }), userRole: owner.role };
+  const info = toInfo({ ...row, revokedAt: null, lastUsedAt: null });
+  await d.batch([statement, commitWith(info)]);
+  return { token, info, userRole: owner.role };
 }
 
 export async function listTokens(env: Env, workspaceId: string): Promise<TokenInfo[]> {
@@ -91,7 +93,12 @@ export async function listTokens(env: Env, workspaceId: string): Promise<TokenIn
 }
 
 /** Revokes a token of the workspace; unknown or foreign ids are not found. Idempotent. */
-export async function revokeToken(env: Env, workspaceId: string, id: string): Promise<TokenInfo> {
+export async function revokeToken(
+  env: Env,
+  workspaceId: string,
+  id: string,
+  commitWith: CommitWith<TokenInfo>,
+): Promise<TokenInfo> {
   const d = db(env);
   const row = await d
     .select()
@@ -99,9 +106,12 @@ export async function revokeToken(env: Env, workspaceId: string, id: string): Pr
     .where(and(eq(apiTokens.id, id), eq(apiTokens.workspaceId, workspaceId)))
     .get();
   if (!row) throw notFound("No such token in this workspace");
-  if (!row.revokedAt) {
-    row.revokedAt = nowIso();
-    await d.update(apiTokens).set({ revokedAt: row.revokedAt }).where(eq(apiTokens.id, id)).run();
+  if (row.revokedAt) {
+    await commitWith(toInfo(row)); // already revoked: the repeated request is still recorded
+    return toInfo(row);
   }
-  return toInfo(row);
+  row.revokedAt = nowIso();
+  const info = toInfo(row);
+  await d.batch([d.update(apiTokens).set({ revokedAt: row.revokedAt }).where(eq(apiTokens.id, id)), commitWith(info)]);
+  return info;
 }

@@ -1,8 +1,9 @@
 import { and, asc, eq, isNull, ne, sql } from "drizzle-orm";
+import type { BatchItem } from "drizzle-orm/batch";
 import type { Role } from "../auth/scopes";
 import { users } from "../db/schema";
 import { hashPassword } from "../platform/crypto";
-import { type Db, db, isUniqueViolation } from "../platform/db";
+import { type CommitWith, type Db, db, isUniqueViolation } from "../platform/db";
 import { nowIso } from "../platform/env";
 import { newId } from "../platform/ids";
 import { conflict } from "../platform/problem";
@@ -31,6 +32,7 @@ export async function createUser(
   env: Env,
   workspaceId: string,
   p: { email: string; name?: string; password?: string; role: Role },
+  commitWith: CommitWith<User>,
 ): Promise<User> {
   const row = {
     id: newId(),
@@ -42,8 +44,9 @@ export async function createUser(
     createdAt: nowIso(),
     erasedAt: null,
   };
+  const d = db(env);
   try {
-    await db(env).insert(users).values(row).run();
+    await d.batch([d.insert(users).values(row), commitWith(toUser(row))]);
   } catch (e) {
     if (isUniqueViolation(e)) throw conflict("email_taken", "A user with this email already exists");
     throw e;
@@ -76,10 +79,13 @@ export async function otherAdmins(env: Env, workspaceId: string, userId: string)
 }
 
 /** The last step of erasure: the row stays (ids in the audit chain point at it) without personal data. */
-export async function anonymizeUser(env: Env, userId: string): Promise<void> {
-  await db(env)
-    .update(users)
-    .set({ email: null, name: null, passwordHash: null, erasedAt: nowIso() })
-    .where(eq(users.id, userId))
-    .run();
+export async function anonymizeUser(env: Env, userId: string, alsoCommit: BatchItem<"sqlite">): Promise<void> {
+  const d = db(env);
+  await d.batch([
+    d
+      .update(users)
+      .set({ email: null, name: null, passwordHash: null, erasedAt: nowIso() })
+      .where(eq(users.id, userId)),
+    alsoCommit,
+  ]);
 }

@@ -1,4 +1,4 @@
-import { audit } from "../http/audit";
+import { auditItem } from "../http/audit";
 import { apiRoute, createRouter, jsonBody, jsonResponse } from "../http/route";
 import { problemResponse } from "../platform/problem";
 import { AvailabilitySchema, RenameResultSchema, SetSlugRequestSchema, SlugQuerySchema } from "./schemas";
@@ -32,13 +32,14 @@ workspaceRouter.openapi(
     },
   }),
   async (c) => {
-    const result = await renameWorkspace(c.env, c.var.caller.workspace.id, c.req.valid("json").slug);
-    await audit(c, {
-      kind: "workspace.slug",
-      target: `workspace:${c.var.caller.workspace.id}`,
-      intent: "rename",
-      details: { ...result },
-    });
+    const result = await renameWorkspace(c.env, c.var.caller.workspace.id, c.req.valid("json").slug, (r) =>
+      auditItem(c, {
+        kind: "workspace.slug",
+        target: `workspace:${c.var.caller.workspace.id}`,
+        intent: "rename",
+        details: { ...r },
+      }),
+    );
     return c.json(result, 200);
   },
 );

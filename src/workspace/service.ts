@@ -1,6 +1,6 @@
 import { and, eq, gt, isNull, or, sql } from "drizzle-orm";
 import { emailSlugs, workspaces } from "../db/schema";
-import { db, isUniqueViolation } from "../platform/db";
+import { type CommitWith, db, isUniqueViolation } from "../platform/db";
 import { nowIso } from "../platform/env";
 import { badRequest, notFound } from "../platform/problem";
 import { checkHandleFormat } from "./handle";
@@ -40,7 +40,12 @@ export type RenameResult = {
  * constraints (workspaces.slug, email_slugs.slug) decide races: the loser gets 400 `taken`.
  * The old email slug keeps routing for the continuity window.
  */
-export async function renameWorkspace(env: Env, workspaceId: string, slug: string): Promise<RenameResult> {
+export async function renameWorkspace(
+  env: Env,
+  workspaceId: string,
+  slug: string,
+  commitWith: CommitWith<RenameResult>,
+): Promise<RenameResult> {
   const format = checkHandleFormat(slug);
   if (!format.ok) {
     throw badRequest(
@@ -63,6 +68,7 @@ export async function renameWorkspace(env: Env, workspaceId: string, slug: strin
 
   const now = nowIso();
   const routesUntil = new Date(Date.now() + EMAIL_SLUG_CONTINUITY_DAYS * 86_400_000).toISOString();
+  const result = { slug, previous_slug: ws.slug, email_slug: slug, previous_email_slug_routes_until: routesUntil };
   try {
     await d.batch([
       // Free the slug if it is our own retired one, or anyone's whose window has passed.
@@ -80,11 +86,12 @@ export async function renameWorkspace(env: Env, workspaceId: string, slug: strin
         .set({ routesUntil })
         .where(and(eq(emailSlugs.slug, ws.emailSlug), eq(emailSlugs.workspaceId, workspaceId))),
       d.insert(emailSlugs).values({ slug, workspaceId, createdAt: now }),
+      commitWith(result),
     ]);
   } catch (e) {
     if (isUniqueViolation(e))
       throw badRequest("taken", `"${slug}" is already taken`, [{ path: "slug", message: "taken" }]);
     throw e;
   }
-  return { slug, previous_slug: ws.slug, email_slug: slug, previous_email_slug_routes_until: routesUntil };
+  return result;
 }
