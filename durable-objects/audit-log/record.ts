@@ -72,6 +72,9 @@ export function outboxInsertIf(d: Db, entry: OutboxEntry, onlyIf: SQL, detailsFr
     .select(sql`SELECT ${entry.id}, ${entry.workspaceId}, ${event}, ${entry.createdAt}, 0, NULL WHERE ${onlyIf}`);
 }
 
+/** A JSON boolean from an SQL condition, for `detailsFromSql`. */
+export const jsonBoolean = (condition: SQL) => sql`json(CASE WHEN ${condition} THEN 'true' ELSE 'false' END)`;
+
 /** True right after a statement of the same batch that inserted, updated or deleted a row. */
 export const PREVIOUS_STATEMENT_CHANGED = sql`changes() > 0`;
 

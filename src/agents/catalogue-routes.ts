@@ -1,4 +1,4 @@
-import { audit } from "../http/audit";
+import { auditEntry } from "../http/audit";
 import { apiRoute, createRouter, jsonResponse } from "../http/route";
 import { problemResponse } from "../platform/problem";
 import {
@@ -55,8 +55,12 @@ catalogueRouter.openapi(
   }),
   async (c) => {
     const { slug } = c.req.valid("param");
-    const { entry, changed } = await installSkill(c.env, c.var.caller.workspace.id, slug);
-    await audit(c, { kind: "skill.install", target: `skill:${slug}`, details: { slug, changed } });
+    const { entry } = await installSkill(
+      c.env,
+      c.var.caller.workspace.id,
+      slug,
+      auditEntry(c, { kind: "skill.install", target: `skill:${slug}`, details: { slug } }),
+    );
     return c.json(entry, 200);
   },
 );
@@ -79,12 +83,12 @@ catalogueRouter.openapi(
   }),
   async (c) => {
     const { slug } = c.req.valid("param");
-    const { entry, changed, agentsUpdated } = await uninstallSkill(c.env, c.var.caller.workspace.id, slug);
-    await audit(c, {
-      kind: "skill.uninstall",
-      target: `skill:${slug}`,
-      details: { slug, changed, agents_updated: agentsUpdated },
-    });
+    const { entry } = await uninstallSkill(
+      c.env,
+      c.var.caller.workspace.id,
+      slug,
+      auditEntry(c, { kind: "skill.uninstall", target: `skill:${slug}`, details: { slug } }),
+    );
     return c.json(entry, 200);
   },
 );
@@ -120,12 +124,12 @@ catalogueRouter.openapi(
   }),
   async (c) => {
     const { slug } = c.req.valid("param");
-    const { entry, changed } = await installMcpServer(c.env, c.var.caller.workspace.id, slug);
-    await audit(c, {
-      kind: "mcp.install",
-      target: `mcp_server:${slug}`,
-      details: { slug, changed },
-    });
+    const { entry } = await installMcpServer(
+      c.env,
+      c.var.caller.workspace.id,
+      slug,
+      auditEntry(c, { kind: "mcp.install", target: `mcp_server:${slug}`, details: { slug } }),
+    );
     return c.json(entry, 200);
   },
 );
@@ -148,12 +152,12 @@ catalogueRouter.openapi(
   }),
   async (c) => {
     const { slug } = c.req.valid("param");
-    const { entry, changed, agentsUpdated } = await uninstallMcpServer(c.env, c.var.caller.workspace.id, slug);
-    await audit(c, {
-      kind: "mcp.uninstall",
-      target: `mcp_server:${slug}`,
-      details: { slug, changed, agents_updated: agentsUpdated },
-    });
+    const { entry } = await uninstallMcpServer(
+      c.env,
+      c.var.caller.workspace.id,
+      slug,
+      auditEntry(c, { kind: "mcp.uninstall", target: `mcp_server:${slug}`, details: { slug } }),
+    );
     return c.json(entry, 200);
   },
 );

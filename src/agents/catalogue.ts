@@ -1,5 +1,6 @@
 import { and, asc, eq, sql } from "drizzle-orm";
 import { mcpServers, skills, workspaceMcpServers, workspaceSkills } from "../db/schema";
+import { jsonBoolean, type OutboxEntry, outboxInsertIf } from "../http/audit";
 import { db } from "../platform/db";
 import { nowIso } from "../platform/env";
 import { notFound } from "../platform/problem";
@@ -58,14 +59,34 @@ async function mcpServerEntry(env: Env, slug: string) {
 
 export type InstallResult<T> = { entry: T; changed: boolean; agentsUpdated: number };
 
-/** Installs a catalogue skill for the workspace. Idempotent. */
-export async function installSkill(env: Env, workspaceId: string, slug: string): Promise<InstallResult<SkillEntry>> {
+const skillInstalled = (workspaceId: string, slug: string) =>
+  sql`EXISTS (SELECT 1 FROM workspace_skills WHERE workspace_id = ${workspaceId} AND slug = ${slug})`;
+const serverInstalled = (workspaceId: string, slug: string) =>
+  sql`EXISTS (SELECT 1 FROM workspace_mcp_servers WHERE workspace_id = ${workspaceId} AND slug = ${slug})`;
+const agentsHolding = (workspaceId: string, column: "skills" | "mcp_servers", slug: string) =>
+  sql`(SELECT count(*) FROM agents a WHERE a.workspace_id = ${workspaceId}
+    AND EXISTS (SELECT 1 FROM json_each(a.${sql.raw(column)}) j WHERE j.value = ${slug}))`;
+
+/**
+ * Installs a catalogue skill for the workspace. Idempotent. The event, written first in the
+ * same batch, says whether this call changed anything (`changed`).
+ */
+export async function installSkill(
+  env: Env,
+  workspaceId: string,
+  slug: string,
+  event: OutboxEntry,
+): Promise<InstallResult<SkillEntry>> {
   const s = await skillEntry(env, slug);
-  const inserted = await db(env)
-    .insert(workspaceSkills)
-    .values({ workspaceId, slug, installedAt: nowIso() })
-    .onConflictDoNothing()
-    .returning({ slug: workspaceSkills.slug });
+  const d = db(env);
+  const [, inserted] = await d.batch([
+    outboxInsertIf(d, event, sql`1`, { changed: jsonBoolean(sql`NOT ${skillInstalled(workspaceId, slug)}`) }),
+    d
+      .insert(workspaceSkills)
+      .values({ workspaceId, slug, installedAt: nowIso() })
+      .onConflictDoNothing()
+      .returning({ slug: workspaceSkills.slug }),
+  ]);
   return {
     entry: { slug: s.slug, name: s.name, description: s.description, installed: true, ...skillStatus(env, s.slug) },
     changed: inserted.length > 0,
@@ -78,10 +99,19 @@ export async function installSkill(env: Env, workspaceId: string, slug: string):
  * An agent whose subset held only this skill is left with an empty subset, which means
  * every installed skill.
  */
-export async function uninstallSkill(env: Env, workspaceId: string, slug: string): Promise<InstallResult<SkillEntry>> {
+export async function uninstallSkill(
+  env: Env,
+  workspaceId: string,
+  slug: string,
+  event: OutboxEntry,
+): Promise<InstallResult<SkillEntry>> {
   const s = await skillEntry(env, slug);
   const d = db(env);
-  const [deleted, updated] = await d.batch([
+  const [, deleted, updated] = await d.batch([
+    outboxInsertIf(d, event, sql`1`, {
+      changed: jsonBoolean(skillInstalled(workspaceId, slug)),
+      agents_updated: agentsHolding(workspaceId, "skills", slug),
+    }),
     d
       .delete(workspaceSkills)
       .where(and(eq(workspaceSkills.workspaceId, workspaceId), eq(workspaceSkills.slug, slug)))
@@ -99,13 +129,18 @@ export async function installMcpServer(
   env: Env,
   workspaceId: string,
   slug: string,
+  event: OutboxEntry,
 ): Promise<InstallResult<McpServerEntry>> {
   const s = await mcpServerEntry(env, slug);
-  const inserted = await db(env)
-    .insert(workspaceMcpServers)
-    .values({ workspaceId, slug, installedAt: nowIso() })
-    .onConflictDoNothing()
-    .returning({ slug: workspaceMcpServers.slug });
+  const d = db(env);
+  const [, inserted] = await d.batch([
+    outboxInsertIf(d, event, sql`1`, { changed: jsonBoolean(sql`NOT ${serverInstalled(workspaceId, slug)}`) }),
+    d
+      .insert(workspaceMcpServers)
+      .values({ workspaceId, slug, installedAt: nowIso() })
+      .onConflictDoNothing()
+      .returning({ slug: workspaceMcpServers.slug }),
+  ]);
   return {
     entry: { slug: s.slug, name: s.name, description: s.description, url: s.url, installed: true },
     changed: inserted.length > 0,
@@ -117,10 +152,15 @@ export async function uninstallMcpServer(
   env: Env,
   workspaceId: string,
   slug: string,
+  event: OutboxEntry,
 ): Promise<InstallResult<McpServerEntry>> {
   const s = await mcpServerEntry(env, slug);
   const d = db(env);
-  const [deleted, updated] = await d.batch([
+  const [, deleted, updated] = await d.batch([
+    outboxInsertIf(d, event, sql`1`, {
+      changed: jsonBoolean(serverInstalled(workspaceId, slug)),
+      agents_updated: agentsHolding(workspaceId, "mcp_servers", slug),
+    }),
     d
       .delete(workspaceMcpServers)
       .where(and(eq(workspaceMcpServers.workspaceId, workspaceId), eq(workspaceMcpServers.slug, slug)))

@@ -75,6 +75,7 @@ export const deliverAuditAfterResponse: MiddlewareHandler<AppEnv> = async (c, ne
 };
 
 export {
+  jsonBoolean,
   type OutboxEntry,
   outboxInsert,
   outboxInsertIf,
