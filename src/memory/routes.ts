@@ -1,5 +1,5 @@
 import type { Context } from "hono";
-import { audit } from "../http/audit";
+import { auditEntry } from "../http/audit";
 import type { AppEnv } from "../http/context";
 import { apiRoute, createRouter, jsonBody, jsonResponse } from "../http/route";
 import { problemResponse } from "../platform/problem";
@@ -56,14 +56,18 @@ memoryRouter.openapi(
   ),
   async (c) => {
     const owner = ownerOf(c);
-    const fact = await deleteFact(c.env, owner, c.req.valid("param").id);
-    await audit(c, {
-      kind: "memory.fact.delete",
-      target: `memory_fact:${fact.id}`,
-      intent: "delete",
-      subjectUserId: owner.userId,
-      details: { agent_slug: fact.agent_slug },
-    });
+    const id = c.req.valid("param").id;
+    await deleteFact(
+      c.env,
+      owner,
+      id,
+      auditEntry(c, {
+        kind: "memory.fact.delete",
+        target: `memory_fact:${id}`,
+        intent: "delete",
+        subjectUserId: owner.userId,
+      }),
+    );
     return c.body(null, 204);
   },
 );
@@ -105,19 +109,20 @@ memoryRouter.openapi(
   ),
   async (c) => {
     const owner = ownerOf(c);
-    const { freeze, changed, agentId } = await freezeAgent(
+    const { freeze } = await freezeAgent(
       c.env,
       owner,
       c.req.valid("param").agent_slug,
       c.req.valid("json").reason,
+      (agent) =>
+        auditEntry(c, {
+          kind: "memory.freeze",
+          target: `agent:${agent.id}`,
+          agentId: agent.id,
+          subjectUserId: owner.userId,
+          details: { agent_slug: agent.slug },
+        }),
     );
-    await audit(c, {
-      kind: "memory.freeze",
-      target: `agent:${agentId}`,
-      agentId,
-      subjectUserId: owner.userId,
-      details: { agent_slug: freeze.agent_slug, changed },
-    });
     return c.json(freeze, 200);
   },
 );
@@ -143,14 +148,15 @@ memoryRouter.openapi(
   ),
   async (c) => {
     const owner = ownerOf(c);
-    const { agentSlug, changed, agentId } = await unfreezeAgent(c.env, owner, c.req.valid("param").agent_slug);
-    await audit(c, {
-      kind: "memory.unfreeze",
-      target: agentId ? `agent:${agentId}` : `agent_slug:${agentSlug}`,
-      agentId,
-      subjectUserId: owner.userId,
-      details: { agent_slug: agentSlug, changed },
-    });
+    const { agentSlug } = await unfreezeAgent(c.env, owner, c.req.valid("param").agent_slug, (agent) =>
+      auditEntry(c, {
+        kind: "memory.unfreeze",
+        target: agent.id ? `agent:${agent.id}` : `agent_slug:${agent.slug}`,
+        agentId: agent.id,
+        subjectUserId: owner.userId,
+        details: { agent_slug: agent.slug },
+      }),
+    );
     return c.json({ agent_slug: agentSlug, frozen: false as const }, 200);
   },
 );

@@ -1,6 +1,7 @@
-import { and, desc, eq, exists, inArray, notInArray, sql } from "drizzle-orm";
+import { and, desc, eq, exists, inArray, not, notInArray, sql } from "drizzle-orm";
 import { findAgentByHandle } from "../agents/service";
 import { memoryFacts, memoryFreezes } from "../db/schema";
+import { jsonBoolean, type OutboxEntry, outboxInsertIf } from "../http/audit";
 import { type Db, db } from "../platform/db";
 import { nowIso } from "../platform/env";
 import { newId } from "../platform/ids";
@@ -55,11 +56,15 @@ export async function listFacts(env: Env, owner: MemoryOwner): Promise<Fact[]> {
 }
 
 /** Deletes one of the user's own facts; anyone else's (or an unknown id) is a 404. */
-export async function deleteFact(env: Env, owner: MemoryOwner, id: string): Promise<Fact> {
-  const [row] = await db(env)
-    .delete(memoryFacts)
-    .where(and(eq(memoryFacts.id, id), ownedBy(memoryFacts, owner)))
-    .returning();
+export async function deleteFact(env: Env, owner: MemoryOwner, id: string, event: OutboxEntry): Promise<Fact> {
+  const d = db(env);
+  const mine = and(eq(memoryFacts.id, id), ownedBy(memoryFacts, owner));
+  const agentSlug = d.select({ s: memoryFacts.agentSlug }).from(memoryFacts).where(mine);
+  const [, [row]] = await d.batch([
+    // Written first, while the fact (and so its agent) is still there.
+    outboxInsertIf(d, event, exists(agentSlug), { agent_slug: sql`(${agentSlug})` }),
+    d.delete(memoryFacts).where(mine).returning(),
+  ]);
   if (!row) throw notFound("No such fact");
   return toFact(row);
 }
@@ -199,12 +204,15 @@ export async function freezeAgent(
   owner: MemoryOwner,
   handle: string,
   reason: string | undefined,
+  event: (agent: { id: string; slug: string }) => OutboxEntry,
 ): Promise<{ freeze: Freeze; changed: boolean; agentId: string }> {
   const agent = await findAgentByHandle(env, owner.workspaceId, handle);
   if (!agent) throw notFound("No such agent in this workspace");
   const d = db(env);
   const key = and(ownedBy(memoryFreezes, owner), eq(memoryFreezes.agentSlug, agent.slug));
-  const [created, [row]] = await d.batch([
+  const frozen = exists(d.select({ one: sql`1` }).from(memoryFreezes).where(key));
+  const [, created, [row]] = await d.batch([
+    outboxInsertIf(d, event(agent), sql`1`, { changed: jsonBoolean(not(frozen)) }),
     d
       .insert(memoryFreezes)
       .values({ ...owner, agentSlug: agent.slug, reason: reason || null, createdAt: nowIso() })
@@ -227,13 +235,22 @@ export async function unfreezeAgent(
   env: Env,
   owner: MemoryOwner,
   handle: string,
+  event: (agent: { id: string | null; slug: string }) => OutboxEntry,
 ): Promise<{ agentSlug: string; changed: boolean; agentId: string | null }> {
   const agent = await findAgentByHandle(env, owner.workspaceId, handle);
   const slugs = [...new Set([handle, ...(agent?.handles ?? [])])];
-  const deleted = await db(env)
-    .delete(memoryFreezes)
-    .where(and(ownedBy(memoryFreezes, owner), inArray(memoryFreezes.agentSlug, slugs)))
-    .returning({ agentSlug: memoryFreezes.agentSlug });
+  const d = db(env);
+  const removed = sql`changes() > 0`; // right after the delete
+  const [deleted] = await d.batch([
+    d
+      .delete(memoryFreezes)
+      .where(and(ownedBy(memoryFreezes, owner), inArray(memoryFreezes.agentSlug, slugs)))
+      .returning({ agentSlug: memoryFreezes.agentSlug }),
+    // No event for the 404 below: an unknown slug with nothing stored.
+    outboxInsertIf(d, event({ id: agent?.id ?? null, slug: agent?.slug ?? handle }), agent ? sql`1` : removed, {
+      changed: jsonBoolean(removed),
+    }),
+  ]);
   if (!agent && deleted.length === 0) throw notFound("No such agent in this workspace");
   return { agentSlug: agent?.slug ?? handle, changed: deleted.length > 0, agentId: agent?.id ?? null };
 }
