@@ -187,6 +187,28 @@ describe("conversations: turns", () => {
     expect(JSON.stringify(event)).not.toContain("Hello from the agent");
   });
 
+  it("keeps neither reply, debit nor event when the turn's event cannot be written, and frees the conversation", async () => {
+    const ws = await signupWorkspace();
+    const conversation = await start(ws.adminToken);
+    script({ text: "lost" });
+    await env.DB.prepare(
+      `CREATE TRIGGER fail_turn_event BEFORE INSERT ON audit_outbox WHEN NEW.event LIKE '%"conversation.turn"%'
+       BEGIN SELECT RAISE(ABORT, 'injected failure'); END`,
+    ).run();
+    try {
+      expect((await post(ws.adminToken, conversation.id, "hi")).status).toBe(500);
+    } finally {
+      await env.DB.prepare("DROP TRIGGER fail_turn_event").run();
+    }
+    expect((await messageRows(conversation.id)).map((m) => m.role)).toEqual(["user"]);
+    expect(await usageEntries(ws.workspace.id)).toEqual([]);
+    expect(await auditEvents(ws.workspace.id, "conversation.turn")).toEqual([]);
+    llm?.restore();
+    script({ text: "back" });
+    expect((await post(ws.adminToken, conversation.id, "again")).status).toBe(200);
+    expect(await auditEvents(ws.workspace.id, "conversation.turn")).toHaveLength(1);
+  });
+
   it("sends the earlier messages as history", async () => {
     const ws = await signupWorkspace();
     const conversation = await start(ws.adminToken);

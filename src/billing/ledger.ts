@@ -1,4 +1,4 @@
-import { record } from "../../durable-objects/audit-log/record";
+import { deliverAudit, outboxEntry, outboxStatement } from "../../durable-objects/audit-log/record";
 import { nowIso } from "../platform/env";
 import { newId } from "../platform/ids";
 import { ApiError, badRequest } from "../platform/problem";
@@ -36,25 +36,25 @@ const DEBIT_SQL = `INSERT INTO credit_ledger (id, workspace_id, amount, kind, re
 
 type GrantRow = { id: string; amount: number; reference: string };
 
-function grantStatement(env: Env, workspaceId: string, now: Date) {
-  return env.DB.prepare(GRANT_SQL).bind(
-    newId(),
-    workspaceId,
-    freeMonthlyCredits(env),
-    monthlyGrantReference(now),
-    now.toISOString(),
-  );
-}
-
-async function auditGrant(env: Env, workspaceId: string, row: GrantRow | undefined): Promise<void> {
-  if (!row) return;
-  await record(env, workspaceId, {
+/**
+ * This month's free grant and its event, for one batch: the event is written only when the
+ * grant row was (the first request of the month on the free plan).
+ */
+function grantStatements(env: Env, workspaceId: string, now: Date): D1PreparedStatement[] {
+  const id = newId();
+  const amount = freeMonthlyCredits(env);
+  const reference = monthlyGrantReference(now);
+  const event = outboxEntry(workspaceId, {
     kind: "billing.credit",
     actor: { kind: "system", id: null },
-    target: `ledger:${row.id}`,
+    target: `ledger:${id}`,
     intent: "grant",
-    details: { ledger_kind: "monthly_grant", amount: row.amount, reference: row.reference, plan_slug: "free" },
+    details: { ledger_kind: "monthly_grant", amount, reference, plan_slug: "free" },
   });
+  return [
+    env.DB.prepare(GRANT_SQL).bind(id, workspaceId, amount, reference, now.toISOString()),
+    outboxStatement(env, event, "changes() > 0"),
+  ];
 }
 
 /** The workspace's balance: one indexed SUM. */
@@ -73,18 +73,19 @@ export async function ensureMonthlyGrant(
   workspaceId: string,
   now = new Date(),
 ): Promise<{ id: string; amount: number } | null> {
-  const row = await grantStatement(env, workspaceId, now).first<GrantRow>();
-  await auditGrant(env, workspaceId, row ?? undefined);
+  const [grant] = await env.DB.batch<GrantRow>(grantStatements(env, workspaceId, now));
+  const row = grant?.results[0];
+  if (row) await deliverAudit(env, workspaceId);
   return row ? { id: row.id, amount: row.amount } : null;
 }
 
 /** `ensureMonthlyGrant` and `balance` in one round trip. */
 export async function grantedBalance(env: Env, workspaceId: string, now = new Date()): Promise<number> {
-  const [grant, sum] = await env.DB.batch<GrantRow | { balance: number }>([
-    grantStatement(env, workspaceId, now),
+  const [grant, , sum] = await env.DB.batch<GrantRow | { balance: number }>([
+    ...grantStatements(env, workspaceId, now),
     env.DB.prepare(BALANCE_SQL).bind(workspaceId),
   ]);
-  await auditGrant(env, workspaceId, grant?.results[0] as GrantRow | undefined);
+  if (grant?.results.length) await deliverAudit(env, workspaceId);
   return (sum?.results[0] as { balance: number } | undefined)?.balance ?? 0;
 }
 
@@ -117,11 +118,16 @@ export async function debit(
   amount: number,
   reference: string,
 ): Promise<{ debited: boolean }> {
+  const row = await debitStatement(env, workspaceId, amount, reference).first();
+  return { debited: row !== null };
+}
+
+/** `debit` as a statement, for a batch that records what the credits paid for (a turn's reply). */
+export function debitStatement(env: Env, workspaceId: string, amount: number, reference: string): D1PreparedStatement {
   if (!Number.isSafeInteger(amount) || amount <= 0)
     throw badRequest("invalid_amount", "amount must be a positive integer");
   if (!reference || reference.length > 200) throw badRequest("invalid_reference", "reference must be 1-200 characters");
-  const row = await env.DB.prepare(DEBIT_SQL).bind(newId(), workspaceId, -amount, reference, nowIso()).first();
-  return { debited: row !== null };
+  return env.DB.prepare(DEBIT_SQL).bind(newId(), workspaceId, -amount, reference, nowIso());
 }
 
 /** The newest `limit` entries, newest first. */

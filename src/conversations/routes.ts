@@ -1,5 +1,5 @@
 import type { Context } from "hono";
-import { audit, callerActor } from "../http/audit";
+import { auditEntry, callerActor } from "../http/audit";
 import type { AppEnv } from "../http/context";
 import { apiRoute, createRouter, jsonBody, jsonResponse } from "../http/route";
 import { baseUrl } from "../platform/env";
@@ -7,6 +7,7 @@ import { problemResponse } from "../platform/problem";
 import {
   AddParticipantRequestSchema,
   AskResponseSchema,
+  type Conversation,
   ConversationIdParamSchema,
   ConversationListSchema,
   ConversationSchema,
@@ -33,6 +34,14 @@ const TAGS = ["Conversations"];
 const params = { params: ConversationIdParamSchema };
 const notParticipant = problemResponse("No such conversation, or the caller does not take part in it");
 const target = (id: string) => `conversation:${id}`;
+const createdEvent = (c: Context<AppEnv>, conversation: Conversation) =>
+  auditEntry(c, {
+    kind: "conversation.create",
+    target: target(conversation.id),
+    agentId: conversation.agent_id,
+    conversationId: conversation.id,
+    details: { mode: conversation.mode, agent_slug: conversation.agent_slug },
+  });
 
 const turnContext = (c: Context<AppEnv>): TurnContext => ({
   env: c.env,
@@ -67,14 +76,8 @@ conversationsRouter.openapi(
       c.var.caller.workspace.id,
       c.var.caller.userId,
       c.req.valid("json"),
+      (created) => createdEvent(c, created),
     );
-    await audit(c, {
-      kind: "conversation.create",
-      target: target(conversation.id),
-      agentId: conversation.agent_id,
-      conversationId: conversation.id,
-      details: { mode: conversation.mode, agent_slug: conversation.agent_slug },
-    });
     return c.json(conversation, 201);
   },
 );
@@ -152,8 +155,13 @@ conversationsRouter.openapi(
   ),
   async (c) => {
     const { id } = c.req.valid("param");
-    await deleteConversation(c.env, c.var.caller.workspace.id, c.var.caller.userId, id);
-    await audit(c, { kind: "conversation.delete", target: target(id), conversationId: id });
+    await deleteConversation(
+      c.env,
+      c.var.caller.workspace.id,
+      c.var.caller.userId,
+      id,
+      auditEntry(c, { kind: "conversation.delete", target: target(id), conversationId: id }),
+    );
     return c.json({ id, deleted: true as const }, 200);
   },
 );
@@ -178,20 +186,20 @@ conversationsRouter.openapi(
   async (c) => {
     const { id } = c.req.valid("param");
     const { user_id } = c.req.valid("json");
-    const { conversation, added } = await addParticipant(
+    const { conversation } = await addParticipant(
       c.env,
       c.var.caller.workspace.id,
       c.var.caller.userId,
       id,
       user_id,
+      auditEntry(c, {
+        kind: "conversation.participant.add",
+        target: target(id),
+        conversationId: id,
+        subjectUserId: user_id,
+        details: { user_id },
+      }),
     );
-    await audit(c, {
-      kind: "conversation.participant.add",
-      target: target(id),
-      conversationId: id,
-      subjectUserId: user_id,
-      details: { user_id, added },
-    });
     return c.json(conversation, 200);
   },
 );
@@ -255,16 +263,13 @@ conversationsRouter.openapi(
   ),
   async (c) => {
     await quickAskReady(c.env, c.var.caller.workspace.id);
-    const conversation = await createConversation(c.env, c.var.caller.workspace.id, c.var.caller.userId, {
-      mode: "fast",
-    });
-    await audit(c, {
-      kind: "conversation.create",
-      target: target(conversation.id),
-      agentId: conversation.agent_id,
-      conversationId: conversation.id,
-      details: { mode: conversation.mode, agent_slug: conversation.agent_slug },
-    });
+    const conversation = await createConversation(
+      c.env,
+      c.var.caller.workspace.id,
+      c.var.caller.userId,
+      { mode: "fast" },
+      (created) => createdEvent(c, created),
+    );
     return c.json({ conversation_id: conversation.id }, 200);
   },
 );

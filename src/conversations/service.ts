@@ -1,6 +1,7 @@
 import { type AgentRecord, getAgentRecord, resolveAgent } from "../agents/service";
 import { detachConversationApps } from "../apps/service";
 import { detachConversationArtifacts, visibleArtifactIds } from "../artifacts/service";
+import { type OutboxEntry, outboxStatement, outboxStatementFrom } from "../http/audit";
 import { parseJsonArray } from "../platform/db";
 import { nowIso } from "../platform/env";
 import { newId } from "../platform/ids";
@@ -86,21 +87,12 @@ export async function createConversation(
   workspaceId: string,
   userId: string,
   input: { agent_slug?: string; title?: string; mode?: "standard" | "fast" },
+  event: (conversation: Conversation) => OutboxEntry,
 ): Promise<Conversation> {
   const agent = await resolveAgent(env, workspaceId, input.agent_slug);
   const id = newId();
   const now = nowIso();
-  await env.DB.batch([
-    env.DB.prepare(
-      `INSERT INTO conversations (id, workspace_id, title, mode, agent_id, created_by, created_at, last_message_at)
-       VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7)`,
-    ).bind(id, workspaceId, input.title ?? null, input.mode ?? "standard", agent.id, userId, now),
-    env.DB.prepare(
-      `INSERT INTO conversation_participants (conversation_id, user_id, workspace_id, last_message_at, added_at)
-       VALUES (?1, ?2, ?3, ?4, ?4)`,
-    ).bind(id, userId, workspaceId, now),
-  ]);
-  return {
+  const conversation: Conversation = {
     id,
     title: input.title ?? null,
     mode: input.mode ?? "standard",
@@ -111,6 +103,18 @@ export async function createConversation(
     created_at: now,
     last_message_at: now,
   };
+  await env.DB.batch([
+    env.DB.prepare(
+      `INSERT INTO conversations (id, workspace_id, title, mode, agent_id, created_by, created_at, last_message_at)
+       VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7)`,
+    ).bind(id, workspaceId, input.title ?? null, input.mode ?? "standard", agent.id, userId, now),
+    env.DB.prepare(
+      `INSERT INTO conversation_participants (conversation_id, user_id, workspace_id, last_message_at, added_at)
+       VALUES (?1, ?2, ?3, ?4, ?4)`,
+    ).bind(id, userId, workspaceId, now),
+    outboxStatement(env, event(conversation)),
+  ]);
+  return conversation;
 }
 
 const encodeCursor = (at: string, id: string) => btoa(`${at}|${id}`).replaceAll("=", "");
@@ -173,7 +177,13 @@ export async function listMessages(
  * artifacts stay with their producers, detached, and its apps keep running with no
  * conversation, in the same batch.
  */
-export async function deleteConversation(env: Env, workspaceId: string, userId: string, id: string): Promise<void> {
+export async function deleteConversation(
+  env: Env,
+  workspaceId: string,
+  userId: string,
+  id: string,
+  event: OutboxEntry,
+): Promise<void> {
   await participantConversation(env, workspaceId, userId, id);
   const detach = detachConversationArtifacts(env, workspaceId, id).toSQL();
   const detachApps = detachConversationApps(env, workspaceId, id).toSQL();
@@ -183,6 +193,7 @@ export async function deleteConversation(env: Env, workspaceId: string, userId: 
     env.DB.prepare("DELETE FROM messages WHERE conversation_id = ?1").bind(id),
     env.DB.prepare("DELETE FROM conversation_participants WHERE conversation_id = ?1").bind(id),
     env.DB.prepare("DELETE FROM conversations WHERE id = ?1 AND workspace_id = ?2").bind(id, workspaceId),
+    outboxStatement(env, event, "changes() > 0"),
   ]);
 }
 
@@ -193,6 +204,7 @@ export async function addParticipant(
   callerId: string,
   id: string,
   userId: string,
+  event: OutboxEntry,
 ): Promise<{ conversation: Conversation; added: boolean }> {
   await participantConversation(env, workspaceId, callerId, id);
   const [inserted] = await env.DB.batch([
@@ -202,6 +214,18 @@ export async function addParticipant(
        WHERE c.id = ?1 AND u.id = ?2 AND u.workspace_id = ?3 AND u.erased_at IS NULL
        ON CONFLICT DO NOTHING RETURNING user_id`,
     ).bind(id, userId, workspaceId, nowIso()),
+    // Recorded when the user is a member (else the 404 below), `added` when the insert was new.
+    outboxStatementFrom(
+      env,
+      event,
+      {
+        workspaceId: "u.workspace_id",
+        from: "FROM users u WHERE u.id = ?4 AND u.workspace_id = ?5 AND u.erased_at IS NULL",
+        fields: { "$.details.added": "json(CASE WHEN changes() > 0 THEN 'true' ELSE 'false' END)" },
+      },
+      userId,
+      workspaceId,
+    ),
   ]);
   if (!inserted?.results.length) {
     const member = await env.DB.prepare("SELECT 1 FROM users WHERE id = ?1 AND workspace_id = ?2 AND erased_at IS NULL")
@@ -315,6 +339,7 @@ export async function finishTurn(
   conversationId: string,
   turnId: string,
   reply: Omit<Message, "id" | "conversation_id" | "role" | "author_user_id" | "created_at">,
+  alsoCommit: D1PreparedStatement[] = [],
 ): Promise<Message> {
   const now = nowIso();
   await env.DB.batch([
@@ -339,6 +364,7 @@ export async function finishTurn(
     env.DB.prepare(
       "UPDATE conversations SET turn_id = NULL, turn_started_at = NULL WHERE id = ?1 AND turn_id = ?2",
     ).bind(conversationId, turnId),
+    ...alsoCommit,
   ]);
   return {
     ...reply,

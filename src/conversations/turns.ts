@@ -1,6 +1,6 @@
-import { type RecordInput, record } from "../../durable-objects/audit-log/record";
+import { deliverAudit, outboxEntry, outboxStatement, type RecordInput } from "../../durable-objects/audit-log/record";
 import { type AgentRecord, agentCapabilities, toAgentRow } from "../agents/service";
-import { debit, requireCredits } from "../billing/ledger";
+import { debitStatement, requireCredits } from "../billing/ledger";
 import { agentLanguageModel } from "../llm/model";
 import { ApiError } from "../platform/problem";
 import type { ToolProvider } from "../platform/turn-tools";
@@ -90,15 +90,7 @@ async function settle(
     await releaseTurn(env, conversationId, turnId);
     throw new ApiError(502, "model_failed", "The language model did not answer");
   }
-  const message = await finishTurn(env, workspace.id, conversationId, turnId, {
-    agent_id: agent.id,
-    content: outcome.text,
-    tool_calls: outcome.toolCalls,
-    artifact_ids: outcome.artifactIds,
-    usage: outcome.usage,
-  });
-  await debit(env, workspace.id, outcome.usage.credits, turnId);
-  await record(env, workspace.id, {
+  const event = outboxEntry(workspace.id, {
     kind: "conversation.turn",
     actor: ctx.actor,
     target: `conversation:${conversationId}`,
@@ -115,6 +107,26 @@ async function settle(
       credits: outcome.usage.credits,
     },
   });
+  // The reply, what it cost and its event commit together; if they cannot, none is kept and
+  // the conversation is free for the next message.
+  const message = await finishTurn(
+    env,
+    workspace.id,
+    conversationId,
+    turnId,
+    {
+      agent_id: agent.id,
+      content: outcome.text,
+      tool_calls: outcome.toolCalls,
+      artifact_ids: outcome.artifactIds,
+      usage: outcome.usage,
+    },
+    [debitStatement(env, workspace.id, outcome.usage.credits, turnId), outboxStatement(env, event)],
+  ).catch(async (e) => {
+    await releaseTurn(env, conversationId, turnId);
+    throw e;
+  });
+  ctx.waitUntil(deliverAudit(env, workspace.id));
   return message;
 }
 
