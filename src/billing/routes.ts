@@ -1,5 +1,5 @@
 import type { Context } from "hono";
-import { audit } from "../http/audit";
+import { audit, auditEntry, deliverAfterResponse } from "../http/audit";
 import type { AppEnv } from "../http/context";
 import { apiRoute, createRouter, jsonBody, jsonResponse } from "../http/route";
 import { baseUrl } from "../platform/env";
@@ -18,7 +18,7 @@ import {
   WebhookAckSchema,
   WebhookHeadersSchema,
 } from "./schemas";
-import { billingStatus, type Redirect, startCheckout, startPortal, startTopup } from "./service";
+import { billingStatus, startCheckout, startPortal, startTopup } from "./service";
 import { verifiedEvent } from "./stripe";
 import { processEvent } from "./webhook";
 
@@ -31,15 +31,14 @@ const origin = (c: Context<AppEnv>) => baseUrl(c.env, c.req.url);
 /** Ties the Stripe Idempotency-Key of a POST to this request, so the SDK's retries of it are safe. */
 const requestKey = (c: Context<AppEnv>) => c.get("requestId");
 
-async function auditCustomer(c: Context<AppEnv>, r: Redirect) {
-  if (!r.customerCreated) return;
-  await audit(c, {
+/** The event of a Stripe customer created for the workspace, written with the link to it. */
+const customerEvent = (c: Context<AppEnv>) => (customerId: string) =>
+  auditEntry(c, {
     kind: "billing.customer",
     target: `workspace:${c.var.caller.workspace.id}`,
     intent: "create_customer",
-    details: { customer_id: r.customerId },
+    details: { customer_id: customerId },
   });
-}
 
 billingRouter.openapi(
   apiRoute("authenticated", {
@@ -125,8 +124,14 @@ billingRouter.openapi(
   }),
   async (c) => {
     const { plan_slug } = c.req.valid("json");
-    const r = await startCheckout(c.env, c.var.caller.workspace.id, plan_slug, origin(c), requestKey(c));
-    await auditCustomer(c, r);
+    const r = await startCheckout(
+      c.env,
+      c.var.caller.workspace.id,
+      plan_slug,
+      origin(c),
+      requestKey(c),
+      customerEvent(c),
+    );
     await audit(c, {
       kind: "billing.checkout",
       target: `plan:${plan_slug}`,
@@ -152,8 +157,7 @@ billingRouter.openapi(
     },
   }),
   async (c) => {
-    const r = await startPortal(c.env, c.var.caller.workspace.id, origin(c), requestKey(c));
-    await auditCustomer(c, r);
+    const r = await startPortal(c.env, c.var.caller.workspace.id, origin(c), requestKey(c), customerEvent(c));
     await audit(c, {
       kind: "billing.portal",
       target: `workspace:${c.var.caller.workspace.id}`,
@@ -184,8 +188,7 @@ billingRouter.openapi(
   }),
   async (c) => {
     const { pack_slug } = c.req.valid("json");
-    const r = await startTopup(c.env, c.var.caller.workspace.id, pack_slug, origin(c), requestKey(c));
-    await auditCustomer(c, r);
+    const r = await startTopup(c.env, c.var.caller.workspace.id, pack_slug, origin(c), requestKey(c), customerEvent(c));
     await audit(c, {
       kind: "billing.topup",
       target: `pack:${pack_slug}`,
@@ -232,7 +235,7 @@ billingRouter.openapi(
       );
       throw new ApiError(500, "webhook_failed", "The event could not be processed; Stripe will retry it");
     }
-    for (const a of outcome.audits) await audit(c, a);
+    if (outcome.workspaceId) deliverAfterResponse(c, outcome.workspaceId); // its events were written with its effects
     return c.json({ received: true as const, duplicate: outcome.duplicate }, 200);
   },
 );

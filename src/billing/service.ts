@@ -1,6 +1,7 @@
 import { eq } from "drizzle-orm";
 import Stripe from "stripe";
 import { billingAccounts } from "../db/schema";
+import { type OutboxEntry, outboxStatement } from "../http/audit";
 import { db } from "../platform/db";
 import { nowIso } from "../platform/env";
 import { ApiError, badRequest } from "../platform/problem";
@@ -55,7 +56,11 @@ async function callStripe<T>(what: string, fn: () => Promise<T>): Promise<T> {
  * Idempotency-Key (derived from the workspace id), so Stripe answers them all with one
  * customer; the id is stored (claimed once by a conditional UPDATE) before it is used.
  */
-export async function ensureCustomer(env: Env, workspaceId: string): Promise<{ customerId: string; created: boolean }> {
+export async function ensureCustomer(
+  env: Env,
+  workspaceId: string,
+  customerEvent: CustomerEvent,
+): Promise<{ customerId: string; created: boolean }> {
   const existing = await findAccount(env, workspaceId);
   if (existing?.stripeCustomerId) return { customerId: existing.stripeCustomerId, created: false };
   const stripe = stripeClient(env);
@@ -71,12 +76,16 @@ export async function ensureCustomer(env: Env, workspaceId: string): Promise<{ c
       `UPDATE billing_accounts SET stripe_customer_id = ?1, updated_at = ?2
        WHERE workspace_id = ?3 AND stripe_customer_id IS NULL RETURNING workspace_id`,
     ).bind(customer.id, now, workspaceId),
+    outboxStatement(env, customerEvent(customer.id), "changes() > 0"),
   ]);
   if (claimed?.results.length) return { customerId: customer.id, created: true };
   const stored = await findAccount(env, workspaceId);
   if (!stored?.stripeCustomerId) throw new Error("billing account lost its customer id");
   return { customerId: stored.stripeCustomerId, created: false };
 }
+
+/** The audit event of a Stripe customer this call links to the workspace (written with the link). */
+export type CustomerEvent = (customerId: string) => OutboxEntry;
 
 export type Redirect = { url: string; sessionId: string; customerId: string; customerCreated: boolean };
 
@@ -92,6 +101,7 @@ export async function startCheckout(
   planSlug: string,
   origin: string,
   requestKey: string,
+  customerEvent: CustomerEvent,
 ): Promise<Redirect> {
   const stripe = stripeClient(env);
   const plan = await findPlan(env, planSlug);
@@ -105,7 +115,7 @@ export async function startCheckout(
       "already_subscribed",
       "The workspace already has a subscription; change or cancel it in the billing portal",
     );
-  const { customerId, created } = await ensureCustomer(env, workspaceId);
+  const { customerId, created } = await ensureCustomer(env, workspaceId, customerEvent);
   const metadata = { workspace_id: workspaceId, plan_slug: plan.slug };
   const session = await callStripe("create the checkout session", () =>
     stripe.checkout.sessions.create(
@@ -132,13 +142,14 @@ export async function startTopup(
   packSlug: string,
   origin: string,
   requestKey: string,
+  customerEvent: CustomerEvent,
 ): Promise<Redirect> {
   const stripe = stripeClient(env);
   const pack = await findPack(env, packSlug);
   if (!pack) throw new ApiError(404, "pack_not_found", `No credit pack "${packSlug}"`);
   const price = prices(env)[pack.slug];
   if (!price) throw badRequest("pack_not_priced", `The credit pack "${packSlug}" has no price`);
-  const { customerId, created } = await ensureCustomer(env, workspaceId);
+  const { customerId, created } = await ensureCustomer(env, workspaceId, customerEvent);
   const metadata = { workspace_id: workspaceId, pack_slug: pack.slug };
   const session = await callStripe("create the checkout session", () =>
     stripe.checkout.sessions.create(
@@ -164,9 +175,10 @@ export async function startPortal(
   workspaceId: string,
   origin: string,
   requestKey: string,
+  customerEvent: CustomerEvent,
 ): Promise<Redirect> {
   const stripe = stripeClient(env);
-  const { customerId, created } = await ensureCustomer(env, workspaceId);
+  const { customerId, created } = await ensureCustomer(env, workspaceId, customerEvent);
   const session = await callStripe("create the portal session", () =>
     stripe.billingPortal.sessions.create(
       { customer: customerId, return_url: `${origin}/` },

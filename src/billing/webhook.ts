@@ -1,5 +1,5 @@
 import Stripe from "stripe";
-import type { AuditInput } from "../http/audit";
+import { outboxEntry, outboxStatement, outboxStatementFrom } from "../http/audit";
 import { isUniqueViolation } from "../platform/db";
 import { nowIso } from "../platform/env";
 import { newId } from "../platform/ids";
@@ -15,15 +15,17 @@ import { slugForPrice, stripeClient } from "./stripe";
  * arrive out of order.
  */
 
-export type WebhookOutcome = { duplicate: boolean; audits: (AuditInput & { workspaceId: string })[] };
+/** `workspaceId`: whose audit outbox the event wrote to (to deliver after the response). */
+export type WebhookOutcome = { duplicate: boolean; workspaceId: string | null };
 
-/** A statement of the event's effect, and the audit event to write if it changed a row. */
-type Effect = {
-  statement: D1PreparedStatement;
-  audit?: (row: Record<string, unknown>) => (AuditInput & { workspaceId: string }) | null;
-};
+/**
+ * A statement of the event's effect, and the statement of its audit event, placed right after
+ * it in the same batch and written only if the effect changed a row.
+ */
+type Effect = { statement: D1PreparedStatement; event?: D1PreparedStatement };
 
 const SYSTEM = { kind: "system" as const, id: null };
+const CHANGED = "changes() > 0"; // right after the effect's statement
 const idOf = (v: string | { id: string } | null | undefined) => (typeof v === "string" ? v : (v?.id ?? null));
 
 async function workspaceExists(env: Env, id: string | null | undefined): Promise<string | null> {
@@ -49,19 +51,23 @@ function ledgerEffect(
   reference: string,
   extra: Record<string, unknown>,
 ): Effect {
+  const id = newId();
   return {
     statement: env.DB.prepare(
       `INSERT INTO credit_ledger (id, workspace_id, amount, kind, reference, created_at)
        VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT DO NOTHING RETURNING id, amount`,
-    ).bind(newId(), workspaceId, amount, kind, reference, nowIso()),
-    audit: (row) => ({
-      kind: amount >= 0 ? "billing.credit" : "billing.refund",
-      workspaceId,
-      actor: SYSTEM,
-      target: `ledger:${row.id as string}`,
-      intent: kind,
-      details: { ledger_kind: kind, amount: row.amount, reference, event_id: eventId, ...extra },
-    }),
+    ).bind(id, workspaceId, amount, kind, reference, nowIso()),
+    event: outboxStatement(
+      env,
+      outboxEntry(workspaceId, {
+        kind: amount >= 0 ? "billing.credit" : "billing.refund",
+        actor: SYSTEM,
+        target: `ledger:${id}`,
+        intent: kind,
+        details: { ledger_kind: kind, amount, reference, event_id: eventId, ...extra },
+      }),
+      CHANGED,
+    ),
   };
 }
 
@@ -83,14 +89,17 @@ function linkCustomerEffects(env: Env, workspaceId: string, customerId: string |
            AND NOT EXISTS (SELECT 1 FROM billing_accounts WHERE stripe_customer_id = ?1)
          RETURNING workspace_id`,
       ).bind(customerId, now, workspaceId),
-      audit: () => ({
-        kind: "billing.customer",
-        workspaceId,
-        actor: SYSTEM,
-        target: `workspace:${workspaceId}`,
-        intent: "link_customer",
-        details: { customer_id: customerId },
-      }),
+      event: outboxStatement(
+        env,
+        outboxEntry(workspaceId, {
+          kind: "billing.customer",
+          actor: SYSTEM,
+          target: `workspace:${workspaceId}`,
+          intent: "link_customer",
+          details: { customer_id: customerId },
+        }),
+        CHANGED,
+      ),
     });
   return effects;
 }
@@ -139,24 +148,28 @@ async function subscriptionState(
        WHERE workspace_id = ?6 AND (stripe_subscription_id IS NULL OR stripe_subscription_id = ?4 OR ?7 = 1)
        RETURNING plan_slug, status`,
     ).bind(planSlug, sub.status, periodEnd, sub.id, nowIso(), workspaceId, live ? 1 : 0),
-    audit: (row) =>
-      before?.planSlug === row.plan_slug && before?.status === row.status
-        ? null
-        : {
-            kind: "billing.plan",
-            workspaceId,
-            actor: SYSTEM,
-            target: `workspace:${workspaceId}`,
-            intent: "change_plan",
-            details: {
-              plan_slug: row.plan_slug,
-              previous_plan_slug: before?.planSlug ?? "free",
-              status: row.status,
-              previous_status: before?.status ?? "none",
-              subscription_id: sub.id,
-              event_id: eventId,
-            },
-          },
+    // Recorded when the plan or status moves (and the update applied).
+    event:
+      before?.planSlug === planSlug && before?.status === sub.status
+        ? undefined
+        : outboxStatement(
+            env,
+            outboxEntry(workspaceId, {
+              kind: "billing.plan",
+              actor: SYSTEM,
+              target: `workspace:${workspaceId}`,
+              intent: "change_plan",
+              details: {
+                plan_slug: planSlug,
+                previous_plan_slug: before?.planSlug ?? "free",
+                status: sub.status,
+                previous_status: before?.status ?? "none",
+                subscription_id: sub.id,
+                event_id: eventId,
+              },
+            }),
+            CHANGED,
+          ),
   });
   return { workspaceId, planSlug: live && plan ? plan.slug : null, effects };
 }
@@ -204,6 +217,14 @@ async function refundEffects(env: Env, event: Stripe.Event, charge: Stripe.Charg
   const target = Math.min(topup.amount, Math.round((topup.amount * charge.amount_refunded) / charge.amount));
   const prefix = `${paymentIntent}:`;
   const reference = `${prefix}${charge.amount_refunded}`;
+  const id = newId();
+  const refunded = outboxEntry(workspaceId, {
+    kind: "billing.refund",
+    actor: SYSTEM,
+    target: `ledger:${id}`,
+    intent: "refund",
+    details: { ledger_kind: "refund", reference, event_id: event.id, charge_id: charge.id },
+  });
   const effect: Effect = {
     statement: env.DB.prepare(
       `INSERT INTO credit_ledger (id, workspace_id, amount, kind, reference, created_at)
@@ -212,15 +233,18 @@ async function refundEffects(env: Env, event: Stripe.Event, charge: Stripe.Charg
              WHERE workspace_id = ?2 AND kind = 'refund' AND substr(reference, 1, length(?6)) = ?6)
        WHERE ?3 - done > 0
        ON CONFLICT DO NOTHING RETURNING id, amount`,
-    ).bind(newId(), workspaceId, target, reference, nowIso(), prefix),
-    audit: (row) => ({
-      kind: "billing.refund",
-      workspaceId,
-      actor: SYSTEM,
-      target: `ledger:${row.id as string}`,
-      intent: "refund",
-      details: { ledger_kind: "refund", amount: row.amount, reference, event_id: event.id, charge_id: charge.id },
-    }),
+    ).bind(id, workspaceId, target, reference, nowIso(), prefix),
+    // The amount is what the insert computed: read from its row (no row, no event).
+    event: outboxStatementFrom(
+      env,
+      refunded,
+      {
+        workspaceId: "l.workspace_id",
+        from: "FROM credit_ledger l WHERE l.id = ?4",
+        fields: { "$.details.amount": "l.amount" },
+      },
+      id,
+    ),
   };
   return { workspaceId, effects: [effect] };
 }
@@ -308,27 +332,21 @@ const SEEN_SQL = "SELECT 1 AS one FROM stripe_events WHERE id = ?1";
 
 /** Processes a verified event once; returns the audit events of what it changed. */
 export async function processEvent(env: Env, event: Stripe.Event): Promise<WebhookOutcome> {
-  if (!(HANDLED_EVENTS as readonly string[]).includes(event.type)) return { duplicate: false, audits: [] };
+  if (!(HANDLED_EVENTS as readonly string[]).includes(event.type)) return { duplicate: false, workspaceId: null };
   // A replay stops here without calling Stripe; a concurrent duplicate is stopped by the batch below.
   const seen = await env.DB.prepare(SEEN_SQL).bind(event.id).first();
-  if (seen) return { duplicate: true, audits: [] };
+  if (seen) return { duplicate: true, workspaceId: null };
   const { workspaceId, effects } = await effectsOf(env, event);
   const record = env.DB.prepare(
     "INSERT INTO stripe_events (id, type, workspace_id, received_at) VALUES (?1, ?2, ?3, ?4)",
   ).bind(event.id, event.type, workspaceId, nowIso());
-  let results: D1Result<Record<string, unknown>>[];
   try {
-    results = await env.DB.batch<Record<string, unknown>>([record, ...effects.map((e) => e.statement)]);
+    await env.DB.batch([record, ...effects.flatMap((e) => (e.event ? [e.statement, e.event] : [e.statement]))]);
   } catch (e) {
     // Only the event's own insert may conflict: anything else is a real failure, and Stripe retries.
     if (isUniqueViolation(e) && (await env.DB.prepare(SEEN_SQL).bind(event.id).first()))
-      return { duplicate: true, audits: [] };
+      return { duplicate: true, workspaceId: null };
     throw e;
   }
-  const audits = effects.flatMap((effect, i) => {
-    const row = results[i + 1]?.results[0];
-    const event = row && effect.audit ? effect.audit(row) : null;
-    return event ? [event] : [];
-  });
-  return { duplicate: false, audits };
+  return { duplicate: false, workspaceId };
 }

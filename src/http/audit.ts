@@ -77,6 +77,7 @@ export const deliverAuditAfterResponse: MiddlewareHandler<AppEnv> = async (c, ne
 export {
   jsonBoolean,
   type OutboxEntry,
+  outboxEntry,
   outboxInsert,
   outboxInsertIf,
   outboxStatement,
