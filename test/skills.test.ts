@@ -4,6 +4,7 @@ import { MockImageModelV4, MockLanguageModelV4 } from "ai/test";
 import { HttpResponse, http } from "msw";
 import { setupServer } from "msw/node";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { outboxEntry } from "../durable-objects/audit-log/record";
 import { SkillCatalogueSchema } from "../src/agents/schemas";
 import { artifactKey, createArtifact } from "../src/artifacts/store";
 import { newId } from "../src/platform/ids";
@@ -367,6 +368,14 @@ describe("HTML main-text extraction", () => {
   });
 });
 
+/** The audit event createArtifact writes with the row, for files made here by the test itself. */
+const createdEvent = (workspaceId: string) => (row: { id: string }) =>
+  outboxEntry(workspaceId, {
+    kind: "artifact.create",
+    actor: { kind: "system", id: null },
+    target: `artifact:${row.id}`,
+  });
+
 describe("read_document", () => {
   const conversationId = newId();
   const ids: Record<string, string> = {};
@@ -376,6 +385,7 @@ describe("read_document", () => {
         env,
         { workspaceId, conversationId: conv, producerUserId: userId, name, contentType, source: "upload" },
         typeof bytes === "string" ? new TextEncoder().encode(bytes) : bytes,
+        createdEvent(workspaceId),
       )
     ).id;
 
@@ -407,6 +417,7 @@ describe("read_document", () => {
           source: "upload",
         },
         new TextEncoder().encode("other workspace"),
+        createdEvent(otherWorkspaceId),
       )
     ).id;
   });

@@ -1,6 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import type { Context } from "hono";
-import { audit } from "../http/audit";
+import { audit, auditEntry } from "../http/audit";
 import type { AppEnv } from "../http/context";
 import { apiRoute, createRouter, jsonResponse } from "../http/route";
 import { baseUrl } from "../platform/env";
@@ -74,14 +74,15 @@ artifactsRouter.openapi(
       c.env,
       { workspaceId: caller.workspace.id, conversationId, userId: caller.userId, boundary },
       body,
+      (r) =>
+        auditEntry(c, {
+          kind: "artifact.create",
+          intent: "upload",
+          target: `artifact:${r.id}`,
+          conversationId,
+          details: { source: r.source, content_type: r.contentType, size: r.size, sensitive: r.sensitive },
+        }),
     );
-    await audit(c, {
-      kind: "artifact.create",
-      intent: "upload",
-      target: `artifact:${row.id}`,
-      conversationId,
-      details: { source: row.source, content_type: row.contentType, size: row.size, sensitive: row.sensitive },
-    });
     return c.json(toArtifact(origin(c), { ...row, conversationTitle: conversation.title }), 201);
   },
 );
@@ -191,16 +192,17 @@ artifactsRouter.openapi(
   async (c) => {
     const { id } = c.req.valid("param");
     const caller = c.var.caller;
-    const row = await deleteArtifact(c.env, caller.workspace.id, caller.userId, id).catch(async (error: unknown) => {
+    const row = await deleteArtifact(c.env, caller.workspace.id, caller.userId, id, (r) =>
+      auditEntry(c, {
+        kind: "artifact.delete",
+        target: `artifact:${r.id}`,
+        conversationId: r.conversationId,
+        details: { source: r.source, content_type: r.contentType, size: r.size },
+      }),
+    ).catch(async (error: unknown) => {
       if (error instanceof ApiError && error.status === 403)
         await audit(c, { kind: "artifact.delete", outcome: "denied", target: `artifact:${id}` });
       throw error;
-    });
-    await audit(c, {
-      kind: "artifact.delete",
-      target: `artifact:${row.id}`,
-      conversationId: row.conversationId,
-      details: { source: row.source, content_type: row.contentType, size: row.size },
     });
     return c.json({ id: row.id, deleted: true as const }, 200);
   },

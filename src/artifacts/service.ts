@@ -1,5 +1,6 @@
 import { and, desc, eq, inArray, isNull, notExists, or, type Placeholder, type SQL, sql } from "drizzle-orm";
 import { artifacts, conversationParticipants, conversations } from "../db/schema";
+import { type OutboxEntry, outboxInsertIf, PREVIOUS_STATEMENT_CHANGED } from "../http/audit";
 import { db, preparedFor } from "../platform/db";
 import { forbidden, notFound } from "../platform/problem";
 import { artifactKey, type StoredArtifact } from "./store";
@@ -114,6 +115,7 @@ export async function deleteArtifact(
   workspaceId: string,
   userId: string,
   id: string,
+  event: (row: StoredArtifact) => OutboxEntry,
 ): Promise<StoredArtifact> {
   const row = await db(env)
     .select()
@@ -126,13 +128,16 @@ export async function deleteArtifact(
       "artifact_forbidden",
       "Only a participant of the artifact's conversation (or, once detached, its producer) may delete it",
     );
-  const deleted = await db(env)
-    .delete(artifacts)
-    .where(and(eq(artifacts.id, id), eq(artifacts.workspaceId, workspaceId)))
-    .returning({ id: artifacts.id })
-    .get();
+  const d = db(env);
+  const [deleted] = await d.batch([
+    d
+      .delete(artifacts)
+      .where(and(eq(artifacts.id, id), eq(artifacts.workspaceId, workspaceId)))
+      .returning({ id: artifacts.id }),
+    outboxInsertIf(d, event(row), PREVIOUS_STATEMENT_CHANGED),
+  ]);
   // A concurrent delete got there first: the artifact is gone either way.
-  if (!deleted) throw notFound("No such artifact");
+  if (!deleted.length) throw notFound("No such artifact");
   await env.FILES.delete(artifactKey(workspaceId, id));
   return row;
 }

@@ -1,8 +1,10 @@
 import { createHash } from "node:crypto";
 import { artifacts } from "../db/schema";
+import { type OutboxEntry, outboxEntry, outboxInsert } from "../http/audit";
 import { db } from "../platform/db";
 import { nowIso } from "../platform/env";
 import { newId } from "../platform/ids";
+import type { TurnScope } from "../platform/turn-tools";
 
 export type ArtifactSource = "upload" | "deliver_file" | "generate_image" | "research";
 
@@ -41,11 +43,29 @@ async function sha256Hex(bytes: Uint8Array): Promise<string> {
   return Array.from(digest, (b) => b.toString(16).padStart(2, "0")).join("");
 }
 
+/** The event of an artifact a turn produced (a tool's or a skill's file), on behalf of the turn's user. */
+export const producedEvent =
+  (scope: Pick<TurnScope, "workspaceId" | "userId" | "agent" | "conversationId">) => (row: StoredArtifact) =>
+    outboxEntry(scope.workspaceId, {
+      kind: "artifact.create",
+      intent: row.source,
+      actor: { kind: "user", id: scope.userId },
+      agentId: scope.agent.id,
+      conversationId: scope.conversationId,
+      target: `artifact:${row.id}`,
+      details: { source: row.source, content_type: row.contentType, size: row.size, sensitive: row.sensitive },
+    });
+
 /**
  * Stores a file the runtime or a tool produced (bytes already in memory: tool output is
  * small) as an artifact: bytes to R2 first, then the row, so a row never points at nothing.
  */
-export async function createArtifact(env: Env, input: NewArtifact, bytes: Uint8Array): Promise<StoredArtifact> {
+export async function createArtifact(
+  env: Env,
+  input: NewArtifact,
+  bytes: Uint8Array,
+  event: (row: StoredArtifact) => OutboxEntry,
+): Promise<StoredArtifact> {
   const row: StoredArtifact = {
     id: newId(),
     workspaceId: input.workspaceId,
@@ -65,7 +85,8 @@ export async function createArtifact(env: Env, input: NewArtifact, bytes: Uint8A
     httpMetadata: { contentType: row.contentType },
     sha256: row.sha256,
   });
-  await db(env).insert(artifacts).values(row).run();
+  const d = db(env);
+  await d.batch([d.insert(artifacts).values(row), outboxInsert(d, event(row))]);
   return row;
 }
 

@@ -1,9 +1,8 @@
 import { tool } from "ai";
 import { z } from "zod";
-import { record } from "../../durable-objects/audit-log/record";
 import { mediaTypeOf } from "../platform/media-types";
 import type { ToolProvider, TurnScope } from "../platform/turn-tools";
-import { createArtifact, downloadUrl } from "./store";
+import { createArtifact, downloadUrl, producedEvent } from "./store";
 import { storedContentType } from "./upload";
 
 /** The largest file one `deliver_file` call writes (decoded bytes). */
@@ -77,17 +76,9 @@ export async function deliverFile(scope: TurnScope, input: DeliverFileInput) {
       source: "deliver_file",
     },
     bytes,
+    producedEvent(scope), // delivered with the turn's own event when it ends
   );
   scope.artifactIds.push(row.id);
-  await record(scope.env, scope.workspaceId, {
-    kind: "artifact.create",
-    intent: "deliver_file",
-    actor: { kind: "user", id: scope.userId },
-    agentId: scope.agent.id,
-    conversationId: scope.conversationId,
-    target: `artifact:${row.id}`,
-    details: { source: row.source, content_type: row.contentType, size: row.size, sensitive: row.sensitive },
-  });
   return { artifact_id: row.id, download_url: downloadUrl(scope.origin, row.id) };
 }
 

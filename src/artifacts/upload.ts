@@ -1,3 +1,4 @@
+import { type OutboxEntry, outboxStatement } from "../http/audit";
 import { nowIso } from "../platform/env";
 import { newId } from "../platform/ids";
 import { ApiError, badRequest, notFound } from "../platform/problem";
@@ -41,6 +42,7 @@ export async function uploadArtifact(
   env: Env,
   input: UploadInput,
   body: ReadableStream<Uint8Array>,
+  event: (row: StoredArtifact) => OutboxEntry,
 ): Promise<StoredArtifact> {
   const reader = new MultipartReader(body, input.boundary, { maxParts: 8 });
   const id = newId();
@@ -89,14 +91,14 @@ export async function uploadArtifact(
     };
     // Written only while the uploader still takes part in the conversation: a conversation
     // deleted (or a participant removed) during a long upload gets no dangling artifact.
-    const inserted = await env.DB.prepare(
-      `INSERT INTO artifacts (id, workspace_id, conversation_id, producer_user_id, agent_id, name, content_type, size,
+    const [inserted] = await env.DB.batch([
+      env.DB.prepare(
+        `INSERT INTO artifacts (id, workspace_id, conversation_id, producer_user_id, agent_id, name, content_type, size,
          sha256, caption, sensitive, source, created_at)
        SELECT ?1, ?2, ?3, ?4, NULL, ?5, ?6, ?7, ?8, ?9, ?10, 'upload', ?11
        WHERE EXISTS (SELECT 1 FROM conversation_participants p JOIN conversations c ON c.id = p.conversation_id
                      WHERE p.conversation_id = ?3 AND p.user_id = ?4 AND c.workspace_id = ?2)`,
-    )
-      .bind(
+      ).bind(
         row.id,
         row.workspaceId,
         row.conversationId,
@@ -108,9 +110,10 @@ export async function uploadArtifact(
         row.caption,
         row.sensitive ? 1 : 0,
         row.createdAt,
-      )
-      .run();
-    if (inserted.meta.changes !== 1) throw notFound("No such conversation");
+      ),
+      outboxStatement(env, event(row), "changes() > 0"),
+    ]);
+    if (inserted?.meta.changes !== 1) throw notFound("No such conversation");
     return row;
   } catch (error) {
     await reader.cancel();

@@ -1,4 +1,4 @@
-import { createArtifact, downloadUrl } from "../artifacts/store";
+import { createArtifact, downloadUrl, producedEvent } from "../artifacts/store";
 import type { TurnScope } from "../platform/turn-tools";
 
 /** A short file-name stem from free text: `"A red fox, at dusk"` → `a-red-fox-at-dusk`. */
@@ -32,6 +32,7 @@ export async function storeProduced(
       source: file.source,
     },
     bytes,
+    producedEvent(scope),
   );
   scope.artifactIds.push(row.id);
   return { artifact_id: row.id, download_url: downloadUrl(scope.origin, row.id) };
