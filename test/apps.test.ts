@@ -1,5 +1,6 @@
 import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
+import { outboxEntry } from "../durable-objects/audit-log/record";
 import { appsArea } from "../src/apps";
 import { AppListSchema, AppSchema } from "../src/apps/schemas";
 import { ACTIVITY_GRANULARITY_MS, publishApp } from "../src/apps/service";
@@ -328,15 +329,24 @@ describe("apps outlive their conversation and their creator", () => {
     const w = await signupWorkspace();
     const m = await addUser(w.adminToken, "member", ["conversations:read"]);
     const c = await seedConversation(w.workspace.id, m.user.id);
-    const app = await publishApp(env, {
-      workspaceId: w.workspace.id,
-      title: "Survivor",
-      visibility: "public",
-      conversationId: c,
-      creatorUserId: m.user.id,
-      agentId: null,
-      files: [{ path: "index.html", contentType: "text/html; charset=utf-8", bytes: new TextEncoder().encode("hi") }],
-    });
+    const app = await publishApp(
+      env,
+      {
+        workspaceId: w.workspace.id,
+        title: "Survivor",
+        visibility: "public",
+        conversationId: c,
+        creatorUserId: m.user.id,
+        agentId: null,
+        files: [{ path: "index.html", contentType: "text/html; charset=utf-8", bytes: new TextEncoder().encode("hi") }],
+      },
+      (a) =>
+        outboxEntry(w.workspace.id, {
+          kind: "app.publish",
+          actor: { kind: "system", id: null },
+          target: `app:${a.id}`,
+        }),
+    );
     const res = await call("POST", `/v1/admin/users/${m.user.id}/erase`, {
       token: w.adminToken,
       body: { confirm: true },

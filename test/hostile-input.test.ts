@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
 import { auditLog } from "../durable-objects/audit-log/client";
-import { deliverAudit } from "../durable-objects/audit-log/record";
+import { deliverAudit, outboxEntry } from "../durable-objects/audit-log/record";
 import { publishApp } from "../src/apps/service";
 import { rememberFact } from "../src/memory/service";
 import { createAgent, IMAGES } from "./support/agents";
@@ -179,15 +179,24 @@ beforeAll(async () => {
     [A, own],
     [B, foreign],
   ] as const) {
-    const app = await publishApp(env, {
-      workspaceId: ws.workspace.id,
-      title: "Hostile app",
-      visibility: "public",
-      conversationId: null,
-      creatorUserId: ws.user.id,
-      agentId: null,
-      files: [{ path: "index.html", contentType: "text/html; charset=utf-8", bytes: new TextEncoder().encode("hi") }],
-    });
+    const app = await publishApp(
+      env,
+      {
+        workspaceId: ws.workspace.id,
+        title: "Hostile app",
+        visibility: "public",
+        conversationId: null,
+        creatorUserId: ws.user.id,
+        agentId: null,
+        files: [{ path: "index.html", contentType: "text/html; charset=utf-8", bytes: new TextEncoder().encode("hi") }],
+      },
+      (a) =>
+        outboxEntry(ws.workspace.id, {
+          kind: "app.publish",
+          actor: { kind: "system", id: null },
+          target: `app:${a.id}`,
+        }),
+    );
     ids.app = app.id;
   }
   own.avatarHash = /\/v1\/avatars\/[^/]+\/([0-9a-f]{64})$/.exec(agentA.avatar_url!)![1]!;

@@ -94,13 +94,15 @@ export const outboxStatement = (env: Env, entry: OutboxEntry, onlyIf = "1"): D1P
 export function outboxStatementFrom(
   env: Env,
   entry: OutboxEntry,
-  source: { workspaceId: string; from: string; fields?: Record<string, string> },
+  source: { workspaceId: string; from: string; fields?: Record<string, string>; idSuffix?: string },
   ...binds: unknown[]
 ): D1PreparedStatement {
   const sets = Object.entries(source.fields ?? {}).map(([path, expr]) => `, '${path}', ${expr}`);
+  // Several rows selected (one event each): `idSuffix` keeps their ids distinct and in order.
+  const id = source.idSuffix ? `?1 || ':' || ${source.idSuffix}` : "?1";
   return env.DB.prepare(
     `INSERT INTO audit_outbox (id, workspace_id, event, created_at)
-     SELECT ?1, ${source.workspaceId}, json_set(?2${sets.join("")}), ?3 ${source.from}`,
+     SELECT ${id}, ${source.workspaceId}, json_set(?2${sets.join("")}), ?3 ${source.from}`,
   ).bind(entry.id, entry.event, entry.createdAt, ...binds);
 }
 

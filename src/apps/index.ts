@@ -1,4 +1,4 @@
-import { record } from "../../durable-objects/audit-log/record";
+import { deliverAudit } from "../../durable-objects/audit-log/record";
 import type { Area } from "../http/area";
 import { appsRouter } from "./routes";
 import { sleepIdleApps } from "./service";
@@ -11,12 +11,7 @@ import { appTools } from "./tools";
 async function sleepSweep(env: Env, controller: ScheduledController): Promise<void> {
   if (new Date(controller.scheduledTime).getUTCMinutes() !== 0) return;
   const slept = await sleepIdleApps(env, controller.scheduledTime);
-  for (const app of slept)
-    await record(env, app.workspaceId, {
-      kind: "app.sleep",
-      actor: { kind: "system", id: null },
-      target: `app:${app.id}`,
-    });
+  for (const workspaceId of new Set(slept.map((a) => a.workspaceId))) await deliverAudit(env, workspaceId);
 }
 
 /** Apps are workspace data: erasing their creator keeps them (no erase step). */

@@ -2,7 +2,7 @@ import type { Context } from "hono";
 import { getCookie } from "hono/cookie";
 import { isAdmin } from "../auth/caller";
 import { bearerToken, resolveBearer, resolveSession, SESSION_COOKIE } from "../auth/resolve";
-import { audit } from "../http/audit";
+import { audit, auditEntry } from "../http/audit";
 import type { AppEnv } from "../http/context";
 import { apiRoute, createRouter, jsonResponse } from "../http/route";
 import { baseUrl } from "../platform/env";
@@ -74,16 +74,17 @@ appsRouter.openapi(
       caller.workspace.id,
       { userId: caller.userId, admin: isAdmin(caller) },
       id,
+      (app) =>
+        auditEntry(c, {
+          kind: "app.destroy",
+          target: `app:${app.id}`,
+          conversationId: app.conversationId,
+          details: { slug: app.slug, visibility: app.visibility, size: app.size },
+        }),
     ).catch(async (error: unknown) => {
       if (error instanceof ApiError && error.status === 403)
         await audit(c, { kind: "app.destroy", outcome: "denied", target: `app:${id}` });
       throw error;
-    });
-    await audit(c, {
-      kind: "app.destroy",
-      target: `app:${row.id}`,
-      conversationId: row.conversationId,
-      details: { slug: row.slug, visibility: row.visibility, size: row.size },
     });
     return c.json(toApp(origin(c), caller.workspace.slug, row), 200);
   },

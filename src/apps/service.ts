@@ -1,5 +1,13 @@
 import { and, desc, eq, ne, sql } from "drizzle-orm";
 import { apps, workspaces } from "../db/schema";
+import {
+  type OutboxEntry,
+  outboxEntry,
+  outboxInsertIf,
+  outboxStatement,
+  outboxStatementFrom,
+  PREVIOUS_STATEMENT_CHANGED,
+} from "../http/audit";
 import { db } from "../platform/db";
 import { nowIso } from "../platform/env";
 import { newId } from "../platform/ids";
@@ -64,7 +72,11 @@ const isSlugTaken = (e: unknown) => /UNIQUE constraint failed: apps\.workspace_i
  * while the workspace is under `APP_QUOTA`, the count and the insert in one statement, so
  * two publishes at the limit cannot both pass. A publish refused there removes its bytes.
  */
-export async function publishApp(env: Env, input: NewApp): Promise<StoredApp> {
+export async function publishApp(
+  env: Env,
+  input: NewApp,
+  event: (app: { id: string; slug: string; visibility: string; size: number; files: number }) => OutboxEntry,
+): Promise<StoredApp> {
   const quota = appQuota(env);
   const overQuota = () =>
     new PublishError(`the workspace has used its quota of ${quota} apps; destroy an app before publishing another`);
@@ -87,14 +99,14 @@ export async function publishApp(env: Env, input: NewApp): Promise<StoredApp> {
   try {
     for (let attempt = 0; ; attempt++) {
       try {
-        const row = await env.DB.prepare(
-          `INSERT INTO apps (id, workspace_id, slug, title, state, visibility, run_mode, conversation_id, creator_user_id,
+        const [inserted] = await env.DB.batch<{ id: string }>([
+          env.DB.prepare(
+            `INSERT INTO apps (id, workspace_id, slug, title, state, visibility, run_mode, conversation_id, creator_user_id,
              agent_id, files, size, created_at, last_activity_at)
            SELECT ?1, ?2, ?3, ?4, 'running', ?5, 'static', ?6, ?7, ?8, ?9, ?10, ?11, ?11
            WHERE (SELECT count(*) FROM apps WHERE workspace_id = ?2 AND state <> 'destroyed') < ?12
            RETURNING id`,
-        )
-          .bind(
+          ).bind(
             id,
             input.workspaceId,
             slug,
@@ -107,9 +119,14 @@ export async function publishApp(env: Env, input: NewApp): Promise<StoredApp> {
             size,
             now,
             quota,
-          )
-          .first<{ id: string }>();
-        if (!row) throw overQuota();
+          ),
+          outboxStatement(
+            env,
+            event({ id, slug, visibility: input.visibility, size, files: manifest.length }),
+            "changes() > 0",
+          ),
+        ]);
+        if (!inserted?.results.length) throw overQuota();
         break;
       } catch (e) {
         if (!isSlugTaken(e) || attempt >= 5) throw e;
@@ -154,6 +171,7 @@ export async function destroyApp(
   workspaceId: string,
   caller: { userId: string; admin: boolean },
   id: string,
+  event: (app: StoredApp) => OutboxEntry,
 ): Promise<StoredApp> {
   const row = await db(env)
     .select()
@@ -164,12 +182,15 @@ export async function destroyApp(
   if (!caller.admin && row.creatorUserId !== caller.userId)
     throw forbidden("app_forbidden", "Only the app's creator or a workspace admin may destroy it");
   const now = nowIso();
-  const destroyed = await db(env)
-    .update(apps)
-    .set({ state: "destroyed", destroyedAt: now, lastActivityAt: now })
-    .where(and(eq(apps.id, id), eq(apps.workspaceId, workspaceId), ne(apps.state, "destroyed")))
-    .returning()
-    .get();
+  const d = db(env);
+  const [[destroyed]] = await d.batch([
+    d
+      .update(apps)
+      .set({ state: "destroyed", destroyedAt: now, lastActivityAt: now })
+      .where(and(eq(apps.id, id), eq(apps.workspaceId, workspaceId), ne(apps.state, "destroyed")))
+      .returning(),
+    outboxInsertIf(d, event(row), PREVIOUS_STATEMENT_CHANGED),
+  ]);
   if (!destroyed) throw notFound("No such app");
   await removeBytes(env, workspaceId, id);
   return destroyed;
@@ -219,13 +240,28 @@ export function detachConversationApps(env: Env, workspaceId: string, conversati
     .where(and(eq(apps.workspaceId, workspaceId), eq(apps.conversationId, conversationId)));
 }
 
-/** Running apps unvisited for 30 days go to sleep; answers the ones that did. */
+/**
+ * Running apps unvisited for 30 days go to sleep, each with its `app.sleep` event in the same
+ * batch (selected by the same condition just before the update); answers the ones that did.
+ */
 export async function sleepIdleApps(env: Env, now = Date.now()): Promise<{ id: string; workspaceId: string }[]> {
   const cutoff = new Date(now - SLEEP_AFTER_DAYS * 86_400_000).toISOString();
-  return db(env)
-    .update(apps)
-    .set({ state: "sleeping" })
-    .where(and(eq(apps.state, "running"), sql`${apps.lastActivityAt} < ${cutoff}`))
-    .returning({ id: apps.id, workspaceId: apps.workspaceId })
-    .all();
+  const event = outboxEntry("", { kind: "app.sleep", actor: { kind: "system", id: null } });
+  const [, slept] = await env.DB.batch<{ id: string; workspace_id: string }>([
+    outboxStatementFrom(
+      env,
+      event,
+      {
+        workspaceId: "a.workspace_id",
+        from: "FROM apps a WHERE a.state = 'running' AND a.last_activity_at < ?4",
+        fields: { "$.target": "'app:' || a.id" },
+        idSuffix: "a.id",
+      },
+      cutoff,
+    ),
+    env.DB.prepare(
+      "UPDATE apps SET state = 'sleeping' WHERE state = 'running' AND last_activity_at < ?1 RETURNING id, workspace_id",
+    ).bind(cutoff),
+  ]);
+  return (slept?.results ?? []).map((r) => ({ id: r.id, workspaceId: r.workspace_id }));
 }

@@ -1,7 +1,7 @@
 import { tool } from "ai";
 import { eq } from "drizzle-orm";
 import { z } from "zod";
-import { record } from "../../durable-objects/audit-log/record";
+import { outboxEntry } from "../../durable-objects/audit-log/record";
 import { workspaces } from "../db/schema";
 import { db } from "../platform/db";
 import { mediaTypeOf } from "../platform/media-types";
@@ -107,24 +107,28 @@ async function workspaceSlug(env: Env, workspaceId: string): Promise<string> {
 export async function publishAppTool(scope: TurnScope, input: PublishAppInput) {
   const files = bundleFiles(input);
   const visibility = input.visibility ?? "private";
-  const row = await publishApp(scope.env, {
-    workspaceId: scope.workspaceId,
-    title: input.title,
-    visibility,
-    conversationId: scope.conversationId,
-    creatorUserId: scope.userId,
-    agentId: scope.agent.id,
-    files,
-  });
-  await record(scope.env, scope.workspaceId, {
-    kind: "app.publish",
-    intent: "publish_app",
-    actor: { kind: "user", id: scope.userId },
-    agentId: scope.agent.id,
-    conversationId: scope.conversationId,
-    target: `app:${row.id}`,
-    details: { slug: row.slug, visibility: row.visibility, files: files.length, size: row.size },
-  });
+  const row = await publishApp(
+    scope.env,
+    {
+      workspaceId: scope.workspaceId,
+      title: input.title,
+      visibility,
+      conversationId: scope.conversationId,
+      creatorUserId: scope.userId,
+      agentId: scope.agent.id,
+      files,
+    },
+    (app) =>
+      outboxEntry(scope.workspaceId, {
+        kind: "app.publish",
+        intent: "publish_app",
+        actor: { kind: "user", id: scope.userId },
+        agentId: scope.agent.id,
+        conversationId: scope.conversationId,
+        target: `app:${app.id}`,
+        details: { slug: app.slug, visibility: app.visibility, files: app.files, size: app.size },
+      }),
+  ); // delivered with the turn's own event when it ends
   const url = appUrl(appsOrigin(scope.env, scope.origin), await workspaceSlug(scope.env, scope.workspaceId), row.slug);
   return { app_id: row.id, slug: row.slug, url, visibility: row.visibility };
 }
