@@ -1,7 +1,7 @@
 import { z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import { html } from "hono/html";
-import { audit } from "../http/audit";
+import { audit, auditEntry, deliverAfterResponse, outboxEntry } from "../http/audit";
 import type { AppEnv } from "../http/context";
 import { apiRoute, createRouter, jsonBody, jsonResponse, MiB } from "../http/route";
 import { baseUrl } from "../platform/env";
@@ -107,14 +107,14 @@ teamchatRouter.openapi(
     responses: { 204: { description: "Uninstalled (or nothing was installed)" } },
   }),
   async (c) => {
-    const outcome = await uninstall(c.env, c.var.caller.workspace.id);
-    if (outcome?.changed)
-      await audit(c, {
+    await uninstall(c.env, c.var.caller.workspace.id, ({ teamId, revoked }) =>
+      auditEntry(c, {
         kind: "teamchat.uninstall",
-        target: `slack_team:${outcome.teamId}`,
+        target: `slack_team:${teamId}`,
         intent: "uninstall",
-        details: { team_id: outcome.teamId, cause: "admin", revoked: outcome.revoked },
-      });
+        details: { team_id: teamId, cause: "admin", revoked },
+      }),
+    );
     return c.body(null, 204);
   },
 );
@@ -226,15 +226,14 @@ teamchatRouter.openapi(
     const retired =
       cause === "app_uninstalled" || (cause === "tokens_revoked" && (event?.tokens?.bot?.length ?? 0) > 0);
     if (type === "event_callback" && teamId && retired) {
-      for (const workspaceId of await retireTeam(c.env, teamId))
-        await audit(c, {
-          workspaceId,
-          actor: { kind: "system", id: null },
-          kind: "teamchat.uninstall",
-          target: `slack_team:${teamId}`,
-          intent: cause,
-          details: { team_id: teamId, cause },
-        });
+      const event = outboxEntry("", {
+        actor: { kind: "system", id: null },
+        kind: "teamchat.uninstall",
+        target: `slack_team:${teamId}`,
+        intent: cause,
+        details: { team_id: teamId, cause },
+      });
+      for (const workspaceId of await retireTeam(c.env, teamId, event)) deliverAfterResponse(c, workspaceId);
     }
     return c.json({ ok: true as const }, 200);
   },
@@ -274,15 +273,21 @@ teamchatRouter.get("/v1/integrations/slack/callback", async (c) => {
   if (!redeemed.ok) return page(c, 400, "Install failed", FAILURES[redeemed.reason]);
   if (q.error || !q.code || q.code.length > 512) return page(c, 400, "Install cancelled", FAILURES.denied);
   try {
-    const { install, reinstall } = await completeInstall(c.env, origin(c), redeemed.state, q.code);
-    await audit(c, {
-      workspaceId: install.workspaceId,
-      actor: { kind: "user", id: redeemed.state.userId },
-      kind: "teamchat.install",
-      target: `slack_team:${install.teamId}`,
-      intent: "install",
-      details: { team_id: install.teamId, bot_user_id: install.botUserId, scopes: install.scopes, reinstall },
-    });
+    await completeInstall(c.env, origin(c), redeemed.state, q.code, (install) =>
+      auditEntry(c, {
+        workspaceId: redeemed.state.workspaceId,
+        actor: { kind: "user", id: redeemed.state.userId },
+        kind: "teamchat.install",
+        target: `slack_team:${install.teamId}`,
+        intent: "install",
+        details: {
+          team_id: install.teamId,
+          bot_user_id: install.botUserId,
+          scopes: install.scopes,
+          reinstall: install.reinstall,
+        },
+      }),
+    );
     return page(c, 200, "Team chat connected", `Slack is connected to this workspace. You can close this tab.`);
   } catch (e) {
     if (e instanceof SlackError) return page(c, 400, "Install failed", FAILURES.slack);

@@ -2,6 +2,13 @@ import { and, eq, lt } from "drizzle-orm";
 import { findVisibleArtifact } from "../artifacts/service";
 import { artifactKey } from "../artifacts/store";
 import { agents, conversations, slackInstalls, slackStateUses, users } from "../db/schema";
+import {
+  type OutboxEntry,
+  outboxInsert,
+  outboxInsertIf,
+  outboxStatementFrom,
+  PREVIOUS_STATEMENT_CHANGED,
+} from "../http/audit";
 import { db } from "../platform/db";
 import { nowIso } from "../platform/env";
 import { ApiError, badRequest, notFound } from "../platform/problem";
@@ -87,6 +94,7 @@ export async function completeInstall(
   origin: string,
   state: InstallState,
   code: string,
+  event: (install: { teamId: string; botUserId: string | null; scopes: string; reinstall: boolean }) => OutboxEntry,
 ): Promise<{ install: Install; reinstall: boolean }> {
   const config = slackConfig(env);
   const access = await slackCall<OAuthAccess>(env, "oauth.v2.access", {
@@ -116,13 +124,16 @@ export async function completeInstall(
     live: true,
     updatedAt: now,
   };
-  const install = await db(env)
-    .insert(slackInstalls)
-    .values({ workspaceId: state.workspaceId, ...values })
-    .onConflictDoUpdate({ target: slackInstalls.workspaceId, set: values })
-    .returning()
-    .get();
-  return { install, reinstall: !!previous };
+  const d = db(env);
+  const [[install]] = await d.batch([
+    d
+      .insert(slackInstalls)
+      .values({ workspaceId: state.workspaceId, ...values })
+      .onConflictDoUpdate({ target: slackInstalls.workspaceId, set: values })
+      .returning(),
+    outboxInsert(d, event({ ...values, reinstall: !!previous })),
+  ]);
+  return { install: install!, reinstall: !!previous };
 }
 
 export async function findInstall(env: Env, workspaceId: string): Promise<Install | null> {
@@ -135,20 +146,24 @@ const liveToken = async (env: Env, install: Install | null): Promise<string | nu
 };
 
 /** Marks an install not live and forgets its token (ours or Slack's uninstall). Answers whether it was live. */
-export async function retireInstall(env: Env, workspaceId: string): Promise<boolean> {
-  const row = await db(env)
-    .update(slackInstalls)
-    .set({ live: false, botTokenSealed: null, updatedAt: nowIso() })
-    .where(and(eq(slackInstalls.workspaceId, workspaceId), eq(slackInstalls.live, true)))
-    .returning({ workspaceId: slackInstalls.workspaceId })
-    .get();
-  return !!row;
+export async function retireInstall(env: Env, workspaceId: string, event?: OutboxEntry): Promise<boolean> {
+  const d = db(env);
+  const [rows] = await d.batch([
+    d
+      .update(slackInstalls)
+      .set({ live: false, botTokenSealed: null, updatedAt: nowIso() })
+      .where(and(eq(slackInstalls.workspaceId, workspaceId), eq(slackInstalls.live, true)))
+      .returning({ workspaceId: slackInstalls.workspaceId }),
+    ...(event ? [outboxInsertIf(d, event, PREVIOUS_STATEMENT_CHANGED)] : []),
+  ]);
+  return rows.length > 0;
 }
 
 /** Uninstalls: revokes the bot token at Slack (best effort) and retires the install. */
 export async function uninstall(
   env: Env,
   workspaceId: string,
+  event: (done: { teamId: string; revoked: boolean }) => OutboxEntry,
 ): Promise<{ teamId: string; revoked: boolean; changed: boolean } | null> {
   const install = await findInstall(env, workspaceId);
   if (!install) return null;
@@ -159,19 +174,32 @@ export async function uninstall(
       () => true,
       () => false,
     );
-  const changed = await retireInstall(env, workspaceId);
+  const changed = await retireInstall(env, workspaceId, event({ teamId: install.teamId, revoked }));
   return { teamId: install.teamId, revoked, changed };
 }
 
-/** Slack told us (webhook) the app left a team: every install of that team stops being live. */
-export async function retireTeam(env: Env, teamId: string): Promise<string[]> {
-  const rows = await db(env)
-    .update(slackInstalls)
-    .set({ live: false, botTokenSealed: null, updatedAt: nowIso() })
-    .where(and(eq(slackInstalls.teamId, teamId), eq(slackInstalls.live, true)))
-    .returning({ workspaceId: slackInstalls.workspaceId })
-    .all();
-  return rows.map((r) => r.workspaceId);
+/**
+ * Slack told us (webhook) the app left a team: every install of that team stops being live,
+ * each workspace's `event` (its workspace filled in SQL) written in the same batch.
+ */
+export async function retireTeam(env: Env, teamId: string, event: OutboxEntry): Promise<string[]> {
+  const [, retired] = await env.DB.batch<{ workspace_id: string }>([
+    outboxStatementFrom(
+      env,
+      event,
+      {
+        workspaceId: "s.workspace_id",
+        from: "FROM slack_installs s WHERE s.team_id = ?4 AND s.live = 1",
+        idSuffix: "s.workspace_id",
+      },
+      teamId,
+    ),
+    env.DB.prepare(
+      `UPDATE slack_installs SET live = 0, bot_token_sealed = NULL, updated_at = ?2
+       WHERE team_id = ?1 AND live = 1 RETURNING workspace_id`,
+    ).bind(teamId, nowIso()),
+  ]);
+  return (retired?.results ?? []).map((r) => r.workspace_id);
 }
 
 /** Forgets redeemed states once they could not be presented anyway. */
