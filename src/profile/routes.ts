@@ -1,4 +1,4 @@
-import { audit } from "../http/audit";
+import { auditEntry } from "../http/audit";
 import { apiRoute, createRouter, jsonBody, jsonResponse } from "../http/route";
 import { problemResponse } from "../platform/problem";
 import { BusinessProfileSchema, BusinessProfileUpdateSchema } from "./schemas";
@@ -42,13 +42,14 @@ profileRouter.openapi(
   }),
   async (c) => {
     const workspaceId = c.var.caller.workspace.id;
-    const outcome = await updateProfile(c.env, workspaceId, c.req.valid("json"));
-    await audit(c, {
-      kind: "profile.update",
-      target: `workspace:${workspaceId}`,
-      intent: "update",
-      details: { fields: outcome.set, cleared: outcome.cleared, domain_changed: outcome.domainChanged },
-    });
+    const outcome = await updateProfile(c.env, workspaceId, c.req.valid("json"), (change) =>
+      auditEntry(c, {
+        kind: "profile.update",
+        target: `workspace:${workspaceId}`,
+        intent: "update",
+        details: { fields: change.set, cleared: change.cleared, domain_changed: change.domainChanged },
+      }),
+    );
     return c.json(outcome.profile, 200);
   },
 );

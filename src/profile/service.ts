@@ -1,7 +1,8 @@
 import { and, eq, isNotNull, isNull, lt, or, sql } from "drizzle-orm";
 import { z } from "zod";
-import { record } from "../../durable-objects/audit-log/record";
+import { deliverAudit } from "../../durable-objects/audit-log/record";
 import { businessProfiles } from "../db/schema";
+import { type OutboxEntry, outboxEntry, outboxInsert, outboxInsertIf, PREVIOUS_STATEMENT_CHANGED } from "../http/audit";
 import { languageModel } from "../llm/model";
 import { db } from "../platform/db";
 import { nowIso } from "../platform/env";
@@ -129,6 +130,7 @@ export async function updateProfile(
   env: Env,
   workspaceId: string,
   body: BusinessProfileUpdate,
+  event: (change: { set: string[]; cleared: string[]; domainChanged: boolean }) => OutboxEntry,
 ): Promise<UpdateOutcome> {
   const domain = body.domain === undefined || body.domain === null ? body.domain : normalizeDomain(env, body.domain);
   const patch = overridePatch(body);
@@ -149,28 +151,30 @@ export async function updateProfile(
       }
     : {};
   const insertOverrides = Object.fromEntries(Object.entries(patch).filter(([, v]) => v !== null));
-  await db(env)
-    .insert(businessProfiles)
-    .values({ workspaceId, ...domainFields, overrides: JSON.stringify(insertOverrides), updatedAt: now })
-    .onConflictDoUpdate({
-      target: businessProfiles.workspaceId,
-      set: {
-        ...domainFields,
-        overrides: sql`json_patch(${businessProfiles.overrides}, ${JSON.stringify(patch)})`,
-        updatedAt: now,
-      },
-    })
-    .run();
-
-  if (crawlId && domain) await enqueueCrawl(env, { workspace_id: workspaceId, domain, crawl_id: crawlId });
-
   const fields = Object.keys(body).filter((k) => body[k as keyof BusinessProfileUpdate] !== undefined);
-  return {
-    profile: await getProfile(env, workspaceId),
+  const change = {
     set: fields.filter((k) => body[k as keyof BusinessProfileUpdate] !== null),
     cleared: fields.filter((k) => body[k as keyof BusinessProfileUpdate] === null),
     domainChanged,
   };
+  const d = db(env);
+  await d.batch([
+    d
+      .insert(businessProfiles)
+      .values({ workspaceId, ...domainFields, overrides: JSON.stringify(insertOverrides), updatedAt: now })
+      .onConflictDoUpdate({
+        target: businessProfiles.workspaceId,
+        set: {
+          ...domainFields,
+          overrides: sql`json_patch(${businessProfiles.overrides}, ${JSON.stringify(patch)})`,
+          updatedAt: now,
+        },
+      }),
+    outboxInsert(d, event(change)),
+  ]);
+
+  if (crawlId && domain) await enqueueCrawl(env, { workspace_id: workspaceId, domain, crawl_id: crawlId });
+  return { profile: await getProfile(env, workspaceId), ...change };
 }
 
 /** Queues a crawl; if the queue refuses, the profile says so (the weekly refresh tries again). */
@@ -209,24 +213,7 @@ export async function runCrawl(env: Env, message: CrawlMessage, options: CrawlOp
 
   const result = await crawlSite(env, message.domain, { model: languageModel(env), ...options });
   const finished = nowIso();
-  const [updated] = await db(env)
-    .update(businessProfiles)
-    .set(
-      result.ok
-        ? {
-            crawlStatus: "ok",
-            lastError: null,
-            crawledAt: finished,
-            crawlId: null,
-            discovered: JSON.stringify(result.discovered),
-          }
-        : { crawlStatus: "error", lastError: result.error.slice(0, 500), crawledAt: finished, crawlId: null },
-    )
-    .where(current())
-    .returning({ id: businessProfiles.workspaceId });
-  if (!updated) return "stale";
-
-  await record(env, message.workspace_id, {
+  const event = outboxEntry(message.workspace_id, {
     kind: "profile.crawl",
     actor: { kind: "system", id: null },
     outcome: result.ok ? "success" : "error",
@@ -249,6 +236,28 @@ export async function runCrawl(env: Env, message: CrawlMessage, options: CrawlOp
           error: result.error,
         },
   });
+  const d = db(env);
+  const [[updated]] = await d.batch([
+    d
+      .update(businessProfiles)
+      .set(
+        result.ok
+          ? {
+              crawlStatus: "ok",
+              lastError: null,
+              crawledAt: finished,
+              crawlId: null,
+              discovered: JSON.stringify(result.discovered),
+            }
+          : { crawlStatus: "error", lastError: result.error.slice(0, 500), crawledAt: finished, crawlId: null },
+      )
+      .where(current())
+      .returning({ id: businessProfiles.workspaceId }),
+    // A stale crawl (the profile moved on meanwhile) writes nothing, its event neither.
+    outboxInsertIf(d, event, PREVIOUS_STATEMENT_CHANGED),
+  ]);
+  if (!updated) return "stale";
+  await deliverAudit(env, message.workspace_id);
   return result;
 }
 
