@@ -1,12 +1,13 @@
 import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
-import { outboxEntry } from "../durable-objects/audit-log/record";
+import { outboxEntry, outboxInsert } from "../durable-objects/audit-log/record";
 import { appsArea } from "../src/apps";
 import { AppListSchema, AppSchema } from "../src/apps/schemas";
 import { ACTIVITY_GRANULARITY_MS, publishApp } from "../src/apps/service";
 import { appFileKey, appPrefix } from "../src/apps/store";
 import { appTools } from "../src/apps/tools";
 import { signIn } from "../src/identity/sessions";
+import { db } from "../src/platform/db";
 import type { TurnScope } from "../src/platform/turn-tools";
 import { call, expectProblem, parse } from "./support/api";
 import { seedConversation } from "./support/artifacts";
@@ -51,7 +52,16 @@ async function appRow(id: string) {
 }
 
 async function sessionCookie(email: string): Promise<string> {
-  const outcome = await signIn(env, email, PASSWORD);
+  const outcome = await signIn(env, email, PASSWORD, (s) =>
+    outboxInsert(
+      db(env),
+      outboxEntry(s.workspaceId, {
+        kind: "session.signin",
+        actor: { kind: "user", id: s.userId },
+        target: `session:${s.sessionId}`,
+      }),
+    ),
+  );
   if (!outcome.ok) throw new Error("sign-in failed");
   return `svc_session=${outcome.sessionToken}`;
 }

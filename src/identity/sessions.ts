@@ -1,7 +1,7 @@
 import { and, eq, isNull } from "drizzle-orm";
 import { sessions, users } from "../db/schema";
 import { DUMMY_PASSWORD_HASH, hashToken, verifyPassword } from "../platform/crypto";
-import { db } from "../platform/db";
+import { type CommitWith, db } from "../platform/db";
 import { nowIso } from "../platform/env";
 import { newId, randomToken } from "../platform/ids";
 
@@ -15,7 +15,12 @@ export type SigninOutcome =
  * Checks an email and password. Unknown emails cost the same PBKDF2 as known ones and get
  * the same answer, so the response does not tell whether an account exists.
  */
-export async function signIn(env: Env, email: string, password: string): Promise<SigninOutcome> {
+export async function signIn(
+  env: Env,
+  email: string,
+  password: string,
+  commitWith: CommitWith<{ userId: string; workspaceId: string; sessionId: string }>,
+): Promise<SigninOutcome> {
   const d = db(env);
   const user = await d
     .select({ id: users.id, workspaceId: users.workspaceId, passwordHash: users.passwordHash })
@@ -26,28 +31,48 @@ export async function signIn(env: Env, email: string, password: string): Promise
   if (!user?.passwordHash || !valid) return { ok: false, userId: user?.id, workspaceId: user?.workspaceId };
   const sessionToken = randomToken("");
   const sessionId = newId();
-  await d
-    .insert(sessions)
-    .values({
+  await d.batch([
+    d.insert(sessions).values({
       id: sessionId,
       workspaceId: user.workspaceId,
       userId: user.id,
       tokenHash: hashToken(sessionToken),
       createdAt: nowIso(),
       expiresAt: new Date(Date.now() + SESSION_TTL_SECONDS * 1000).toISOString(),
-    })
-    .run();
+    }),
+    commitWith({ userId: user.id, workspaceId: user.workspaceId, sessionId }),
+  ]);
   return { ok: true, userId: user.id, workspaceId: user.workspaceId, sessionToken, sessionId };
 }
 
-/** Revokes the session behind a cookie value; returns it when it was live. */
-export async function signOut(env: Env, sessionToken: string) {
-  return db(env)
-    .update(sessions)
-    .set({ revokedAt: nowIso() })
-    .where(and(eq(sessions.tokenHash, hashToken(sessionToken)), isNull(sessions.revokedAt)))
-    .returning({ id: sessions.id, userId: sessions.userId, workspaceId: sessions.workspaceId })
+type SessionRef = { id: string; userId: string; workspaceId: string };
+
+/**
+ * Revokes the session behind a cookie value; returns it when it was live. `commitWith` comes
+ * right after the revoking statement in its batch (so it can be conditioned on it).
+ */
+export async function signOut(
+  env: Env,
+  sessionToken: string,
+  commitWith: CommitWith<SessionRef>,
+): Promise<SessionRef | undefined> {
+  const d = db(env);
+  const live = and(eq(sessions.tokenHash, hashToken(sessionToken)), isNull(sessions.revokedAt));
+  const session = await d
+    .select({ id: sessions.id, userId: sessions.userId, workspaceId: sessions.workspaceId })
+    .from(sessions)
+    .where(live)
     .get();
+  if (!session) return undefined;
+  const [revoked] = await d.batch([
+    d
+      .update(sessions)
+      .set({ revokedAt: nowIso() })
+      .where(and(eq(sessions.id, session.id), live))
+      .returning({ id: sessions.id }),
+    commitWith(session),
+  ]);
+  return revoked.length ? session : undefined;
 }
 
 /** How recent a sign-in must be to stand in for the password when an action asks for re-authentication. */

@@ -2,11 +2,12 @@ import { Hono } from "hono";
 import { deleteCookie, getCookie, setCookie } from "hono/cookie";
 import { z } from "zod";
 import { SESSION_COOKIE } from "../auth/resolve";
-import { audit } from "../http/audit";
+import { audit, auditEntry, auditItem, outboxInsertIf, PREVIOUS_STATEMENT_CHANGED } from "../http/audit";
 import type { AppEnv } from "../http/context";
 import { rateLimit } from "../http/rate-limit";
 import { limitBody } from "../http/route";
 import { SESSION_TTL_SECONDS, signIn, signOut } from "../identity/sessions";
+import { db } from "../platform/db";
 import { csrfToken, csrfValid, PAGE_HEADERS } from "../platform/pages";
 import { SigninPage } from "./pages";
 import { safeReturnTo } from "./service";
@@ -42,7 +43,16 @@ signinRouter.post("/v1/signin", limitBody(), rateLimit("SIGNIN_LIMITER"), async 
   if (!csrfValid(c, form.data.csrf_token))
     return render(403, "Your sign-in form expired. Please try again.", form.data.email);
 
-  const outcome = await signIn(c.env, form.data.email, form.data.password);
+  const outcome = await signIn(c.env, form.data.email, form.data.password, (s) =>
+    auditItem(c, {
+      kind: "session.signin",
+      workspaceId: s.workspaceId,
+      actor: { kind: "user", id: s.userId },
+      target: `session:${s.sessionId}`,
+      subjectUserId: s.userId,
+      details: { email: form.data.email },
+    }),
+  );
   if (!outcome.ok) {
     // Known accounts get the failure in their workspace's log; unknown emails have no workspace.
     if (outcome.workspaceId && outcome.userId) {
@@ -58,14 +68,6 @@ signinRouter.post("/v1/signin", limitBody(), rateLimit("SIGNIN_LIMITER"), async 
     }
     return render(401, WRONG_CREDENTIALS, form.data.email);
   }
-  await audit(c, {
-    kind: "session.signin",
-    workspaceId: outcome.workspaceId,
-    actor: { kind: "user", id: outcome.userId },
-    target: `session:${outcome.sessionId}`,
-    subjectUserId: outcome.userId,
-    details: { email: form.data.email },
-  });
   setCookie(c, SESSION_COOKIE, outcome.sessionToken, {
     httpOnly: true,
     secure: true,
@@ -78,16 +80,20 @@ signinRouter.post("/v1/signin", limitBody(), rateLimit("SIGNIN_LIMITER"), async 
 
 signinRouter.post("/v1/signout", limitBody(), async (c) => {
   const cookie = getCookie(c, SESSION_COOKIE);
-  const session = cookie ? await signOut(c.env, cookie) : undefined;
-  if (session) {
-    await audit(c, {
-      kind: "session.signout",
-      workspaceId: session.workspaceId,
-      actor: { kind: "user", id: session.userId },
-      target: `session:${session.id}`,
-      subjectUserId: session.userId,
-    });
-  }
+  if (cookie)
+    await signOut(c.env, cookie, (session) =>
+      outboxInsertIf(
+        db(c.env),
+        auditEntry(c, {
+          kind: "session.signout",
+          workspaceId: session.workspaceId,
+          actor: { kind: "user", id: session.userId },
+          target: `session:${session.id}`,
+          subjectUserId: session.userId,
+        }),
+        PREVIOUS_STATEMENT_CHANGED,
+      ),
+    );
   deleteCookie(c, SESSION_COOKIE, { path: "/", secure: true });
   return c.redirect("/v1/signin", 303);
 });
