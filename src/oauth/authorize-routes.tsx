@@ -3,7 +3,7 @@ import type { Context } from "hono";
 import { getCookie } from "hono/cookie";
 import { resolveSession, SESSION_COOKIE } from "../auth/resolve";
 import { grantableFor, isScope, roleCeiling } from "../auth/scopes";
-import { audit } from "../http/audit";
+import { audit, auditEntry } from "../http/audit";
 import type { AppEnv } from "../http/context";
 import { renderError } from "../http/errors";
 import { contractRoute, limitBody } from "../http/route";
@@ -215,12 +215,15 @@ authorizeRouter.post("/v1/oauth/consent", limitBody(), async (c) => {
     );
   }
   if (decision !== "approve") return errorPage(c, 400, "Choose Allow or Deny.");
-  await recordConsent(c.env, {
-    workspaceId: session.caller.workspace.id,
-    userId: session.caller.userId,
-    clientId: req.client.clientId,
-    scopes: req.scopes,
-  });
-  await audit(c, { kind: "oauth.consent.grant", intent: "approve", ...event });
+  await recordConsent(
+    c.env,
+    {
+      workspaceId: session.caller.workspace.id,
+      userId: session.caller.userId,
+      clientId: req.client.clientId,
+      scopes: req.scopes,
+    },
+    auditEntry(c, { kind: "oauth.consent.grant", intent: "approve", ...event }),
+  );
   return redirectWithCode(c, req, session, 303);
 });

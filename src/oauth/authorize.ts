@@ -8,6 +8,7 @@ import { utf8ToBytes } from "@noble/hashes/utils.js";
 import { and, eq } from "drizzle-orm";
 import { isGrantable } from "../auth/scopes";
 import { oauthConsents } from "../db/schema";
+import { type OutboxEntry, outboxInsert } from "../http/audit";
 import { timingSafeEqual } from "../platform/crypto";
 import { db, parseJsonArray } from "../platform/db";
 import { nowIso } from "../platform/env";
@@ -130,6 +131,7 @@ export async function consentCovers(
 export async function recordConsent(
   env: Env,
   p: { workspaceId: string; userId: string; clientId: string; scopes: readonly string[] },
+  event: OutboxEntry,
 ): Promise<void> {
   const d = db(env);
   const existing = await d
@@ -139,19 +141,21 @@ export async function recordConsent(
     .get();
   const scopes = JSON.stringify([...new Set([...parseJsonArray(existing?.scopes), ...p.scopes])].sort());
   const now = nowIso();
-  await d
-    .insert(oauthConsents)
-    .values({
-      id: newId(),
-      workspaceId: p.workspaceId,
-      userId: p.userId,
-      clientId: p.clientId,
-      scopes,
-      createdAt: now,
-      updatedAt: now,
-    })
-    .onConflictDoUpdate({ target: [oauthConsents.userId, oauthConsents.clientId], set: { scopes, updatedAt: now } })
-    .run();
+  await d.batch([
+    d
+      .insert(oauthConsents)
+      .values({
+        id: newId(),
+        workspaceId: p.workspaceId,
+        userId: p.userId,
+        clientId: p.clientId,
+        scopes,
+        createdAt: now,
+        updatedAt: now,
+      })
+      .onConflictDoUpdate({ target: [oauthConsents.userId, oauthConsents.clientId], set: { scopes, updatedAt: now } }),
+    outboxInsert(d, event),
+  ]);
 }
 
 // --- the consent form's CSRF token ----------------------------------------------------

@@ -1,5 +1,12 @@
 import { and, eq, isNull, sql } from "drizzle-orm";
 import { oauthClients } from "../db/schema";
+import {
+  type OutboxEntry,
+  outboxInsertIf,
+  outboxStatement,
+  outboxStatementFrom,
+  PREVIOUS_STATEMENT_CHANGED,
+} from "../http/audit";
 import { OAuthError } from "../http/errors";
 import { hashToken, timingSafeEqual } from "../platform/crypto";
 import { db, parseJsonArray, preparedFor } from "../platform/db";
@@ -65,6 +72,7 @@ export async function registerClient(
   owner: { workspaceId: string; userId: string },
   req: RegisterRequest,
   base: string,
+  event: (info: ClientInfo) => OutboxEntry,
 ): Promise<{ info: ClientInfo; row: ClientRow }> {
   const confidential = req.token_endpoint_auth_method !== "none";
   const secret = confidential ? randomToken(CLIENT_SECRET_PREFIX) : null;
@@ -88,13 +96,13 @@ export async function registerClient(
     updatedAt: now,
     disabledAt: null,
   };
-  const result = await env.DB.prepare(
-    `INSERT INTO oauth_clients (client_id, workspace_id, created_by, name, redirect_uris, scopes, grant_types, response_types,
+  const [result] = await env.DB.batch([
+    env.DB.prepare(
+      `INSERT INTO oauth_clients (client_id, workspace_id, created_by, name, redirect_uris, scopes, grant_types, response_types,
        auth_method, secret_hash, registration_token_hash, first_party, issued_at, created_at, updated_at)
      SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, 0, ?12, ?13, ?13
      WHERE (SELECT COUNT(*) FROM oauth_clients WHERE workspace_id = ?2 AND disabled_at IS NULL) < ?14`,
-  )
-    .bind(
+    ).bind(
       row.clientId,
       row.workspaceId,
       row.createdBy,
@@ -109,9 +117,11 @@ export async function registerClient(
       row.issuedAt,
       now,
       MAX_ACTIVE_CLIENTS,
-    )
-    .run();
-  if (!result.meta.changes) {
+    ),
+    // Written only when the client was (the cap held).
+    outboxStatement(env, event(toClientInfo(row, base)), "changes() > 0"),
+  ]);
+  if (!result?.meta.changes) {
     throw new OAuthError(
       400,
       "client_limit_reached",
@@ -135,7 +145,12 @@ export async function clientByRegistrationToken(env: Env, token: string): Promis
 const sameList = (a: readonly string[], b: readonly string[]) => a.length === b.length && a.every((x, i) => x === b[i]);
 
 /** RFC 7592 update of the mutable metadata; the client type, id, secret and grant types stay. */
-export async function updateClient(env: Env, client: ClientRow, req: UpdateClientRequest): Promise<ClientRow> {
+export async function updateClient(
+  env: Env,
+  client: ClientRow,
+  req: UpdateClientRequest,
+  event: (updated: ClientRow) => OutboxEntry,
+): Promise<ClientRow> {
   const immutable = (field: string) => new OAuthError(400, "invalid_client_metadata", `${field} cannot be changed`);
   if (req.client_id !== undefined && req.client_id !== client.clientId) throw immutable("client_id");
   if (req.token_endpoint_auth_method !== undefined && req.token_endpoint_auth_method !== client.authMethod)
@@ -159,33 +174,74 @@ export async function updateClient(env: Env, client: ClientRow, req: UpdateClien
     scopes: JSON.stringify(req.scope),
     updatedAt: nowIso(),
   };
-  await db(env)
-    .update(oauthClients)
-    .set({
-      name: updated.name,
-      redirectUris: updated.redirectUris,
-      scopes: updated.scopes,
-      updatedAt: updated.updatedAt,
-    })
-    .where(and(eq(oauthClients.clientId, client.clientId), isNull(oauthClients.disabledAt)))
-    .run();
+  const d = db(env);
+  await d.batch([
+    d
+      .update(oauthClients)
+      .set({
+        name: updated.name,
+        redirectUris: updated.redirectUris,
+        scopes: updated.scopes,
+        updatedAt: updated.updatedAt,
+      })
+      .where(and(eq(oauthClients.clientId, client.clientId), isNull(oauthClients.disabledAt))),
+    outboxInsertIf(d, event(updated), PREVIOUS_STATEMENT_CHANGED),
+  ]);
   return updated;
 }
 
 /**
  * Soft-deletes a client: it can no longer authorize, exchange, introspect or revoke, its
- * registration access token stops working, and every token issued to it is revoked.
- * Returns the revoked grants per workspace (for their audit logs).
+ * registration access token stops working, and every token issued to it is revoked. The
+ * client's `deleted` event and one `revoked` event per workspace whose grants it held are
+ * written in the same batch, counted there before the revocation. Returns the revoked grants
+ * per workspace.
  */
 export async function disableClient(
   env: Env,
   client: ClientRow,
+  events: { deleted: OutboxEntry; revoked: OutboxEntry },
 ): Promise<Map<string, { count: number; userIds: string[] }>> {
   const now = nowIso();
-  await db(env)
-    .update(oauthClients)
-    .set({ disabledAt: now, updatedAt: now })
-    .where(eq(oauthClients.clientId, client.clientId))
-    .run();
-  return revokeGrantsOfClient(env, client.clientId, now);
+  const liveGrants = "FROM oauth_grants g WHERE g.client_id = ?4 AND g.revoked_at IS NULL";
+  const [, , , revoked] = await env.DB.batch([
+    env.DB.prepare("UPDATE oauth_clients SET disabled_at = ?1, updated_at = ?1 WHERE client_id = ?2").bind(
+      now,
+      client.clientId,
+    ),
+    outboxStatementFrom(
+      env,
+      events.deleted,
+      {
+        workspaceId: "?5",
+        from: `FROM (SELECT count(*) AS n ${liveGrants}) c`,
+        fields: { "$.details.revoked_grants": "c.n" },
+      },
+      client.clientId,
+      client.workspaceId,
+    ),
+    outboxStatementFrom(
+      env,
+      events.revoked,
+      {
+        workspaceId: "g.workspace_id",
+        from: `${liveGrants} GROUP BY g.workspace_id`,
+        fields: {
+          "$.details.count": "count(*)",
+          "$.subjectUserId": "CASE WHEN count(DISTINCT g.user_id) = 1 THEN min(g.user_id) END",
+        },
+        idSuffix: "g.workspace_id",
+      },
+      client.clientId,
+    ),
+    ...revokeGrantsOfClient(env, client.clientId, now),
+  ]);
+  const byWorkspace = new Map<string, { count: number; userIds: string[] }>();
+  for (const r of (revoked?.results ?? []) as { workspace_id: string; user_id: string }[]) {
+    const entry = byWorkspace.get(r.workspace_id) ?? { count: 0, userIds: [] };
+    entry.count++;
+    if (!entry.userIds.includes(r.user_id)) entry.userIds.push(r.user_id);
+    byWorkspace.set(r.workspace_id, entry);
+  }
+  return byWorkspace;
 }

@@ -1,6 +1,6 @@
 import type { Context, MiddlewareHandler } from "hono";
 import { bearerToken } from "../auth/resolve";
-import { audit } from "../http/audit";
+import { auditEntry, deliverAfterResponse, outboxEntry } from "../http/audit";
 import type { AppEnv } from "../http/context";
 import { NO_STORE, OAuthError } from "../http/errors";
 import { apiRoute, contractRoute, createRouter, jsonBody, jsonResponse, ownBody } from "../http/route";
@@ -63,25 +63,26 @@ registrationRouter.openapi(
   }),
   async (c) => {
     const caller = c.var.caller;
-    const { info, row } = await registerClient(
+    const { info } = await registerClient(
       c.env,
       { workspaceId: caller.workspace.id, userId: caller.userId },
       c.req.valid("json"),
       baseUrl(c.env, c.req.url),
+      (client) =>
+        auditEntry(c, {
+          kind: "oauth.client.register",
+          target: `oauth_client:${client.client_id}`,
+          intent: "register",
+          details: {
+            client_id: client.client_id,
+            client_name: client.client_name,
+            redirect_uris: client.redirect_uris,
+            scope: client.scope,
+            token_endpoint_auth_method: client.token_endpoint_auth_method,
+            grant_types: client.grant_types,
+          },
+        }),
     );
-    await audit(c, {
-      kind: "oauth.client.register",
-      target: `oauth_client:${row.clientId}`,
-      intent: "register",
-      details: {
-        client_id: row.clientId,
-        client_name: info.client_name,
-        redirect_uris: info.redirect_uris,
-        scope: info.scope,
-        token_endpoint_auth_method: info.token_endpoint_auth_method,
-        grant_types: info.grant_types,
-      },
-    });
     return c.json(info, 201, NO_STORE);
   },
 );
@@ -158,21 +159,24 @@ registrationRouter.openapi(
   async (c) => {
     const before = managedClient(c);
     const update = updateBody.parse(await readJsonBody(c.req.raw));
-    const updated = await updateClient(c.env, before, update);
-    const info = toClientInfo(updated, baseUrl(c.env, c.req.url));
-    await audit(c, {
-      kind: "oauth.client.update",
-      workspaceId: before.workspaceId!,
-      actor: { kind: "oauth_client", id: before.clientId },
-      target: `oauth_client:${before.clientId}`,
-      intent: "update",
-      details: {
-        client_id: before.clientId,
-        client_name: info.client_name,
-        redirect_uris: info.redirect_uris,
-        scope: info.scope,
-      },
+    const base = baseUrl(c.env, c.req.url);
+    const updated = await updateClient(c.env, before, update, (after) => {
+      const info = toClientInfo(after, base);
+      return auditEntry(c, {
+        kind: "oauth.client.update",
+        workspaceId: before.workspaceId!,
+        actor: { kind: "oauth_client", id: before.clientId },
+        target: `oauth_client:${before.clientId}`,
+        intent: "update",
+        details: {
+          client_id: before.clientId,
+          client_name: info.client_name,
+          redirect_uris: info.redirect_uris,
+          scope: info.scope,
+        },
+      });
     });
+    const info = toClientInfo(updated, base);
     return c.json(info, 200, NO_STORE);
   },
 );
@@ -185,28 +189,26 @@ registrationRouter.openapi(
   }),
   async (c) => {
     const client = managedClient(c);
-    const revoked = await disableClient(c.env, client);
-    const total = [...revoked.values()].reduce((n, r) => n + r.count, 0);
     const actor = { kind: "oauth_client" as const, id: client.clientId };
-    await audit(c, {
-      kind: "oauth.client.delete",
-      workspaceId: client.workspaceId!,
-      actor,
-      target: `oauth_client:${client.clientId}`,
-      intent: "delete",
-      details: { client_id: client.clientId, revoked_grants: total },
-    });
-    for (const [workspaceId, r] of revoked) {
-      await audit(c, {
+    const revoked = await disableClient(c.env, client, {
+      deleted: auditEntry(c, {
+        kind: "oauth.client.delete",
+        workspaceId: client.workspaceId!,
+        actor,
+        target: `oauth_client:${client.clientId}`,
+        intent: "delete",
+        details: { client_id: client.clientId },
+      }),
+      // Its workspace, count and user are filled per workspace in the batch.
+      revoked: outboxEntry("", {
         kind: "oauth.grant.revoke",
-        workspaceId,
         actor,
         target: `oauth_client:${client.clientId}`,
         intent: "revoke",
-        subjectUserId: r.userIds.length === 1 ? r.userIds[0] : null,
-        details: { client_id: client.clientId, reason: "client_deleted", count: r.count },
-      });
-    }
+        details: { client_id: client.clientId, reason: "client_deleted" },
+      }),
+    });
+    for (const workspaceId of revoked.keys()) deliverAfterResponse(c, workspaceId);
     return c.body(null, 204);
   },
 );

@@ -447,13 +447,9 @@ export async function revokeGrant(
   return row ? { grantId: row.id, workspaceId: row.workspace_id, userId: row.user_id, clientId: row.client_id } : null;
 }
 
-/** Revokes every grant of a deleted client; returns the revoked grants per workspace. */
-export async function revokeGrantsOfClient(
-  env: Env,
-  clientId: string,
-  now: string,
-): Promise<Map<string, { count: number; userIds: string[] }>> {
-  const [grants] = await env.DB.batch([
+/** The statements that revoke every grant of a deleted client (the first answers the revoked grants). */
+export function revokeGrantsOfClient(env: Env, clientId: string, now: string): D1PreparedStatement[] {
+  return [
     env.DB.prepare(
       `UPDATE oauth_grants SET revoked_at = ?1, revoke_reason = 'client_deleted' WHERE client_id = ?2 AND revoked_at IS NULL
        RETURNING workspace_id, user_id`,
@@ -462,15 +458,7 @@ export async function revokeGrantsOfClient(
       `UPDATE oauth_tokens SET revoked_at = ?1 WHERE revoked_at IS NULL AND grant_id IN (SELECT id FROM oauth_grants WHERE client_id = ?2)`,
     ).bind(now, clientId),
     env.DB.prepare(`DELETE FROM oauth_codes WHERE client_id = ?1 AND consumed_at IS NULL`).bind(clientId),
-  ]);
-  const byWorkspace = new Map<string, { count: number; userIds: string[] }>();
-  for (const r of (grants?.results ?? []) as { workspace_id: string; user_id: string }[]) {
-    const entry = byWorkspace.get(r.workspace_id) ?? { count: 0, userIds: [] };
-    entry.count++;
-    if (!entry.userIds.includes(r.user_id)) entry.userIds.push(r.user_id);
-    byWorkspace.set(r.workspace_id, entry);
-  }
-  return byWorkspace;
+  ];
 }
 
 /**
