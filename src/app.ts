@@ -10,6 +10,7 @@ import { auditArea } from "./audit";
 import { billingArea } from "./billing";
 import { browserArea } from "./browser";
 import { conversationsArea } from "./conversations";
+import { emailArea } from "./email";
 import { healthArea } from "./health";
 import { type Area, registryOf } from "./http/area";
 import { deliverAuditAfterResponse } from "./http/audit";
@@ -46,6 +47,7 @@ export const AREAS: readonly Area[] = [
   appsArea, // apps are workspace data: no erase step
   teamchatArea,
   profileArea,
+  emailArea,
   auditArea, // last: erasure redacts the chain after every other area's step
 ];
 

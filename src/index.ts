@@ -17,6 +17,11 @@ export default {
   queue: async (batch, env) => {
     const consume = registry.queues.get(batch.queue);
     if (!consume) throw new Error(`no consumer for queue ${batch.queue}`);
-    await consume(batch, env);
+    await consume(batch, env, registry);
+  },
+  /** Mail for the workspace mailboxes (Email Routing's catch-all to this Worker). */
+  email: async (message, env, ctx) => {
+    if (!registry.email) return message.setReject("This service takes no email");
+    await registry.email(message, env, ctx);
   },
 } satisfies ExportedHandler<Env>;

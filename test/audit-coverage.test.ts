@@ -267,6 +267,43 @@ const SUCCESS: Record<string, Success> = {
       return { target: `agent:${agent.id}`, intent: "unfreeze" };
     },
   },
+  "POST /v1/api/email/endpoints": {
+    kind: "email.endpoint.create",
+    run: async (ws) => {
+      const e = await ok(
+        await call("POST", "/v1/api/email/endpoints", { token: ws.adminToken, body: { localpart: `c${unique()}` } }),
+        201,
+      );
+      return { target: `email_endpoint:${e.id as string}`, intent: "create" };
+    },
+  },
+  "PATCH /v1/api/email/endpoints/{id}": {
+    kind: "email.endpoint.update",
+    run: async (ws) => {
+      const e = await ok(
+        await call("POST", "/v1/api/email/endpoints", { token: ws.adminToken, body: { localpart: `u${unique()}` } }),
+        201,
+      );
+      await ok(
+        await call("PATCH", `/v1/api/email/endpoints/${e.id as string}`, {
+          token: ws.adminToken,
+          body: { enabled: false },
+        }),
+      );
+      return { target: `email_endpoint:${e.id as string}`, intent: "update" };
+    },
+  },
+  "DELETE /v1/api/email/endpoints/{id}": {
+    kind: "email.endpoint.delete",
+    run: async (ws) => {
+      const e = await ok(
+        await call("POST", "/v1/api/email/endpoints", { token: ws.adminToken, body: { localpart: `d${unique()}` } }),
+        201,
+      );
+      await ok(await call("DELETE", `/v1/api/email/endpoints/${e.id as string}`, { token: ws.adminToken }), 204);
+      return { target: `email_endpoint:${e.id as string}`, intent: "delete" };
+    },
+  },
   "PUT /v1/api/business-profile": {
     kind: "profile.update",
     run: async (ws) => {
@@ -358,6 +395,8 @@ const COVERED_ELSEWHERE: Record<string, string> = {
   "POST /v1/api/integrations/slack/install":
     "changes nothing: answers a signed URL; the install is audited at the callback (teamchat.test.ts)",
   "DELETE /v1/api/integrations/slack": "teamchat.test.ts (teamchat.uninstall; needs the fake Slack)",
+  "POST /v1/api/email/replies/{email_message_id}/review":
+    "email.test.ts (email.review and email.send; needs a reply drafted by a model)",
   "POST /v1/api/artifacts/{id}/deliver": "teamchat.test.ts (teamchat.deliver; needs the fake Slack)",
   "POST /v1/webhooks/slack": "teamchat.test.ts (teamchat.uninstall by app_uninstalled / tokens_revoked; signed events)",
   "POST /v1/webhooks/stripe": "billing-webhook.test.ts (billing.credit, billing.refund, billing.plan; signed events)",

@@ -166,6 +166,25 @@ beforeAll(async () => {
   foreign.fact = (await rememberFact(env, { workspaceId: B.workspace.id, userId: B.user.id }, assistant, "Other"))!.id;
   own.workspace = A.workspace.id;
   foreign.workspace = B.workspace.id;
+  for (const [ws, ids] of [
+    [A, own],
+    [B, foreign],
+  ] as const) {
+    const endpoint = await call("POST", "/v1/api/email/endpoints", {
+      token: ws.adminToken,
+      body: { localpart: `h${unique()}` },
+    });
+    ids.emailEndpoint = ((await endpoint.json()) as { id: string }).id;
+    // A drafted reply awaiting its owner's review (triage needs a model; the row is what matters here).
+    ids.emailReply = crypto.randomUUID();
+    await env.DB.prepare(
+      `INSERT INTO email_messages (id, workspace_id, endpoint_id, direction, from_addr, to_addrs, handling_state,
+         review_owner_id, body, occurred_at, updated_at)
+       VALUES (?1, ?2, ?3, 'outbound', 'team@mail.localhost', '["ada@sender.test"]', 'awaiting_review', ?4, 'Hi', ?5, ?5)`,
+    )
+      .bind(ids.emailReply, ws.workspace.id, ids.emailEndpoint, ws.user.id, new Date().toISOString())
+      .run();
+  }
   own.conversation = await seedConversation(A.workspace.id, A.user.id);
   foreign.conversation = await seedConversation(B.workspace.id, B.user.id);
   for (const [ws, ids] of [
@@ -227,7 +246,9 @@ function paramKind(
   | "fact"
   | "agentSlug"
   | "artifact"
-  | "app" {
+  | "app"
+  | "emailEndpoint"
+  | "emailReply" {
   if (path.startsWith("/v1/agents/{id}")) return "agent";
   if (path.startsWith("/v1/api/conversations/{id}")) return "conversation";
   if (path === "/v1/admin/users/{id}/erase") return "user";
@@ -241,6 +262,8 @@ function paramKind(
   if (path === "/v1/api/conversations/{id}/artifacts") return "conversation";
   if (path.startsWith("/v1/api/artifacts/{id}")) return "artifact";
   if (path === "/v1/api/apps/{id}") return "app";
+  if (path === "/v1/api/email/endpoints/{id}") return "emailEndpoint";
+  if (path === "/v1/api/email/replies/{email_message_id}/review") return "emailReply";
   throw new Error(`hostile-input.test.ts does not know which resource {${name}} of ${path} names: add it to paramKind`);
 }
 
@@ -289,6 +312,9 @@ function validBody(key: string): Record<string, unknown> {
     "PUT /v1/memory/freeze/{agent_slug}": () => ({ reason: "hostile" }),
     "POST /v1/api/artifacts/{id}/deliver": () => ({ channel_id: "C0CHAN", message: "hostile" }),
     "PUT /v1/api/business-profile": () => ({ summary: "A hostile-input bakery" }),
+    "POST /v1/api/email/endpoints": () => ({ localpart: `v${unique()}` }),
+    "PATCH /v1/api/email/endpoints/{id}": () => ({ enabled: true }),
+    "POST /v1/api/email/replies/{email_message_id}/review": () => ({ action: "reject" }),
   };
   const make = bodies[key];
   if (!make) throw new Error(`hostile-input.test.ts has no valid body for ${key}: add one`);
@@ -651,6 +677,8 @@ describe("hostile input on every operation of the OpenAPI document", () => {
       "POST /v1/api/artifacts/{id}/deliver": [200, 400, 404],
       "GET /v1/api/business-profile": [200],
       "PUT /v1/api/business-profile": [200, 400],
+      "GET /v1/api/email/endpoints": [200],
+      "GET /v1/api/email/replies": [200],
     };
     const missing = Object.entries(SPEC).flatMap(([key, statuses]) => {
       const op = OPERATIONS.find((o) => o.key === key);

@@ -5,7 +5,9 @@ import { eq } from "drizzle-orm";
 import { delay, HttpResponse, http } from "msw";
 import { setupServer } from "msw/node";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { AREAS } from "../src/app";
 import { businessProfiles } from "../src/db/schema";
+import { registryOf } from "../src/http/area";
 import { db } from "../src/platform/db";
 import { profileArea } from "../src/profile";
 import { crawlSite, PAGE_LIMIT } from "../src/profile/crawler";
@@ -426,7 +428,7 @@ describe("GET and PUT /v1/api/business-profile", () => {
       { id: "m3", timestamp: new Date(), attempts: 1, body: { ...message, crawl_id: "crawl-0" } },
     ]);
     const ctx = createExecutionContext();
-    await profileArea.queues![CRAWL_QUEUE]!(batch, env);
+    await profileArea.queues![CRAWL_QUEUE]!(batch, env, registryOf(AREAS));
     const result = await getQueueResult(batch, ctx);
     expect(result.explicitAcks.sort()).toEqual(["m1", "m2", "m3"]);
     expect(result.retryMessages).toEqual([]);

@@ -68,6 +68,25 @@ export const AUDIT_DETAIL_FIELDS: Readonly<Record<string, readonly string[]>> = 
   // business profile: field names only for an update; the crawl's outcome, never page content
   "profile.update": ["fields", "cleared", "domain_changed"],
   "profile.crawl": ["domain", "crawl_status", "pages", "truncated", "fields", "technologies", "error_code", "error"],
+  // Email (ids and verdicts only: never addresses, subjects or text)
+  "email.endpoint.create": ["localpart"],
+  "email.endpoint.update": ["fields"],
+  "email.endpoint.delete": [],
+  "email.receive": ["endpoint_id", "unrouted", "size", "auto_submitted", "dmarc"],
+  "email.triage": [
+    "endpoint_id",
+    "state",
+    "reason",
+    "category",
+    "spam_score",
+    "dmarc",
+    "reply_id",
+    "agent_id",
+    "credits",
+    "steps",
+  ],
+  "email.review": ["action", "edited", "previous_state"],
+  "email.send": ["reply_to_id", "threaded", "error"],
   // OAuth authorization server
   "oauth.client.register": [
     "client_id",

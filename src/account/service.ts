@@ -1,6 +1,7 @@
 import { defaultAgentInserts } from "../agents/service";
 import { DEFAULT_GRANT } from "../auth/scopes";
 import { emailSlugs, workspaces } from "../db/schema";
+import { systemEndpointInsert } from "../email/endpoints";
 import { patInsert } from "../identity/tokens";
 import { userInsert } from "../identity/users";
 import { hashPassword } from "../platform/crypto";
@@ -59,6 +60,7 @@ export async function signup(
         userInsert(d, user),
         ...defaultAgentInserts(d, workspace.id, now),
         pat.statement,
+        systemEndpointInsert(d, workspace.id, now),
         commitWith(created),
       ]);
       return { ...created, token: pat.token };

@@ -2,7 +2,7 @@ import type { Hono } from "hono";
 import { type BearerKind, PAT_KIND } from "../auth/resolve";
 import type { ToolProvider } from "../platform/turn-tools";
 import type { AppEnv } from "./context";
-import type { AreaRegistry, CronJob, EraseStep, QueueConsumer } from "./registry";
+import type { AreaRegistry, CronJob, EraseStep, InboundEmail, QueueConsumer } from "./registry";
 
 /**
  * An area of the service, as `app.ts` and `index.ts` plug it in. Each area folder exports
@@ -20,6 +20,8 @@ export type Area = {
   queues?: Readonly<Record<string, QueueConsumer>>;
   /** Tools the area offers an agent's turn (skills, memory, files, ...). */
   tools?: ToolProvider;
+  /** Inbound email, from the Worker's `email` handler. */
+  email?: InboundEmail;
 };
 
 export function registryOf(areas: readonly Area[]): AreaRegistry {
@@ -36,5 +38,12 @@ export function registryOf(areas: readonly Area[]): AreaRegistry {
     crons: areas.flatMap((a) => a.crons ?? []),
     queues,
     tools: areas.flatMap((a) => (a.tools ? [a.tools] : [])),
+    email: oneEmailHandler(areas),
   };
+}
+
+function oneEmailHandler(areas: readonly Area[]): InboundEmail | null {
+  const handlers = areas.filter((a) => a.email);
+  if (handlers.length > 1) throw new Error(`inbound email has two handlers: ${handlers.map((a) => a.name).join(", ")}`);
+  return handlers[0]?.email ?? null;
 }

@@ -13,8 +13,11 @@ export type EraseStep = (env: Env, workspaceId: string, userId: string) => Promi
 /** Work the Worker's `scheduled` handler runs on every cron tick. */
 export type CronJob = (env: Env, controller: ScheduledController) => Promise<unknown>;
 
-/** Consumes the batches of one queue (named as in wrangler.toml). */
-export type QueueConsumer = (batch: MessageBatch<unknown>, env: Env) => Promise<void>;
+/** Consumes the batches of one queue (named as in wrangler.toml); `areas` gives what a turn needs (tools). */
+export type QueueConsumer = (batch: MessageBatch<unknown>, env: Env, areas: AreaRegistry) => Promise<void>;
+
+/** Takes an inbound email (the Worker's `email` handler); one area may. */
+export type InboundEmail = (message: ForwardableEmailMessage, env: Env, ctx: ExecutionContext) => Promise<void>;
 
 /** The registries filled from the area list, in its order. */
 export type AreaRegistry = {
@@ -25,4 +28,5 @@ export type AreaRegistry = {
   queues: ReadonlyMap<string, QueueConsumer>;
   /** Each area's tools for an agent turn, in list order. */
   tools: readonly ToolProvider[];
+  email: InboundEmail | null;
 };

@@ -7,7 +7,13 @@ import { effectiveModel } from "./models";
 export const WORKERS_AI_DEFAULT_MODEL = "@cf/meta/llama-3.3-70b-instruct-fp8-fast";
 
 const openAiCompatible = (env: Env) =>
-  createOpenAICompatible({ name: "llm", baseURL: env.LLM_BASE_URL!.replace(/\/+$/, ""), apiKey: env.LLM_API_KEY });
+  createOpenAICompatible({
+    name: "llm",
+    baseURL: env.LLM_BASE_URL!.replace(/\/+$/, ""),
+    apiKey: env.LLM_API_KEY,
+    // Structured output (email triage, profile enrichment) as a JSON schema the provider enforces.
+    supportsStructuredOutputs: true,
+  });
 
 /**
  * The one place that turns configuration into an AI SDK model: an OpenAI-compatible

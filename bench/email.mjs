@@ -1,0 +1,169 @@
+// `npm run bench:email`: inbound mail throughput. Messages per second through the service's
+// inbound path (route the address, store the raw bytes in R2, the message row and its audit
+// event in one D1 batch, the triage job on the queue) against a baseline handler that only
+// stores the raw bytes in R2; both in one workerd, alternating rounds (see bench/README.md, "Email").
+import { spawnSync } from "node:child_process";
+import os from "node:os";
+import path from "node:path";
+import { performance } from "node:perf_hooks";
+import { convertV4MiniflareOptions, Log, LogLevel, Miniflare } from "miniflare";
+import { unstable_getMiniflareWorkerOptions } from "wrangler";
+import { bundleWorker } from "./lib/bundle.mjs";
+import { measureAlternating } from "./lib/load.mjs";
+import { printTable } from "./lib/report.mjs";
+import { applyMigrations, signup } from "./lib/seed.mjs";
+
+if (Number(process.versions.node.split(".")[0]) < 22) {
+  console.error(`Node ${process.versions.node} is too old: run through \`npm run bench:email\`.`);
+  process.exit(1);
+}
+
+const ROOT = path.resolve(import.meta.dirname, "..");
+const OUT = path.join(ROOT, "bench", ".out");
+const num = (name, fallback) => {
+  const v = Number(process.env[name]);
+  return Number.isFinite(v) && v > 0 ? v : fallback;
+};
+const SECONDS = num("BENCH_SECONDS", 3);
+const ROUNDS = num("BENCH_ROUNDS", 3);
+const CONNECTIONS = num("BENCH_CONNECTIONS", 16);
+const SERVICE = "workspace-agent-service";
+
+const started = performance.now();
+const step = (msg) => console.log(`[${((performance.now() - started) / 1000).toFixed(1).padStart(5)} s] ${msg}`);
+const failures = [];
+const check = (ok, what) => {
+  if (!ok) failures.push(what);
+  return ok;
+};
+console.log(
+  `node ${process.versions.node}, ${os.cpus().length} CPUs, load average ${os
+    .loadavg()
+    .map((l) => l.toFixed(2))
+    .join(" ")}`,
+);
+
+step("bundling the service (wrangler deploy --dry-run) and the email driver (esbuild)");
+const bundle = bundleWorker(ROOT, path.join(OUT, "worker"));
+const driverFile = path.join(OUT, "email-driver.mjs");
+const esbuild = spawnSync(
+  path.join(ROOT, "node_modules", ".bin", "esbuild"),
+  [
+    "bench/email-driver.ts",
+    "--bundle",
+    "--format=esm",
+    "--platform=neutral",
+    "--conditions=workerd,worker",
+    "--main-fields=module,main",
+    "--external:cloudflare:*",
+    "--external:node:*",
+    `--outfile=${driverFile}`,
+  ],
+  { cwd: ROOT, encoding: "utf8" },
+);
+if (esbuild.status !== 0) throw new Error(`esbuild failed:\n${esbuild.stderr}`);
+
+const { workerOptions } = unstable_getMiniflareWorkerOptions(path.join(ROOT, "wrangler.toml"));
+const { modulesRules: _bundled, ...config } = workerOptions;
+const mf = new Miniflare(
+  convertV4MiniflareOptions({
+    log: new Log(LogLevel.WARN),
+    logRequests: false,
+    cf: false,
+    telemetry: { enabled: false },
+    workers: [
+      {
+        ...config,
+        name: SERVICE,
+        rootPath: ROOT,
+        modules: bundle.modules,
+        modulesRoot: bundle.outDir,
+        bindings: { ...config.bindings, RATE_LIMITS: "off", SIGNUP_MODE: "open" },
+        unsafeDirectSockets: [{ host: "127.0.0.1", port: 0 }],
+      },
+      {
+        compatibilityDate: config.compatibilityDate,
+        compatibilityFlags: config.compatibilityFlags,
+        name: "bench-email-driver",
+        modules: [{ type: "ESModule", path: driverFile }],
+        modulesRoot: OUT,
+        unsafeDirectSockets: [{ host: "127.0.0.1", port: 0 }],
+        bindings: { EMAIL_DOMAIN: "mail.localhost" },
+        d1Databases: config.d1Databases,
+        r2Buckets: config.r2Buckets,
+        // The job is queued as in the service; nothing consumes it during the bench.
+        queueProducers: { EMAIL_TRIAGE: "email-triage-bench" },
+        durableObjects: { AUDIT_LOG: { className: "AuditLog", scriptName: SERVICE, useSQLite: true } },
+      },
+    ],
+  }),
+);
+
+try {
+  await mf.ready;
+  const urls = {
+    service: await mf.unsafeGetDirectURL(SERVICE),
+    driver: await mf.unsafeGetDirectURL("bench-email-driver"),
+  };
+  const db = await mf.getD1Database("DB", SERVICE);
+  await applyMigrations(db, path.join(ROOT, "migrations"));
+  const ws = await signup(urls.service, "Mail Bench");
+  const slug = (await db.prepare("SELECT email_slug FROM workspaces WHERE id = ?").bind(ws.workspaceId).first())
+    .email_slug;
+  const to = `team-${slug}@mail.localhost`;
+  let n = 0;
+  const message = () =>
+    [
+      "From: Ada <ada@sender.test>",
+      `To: ${to}`,
+      `Subject: Order ${n}`,
+      `Message-ID: <bench-${n++}@sender.test>`,
+      "MIME-Version: 1.0",
+      "Content-Type: text/plain; charset=utf-8",
+      "",
+      "When will my order ship? ".repeat(40),
+    ].join("\r\n");
+  const url = (mode) => new URL(`/${mode}?${new URLSearchParams({ to })}`, urls.driver).href;
+
+  for (const mode of ["receive", "baseline"]) {
+    const res = await fetch(url(mode), { method: "POST", body: message() });
+    check(res.status === 200, `${mode}: answered ${res.status} ${await res.text()}`);
+  }
+  const target = (mode) => ({
+    name: mode,
+    url: url(mode),
+    connections: CONNECTIONS,
+    prepare: () => ({ requests: [{ method: "POST", setupRequest: (req) => ({ ...req, body: message() }) }] }),
+  });
+  step(`inbound mail vs raw-bytes-only: ${ROUNDS} alternating rounds × ${SECONDS} s, ${CONNECTIONS} connections`);
+  const r = await measureAlternating([target("receive"), target("baseline")], { rounds: ROUNDS, seconds: SECONDS });
+  for (const [name, x] of Object.entries(r)) {
+    check(x.failures === 0, `${name}: ${x.failures} failed requests`);
+    step(`  ${name}: ${Math.round(x.rps)} msg/s, p50 ${x.p50} ms, p99 ${x.p99} ms, ${x.failures} failures`);
+  }
+  const stored = await db
+    .prepare("SELECT count(*) AS n FROM email_messages WHERE workspace_id = ? AND handling_state = 'received'")
+    .bind(ws.workspaceId)
+    .first();
+  check(stored.n > 0, "no message row was stored");
+  step(`  ${stored.n} message rows stored`);
+
+  printTable([
+    {
+      figure: "inbound email → row + queued job",
+      ours: r.receive.rps,
+      baseline: r.baseline.rps,
+      baselineName: "raw bytes to R2 only",
+      unit: "/s",
+      ratio: r.receive.rps / r.baseline.rps,
+      target: "≥ 0.50",
+      pass: r.receive.rps / r.baseline.rps >= 0.5,
+    },
+  ]);
+} finally {
+  await mf.dispose();
+}
+if (failures.length) {
+  console.error(`\nThe bench itself is broken (figures above are not trustworthy):\n- ${failures.join("\n- ")}`);
+  process.exit(1);
+}

@@ -1,0 +1,290 @@
+import { and, eq, inArray, isNull, sql } from "drizzle-orm";
+import { agents, emailEndpoints, users, workspaces } from "../db/schema";
+import { type OutboxEntry, outboxInsert, outboxInsertIf, PREVIOUS_STATEMENT_CHANGED } from "../http/audit";
+import { type Db, db, isUniqueViolation, parseJsonArray } from "../platform/db";
+import { nowIso } from "../platform/env";
+import { newId } from "../platform/ids";
+import { badRequest, conflict, notFound } from "../platform/problem";
+import { type CreateEndpoint, type Endpoint, RESERVED_LOCALPARTS, type UpdateEndpoint } from "./schemas";
+
+export type EndpointRecord = typeof emailEndpoints.$inferSelect;
+
+/** The system mailbox every workspace has. */
+export const SYSTEM_LOCALPART = "team";
+
+export const emailDomain = (env: Env) => (env.EMAIL_DOMAIN || "mail.localhost").toLowerCase();
+
+export const mailboxAddress = (env: Env, localpart: string, emailSlug: string) =>
+  `${localpart}-${emailSlug}@${emailDomain(env)}`;
+
+/** The system endpoint's row, for the sign-up batch (plane `team`, replies reviewed, anyone may write). */
+export function systemEndpointInsert(d: Db, workspaceId: string, now: string) {
+  return d.insert(emailEndpoints).values({
+    id: newId(),
+    workspaceId,
+    localpart: SYSTEM_LOCALPART,
+    kind: "system",
+    plane: "team",
+    replyPolicy: "review",
+    senderPolicy: "anyone",
+    createdAt: now,
+    updatedAt: now,
+  });
+}
+
+type Counters = Pick<
+  Endpoint,
+  "message_count" | "received" | "replied" | "awaiting_review" | "unrouted" | "escalated" | "needs_attention"
+> & { last_occurred_at?: string; reply_languages: Record<string, number> };
+
+const NO_COUNTS: Counters = {
+  message_count: 0,
+  received: 0,
+  replied: 0,
+  awaiting_review: 0,
+  unrouted: 0,
+  escalated: 0,
+  needs_attention: 0,
+  reply_languages: {},
+};
+
+// One aggregate over the workspace's messages gives every endpoint's counters.
+const COUNTERS_SQL = `SELECT endpoint_id,
+    count(*) AS message_count,
+    sum(direction = 'inbound') AS received,
+    sum(direction = 'outbound' AND handling_state = 'sent') AS replied,
+    sum(direction = 'outbound' AND handling_state = 'awaiting_review') AS awaiting_review,
+    sum(direction = 'inbound' AND unrouted = 1) AS unrouted,
+    sum(direction = 'inbound' AND handling_state = 'escalated') AS escalated,
+    max(occurred_at) AS last_occurred_at
+  FROM email_messages WHERE workspace_id = ?1 GROUP BY endpoint_id`;
+// The language of each sent reply is its inbound message's (what triage found).
+const LANGUAGES_SQL = `SELECT o.endpoint_id, i.language, count(*) AS n
+  FROM email_messages o JOIN email_messages i ON i.id = o.reply_to_id
+  WHERE o.workspace_id = ?1 AND o.direction = 'outbound' AND o.handling_state = 'sent' AND i.language IS NOT NULL
+  GROUP BY o.endpoint_id, i.language`;
+
+type CounterRow = Omit<Counters, "reply_languages" | "needs_attention"> & { endpoint_id: string };
+
+async function countersOf(env: Env, workspaceId: string): Promise<Map<string, Counters>> {
+  const [counts, languages] = await env.DB.batch<CounterRow | { endpoint_id: string; language: string; n: number }>([
+    env.DB.prepare(COUNTERS_SQL).bind(workspaceId),
+    env.DB.prepare(LANGUAGES_SQL).bind(workspaceId),
+  ]);
+  const out = new Map<string, Counters>();
+  for (const r of (counts?.results ?? []) as CounterRow[]) {
+    out.set(r.endpoint_id, {
+      message_count: r.message_count,
+      received: r.received ?? 0,
+      replied: r.replied ?? 0,
+      awaiting_review: r.awaiting_review ?? 0,
+      unrouted: r.unrouted ?? 0,
+      escalated: r.escalated ?? 0,
+      needs_attention: (r.awaiting_review ?? 0) + (r.escalated ?? 0),
+      last_occurred_at: r.last_occurred_at ?? undefined,
+      reply_languages: {},
+    });
+  }
+  for (const r of (languages?.results ?? []) as { endpoint_id: string; language: string; n: number }[]) {
+    const c = out.get(r.endpoint_id);
+    if (c && c.replied > 0) c.reply_languages[r.language] = r.n / c.replied;
+  }
+  return out;
+}
+
+export function toEndpoint(env: Env, row: EndpointRecord, emailSlug: string, counts: Counters = NO_COUNTS): Endpoint {
+  const deliverTo = row.deliverTo ? (JSON.parse(row.deliverTo) as { user_ids: string[] }) : undefined;
+  return {
+    id: row.id,
+    kind: row.kind as Endpoint["kind"],
+    is_system: row.kind === "system",
+    localpart: row.localpart,
+    address: mailboxAddress(env, row.localpart, emailSlug),
+    plane: row.plane as Endpoint["plane"],
+    agent_id: row.agentId ?? undefined,
+    enabled: row.enabled,
+    reply_policy: row.replyPolicy as Endpoint["reply_policy"],
+    sender_policy: row.senderPolicy as Endpoint["sender_policy"],
+    allow_patterns: parseJsonArray(row.allowPatterns),
+    allow_escalation: row.allowEscalation,
+    court_intake_enabled: false,
+    court_secure_mail_password_set: false,
+    category_policy: JSON.parse(row.categoryPolicy) as Record<string, string>,
+    deliver_to: deliverTo,
+    default_reply_lang: row.defaultReplyLang ?? undefined,
+    instructions: row.instructions ?? undefined,
+    max_turns_per_day: row.maxTurnsPerDay ?? undefined,
+    max_turns_per_sender_day: row.maxTurnsPerSenderDay ?? undefined,
+    spam_score_max: row.spamScoreMax === null ? undefined : row.spamScoreMax / 100,
+    ...counts,
+    created_at: row.createdAt,
+    updated_at: row.updatedAt,
+  };
+}
+
+export async function emailSlugOf(env: Env, workspaceId: string): Promise<string> {
+  const row = await db(env)
+    .select({ slug: workspaces.emailSlug })
+    .from(workspaces)
+    .where(eq(workspaces.id, workspaceId))
+    .get();
+  if (!row) throw notFound("No such workspace");
+  return row.slug;
+}
+
+/** The workspace's endpoints (system first, then by localpart) with their counters. */
+export async function listEndpoints(env: Env, workspaceId: string) {
+  const [rows, emailSlug, counts] = await Promise.all([
+    db(env)
+      .select()
+      .from(emailEndpoints)
+      .where(eq(emailEndpoints.workspaceId, workspaceId))
+      .orderBy(sql`${emailEndpoints.kind} <> 'system'`, emailEndpoints.localpart)
+      .all(),
+    emailSlugOf(env, workspaceId),
+    countersOf(env, workspaceId),
+  ]);
+  return {
+    endpoints: rows.map((r) => toEndpoint(env, r, emailSlug, counts.get(r.id))),
+    outbound_mailbox_localpart: SYSTEM_LOCALPART,
+    domain: emailDomain(env),
+    tenant_email_slug: emailSlug,
+  };
+}
+
+export async function getEndpoint(env: Env, workspaceId: string, id: string): Promise<EndpointRecord> {
+  const row = await db(env)
+    .select()
+    .from(emailEndpoints)
+    .where(and(eq(emailEndpoints.id, id), eq(emailEndpoints.workspaceId, workspaceId)))
+    .get();
+  if (!row) throw notFound("No such email endpoint in this workspace");
+  return row;
+}
+
+/** The settings as columns, checking what refers to other rows (agent, review owners). */
+async function settingsColumns(env: Env, workspaceId: string, input: UpdateEndpoint) {
+  const set: Partial<typeof emailEndpoints.$inferInsert> = {};
+  if (input.localpart !== undefined) {
+    if (RESERVED_LOCALPARTS.has(input.localpart))
+      throw badRequest("reserved_localpart", `"${input.localpart}" is reserved`, [
+        { path: "localpart", message: "reserved" },
+      ]);
+    set.localpart = input.localpart;
+  }
+  if (input.agent_id) {
+    const agent = await db(env)
+      .select({ id: agents.id })
+      .from(agents)
+      .where(and(eq(agents.id, input.agent_id), eq(agents.workspaceId, workspaceId)))
+      .get();
+    if (!agent)
+      throw badRequest("invalid_agent", "No such agent in this workspace", [{ path: "agent_id", message: "unknown" }]);
+  }
+  if (input.deliver_to) {
+    const ids = [...new Set(input.deliver_to.user_ids)];
+    const found = await db(env)
+      .select({ id: users.id })
+      .from(users)
+      .where(and(inArray(users.id, ids), eq(users.workspaceId, workspaceId), isNull(users.erasedAt)))
+      .all();
+    if (found.length !== ids.length)
+      throw badRequest("invalid_review_owner", "Every review owner must be a user of this workspace", [
+        { path: "deliver_to.user_ids", message: "unknown user" },
+      ]);
+  }
+  if (input.plane !== undefined) set.plane = input.plane;
+  if (input.agent_id !== undefined) set.agentId = input.agent_id;
+  if (input.enabled !== undefined) set.enabled = input.enabled;
+  if (input.reply_policy !== undefined) set.replyPolicy = input.reply_policy;
+  if (input.sender_policy !== undefined) set.senderPolicy = input.sender_policy;
+  if (input.allow_patterns !== undefined) set.allowPatterns = JSON.stringify(input.allow_patterns);
+  if (input.allow_escalation !== undefined) set.allowEscalation = input.allow_escalation;
+  if (input.category_policy !== undefined) set.categoryPolicy = JSON.stringify(input.category_policy);
+  if (input.deliver_to !== undefined)
+    set.deliverTo = input.deliver_to ? JSON.stringify({ user_ids: [...new Set(input.deliver_to.user_ids)] }) : null;
+  if (input.default_reply_lang !== undefined) set.defaultReplyLang = input.default_reply_lang;
+  if (input.instructions !== undefined) set.instructions = input.instructions;
+  if (input.max_turns_per_day !== undefined) set.maxTurnsPerDay = input.max_turns_per_day;
+  if (input.max_turns_per_sender_day !== undefined) set.maxTurnsPerSenderDay = input.max_turns_per_sender_day;
+  if (input.spam_score_max !== undefined)
+    set.spamScoreMax = input.spam_score_max === null ? null : Math.round(input.spam_score_max * 100);
+  return set;
+}
+
+const localpartTaken = (localpart: string) =>
+  conflict("localpart_taken", `The workspace already has a mailbox "${localpart}"`);
+
+export async function createEndpoint(
+  env: Env,
+  workspaceId: string,
+  input: CreateEndpoint,
+  event: (id: string) => OutboxEntry,
+): Promise<Endpoint> {
+  const set = await settingsColumns(env, workspaceId, input);
+  const now = nowIso();
+  const id = newId();
+  const row: typeof emailEndpoints.$inferInsert = {
+    id,
+    workspaceId,
+    localpart: input.localpart,
+    kind: "custom",
+    plane: "agent",
+    replyPolicy: "review",
+    senderPolicy: "anyone",
+    ...set,
+    createdAt: now,
+    updatedAt: now,
+  };
+  const d = db(env);
+  try {
+    await d.batch([d.insert(emailEndpoints).values(row), outboxInsert(d, event(id))]);
+  } catch (e) {
+    if (isUniqueViolation(e)) throw localpartTaken(input.localpart);
+    throw e;
+  }
+  return toEndpoint(env, await getEndpoint(env, workspaceId, id), await emailSlugOf(env, workspaceId));
+}
+
+export async function updateEndpoint(
+  env: Env,
+  workspaceId: string,
+  id: string,
+  input: UpdateEndpoint,
+  event: (fields: string[]) => OutboxEntry,
+): Promise<Endpoint> {
+  const current = await getEndpoint(env, workspaceId, id);
+  if (current.kind === "system" && input.localpart !== undefined && input.localpart !== current.localpart)
+    throw badRequest("system_endpoint", "The system mailbox keeps its name");
+  const set = await settingsColumns(env, workspaceId, input);
+  const fields = Object.keys(input).filter((k) => input[k as keyof UpdateEndpoint] !== undefined);
+  const d = db(env);
+  try {
+    await d.batch([
+      d
+        .update(emailEndpoints)
+        .set({ ...set, updatedAt: nowIso() })
+        .where(and(eq(emailEndpoints.id, id), eq(emailEndpoints.workspaceId, workspaceId))),
+      outboxInsertIf(d, event(fields), PREVIOUS_STATEMENT_CHANGED),
+    ]);
+  } catch (e) {
+    if (isUniqueViolation(e)) throw localpartTaken(input.localpart ?? current.localpart);
+    throw e;
+  }
+  return toEndpoint(env, await getEndpoint(env, workspaceId, id), await emailSlugOf(env, workspaceId));
+}
+
+/** Deletes a custom endpoint (its mail stays, as the workspace's correspondence); the system one is a 400. */
+export async function deleteEndpoint(env: Env, workspaceId: string, id: string, event: OutboxEntry): Promise<void> {
+  const current = await getEndpoint(env, workspaceId, id);
+  if (current.kind === "system") throw badRequest("system_endpoint", "The system mailbox cannot be deleted");
+  const d = db(env);
+  const [deleted] = await d.batch([
+    d
+      .delete(emailEndpoints)
+      .where(and(eq(emailEndpoints.id, id), eq(emailEndpoints.workspaceId, workspaceId)))
+      .returning({ id: emailEndpoints.id }),
+    outboxInsertIf(d, event, PREVIOUS_STATEMENT_CHANGED),
+  ]);
+  if (!deleted.length) throw notFound("No such email endpoint in this workspace");
+}

@@ -1,0 +1,143 @@
+import PostalMime, { type Email } from "postal-mime";
+import { deliverAfterCommit, outboxEntry, outboxInsert } from "../../durable-objects/audit-log/record";
+import { emailMessages } from "../db/schema";
+import { db } from "../platform/db";
+import { nowIso } from "../platform/env";
+import { newId } from "../platform/ids";
+import { emailDomain, SYSTEM_LOCALPART } from "./endpoints";
+
+/** Mail over this size is refused at the door (the raw message, headers included). */
+export const MAX_EMAIL_BYTES = 10 * 1024 * 1024;
+
+export type TriageJob = { message_id: string };
+
+type Route = { workspaceId: string; endpointId: string; unrouted: boolean };
+
+// The address is `<localpart>-<email slug>@<domain>`; localparts have no hyphen, so the first one splits.
+const ADDRESS = /^([a-z0-9._]+)-([a-z0-9-]+)@(.+)$/;
+
+/**
+ * The workspace and endpoint an address names: the current email slug, or a previous one
+ * within its 30 days. A known workspace with an unknown localpart routes to its system
+ * mailbox, counted `unrouted`. Null for an address of no workspace.
+ */
+export async function routeAddress(env: Env, to: string): Promise<Route | null> {
+  const m = ADDRESS.exec(to.trim().toLowerCase());
+  if (!m || m[3] !== emailDomain(env)) return null;
+  const [, localpart, slug] = m as unknown as [string, string, string];
+  const row = await env.DB.prepare(
+    `SELECT s.workspace_id,
+       (SELECT e.id FROM email_endpoints e WHERE e.workspace_id = s.workspace_id AND e.localpart = ?2) AS endpoint_id,
+       (SELECT e.id FROM email_endpoints e WHERE e.workspace_id = s.workspace_id AND e.localpart = ?3) AS system_id
+     FROM email_slugs s WHERE s.slug = ?1 AND (s.routes_until IS NULL OR s.routes_until > ?4)`,
+  )
+    .bind(slug, localpart, SYSTEM_LOCALPART, nowIso())
+    .first<{ workspace_id: string; endpoint_id: string | null; system_id: string | null }>();
+  if (!row) return null;
+  const endpointId = row.endpoint_id ?? row.system_id;
+  if (!endpointId) return null;
+  return { workspaceId: row.workspace_id, endpointId, unrouted: !row.endpoint_id };
+}
+
+const header = (email: Email, name: string) =>
+  email.headers.find((h) => h.key.toLowerCase() === name)?.value.trim() ?? null;
+
+/** RFC 3834 `Auto-Submitted` (anything but `no`) or `Precedence: bulk|list|junk`: never answered. */
+export function isAutoSubmitted(email: Email): boolean {
+  const auto = header(email, "auto-submitted")?.toLowerCase();
+  const precedence = header(email, "precedence")?.toLowerCase();
+  return (!!auto && auto !== "no") || (!!precedence && ["bulk", "list", "junk"].includes(precedence));
+}
+
+/** The DMARC verdict the receiving server wrote in `Authentication-Results`: pass, fail or none. */
+export function dmarcVerdict(email: Email): "pass" | "fail" | "none" {
+  const results = email.headers.filter((h) => h.key.toLowerCase() === "authentication-results");
+  for (const r of results) {
+    const m = /\bdmarc=(pass|fail|none|quarantine|reject|temperror|permerror)/i.exec(r.value);
+    if (m) return m[1]!.toLowerCase() === "pass" ? "pass" : m[1]!.toLowerCase() === "none" ? "none" : "fail";
+  }
+  return "none";
+}
+
+export type Inbound = { from: string; to: string; raw: ReadableStream<Uint8Array>; rawSize: number };
+export type InboundResult = { ok: true; messageId: string } | { ok: false; reason: string };
+
+/**
+ * Receives one message: refuses unknown workspaces and oversize mail; stores the raw bytes in
+ * R2, then the message row and its event in one batch, then queues triage (the event reaches
+ * the chain through `waitUntil`). A queue that
+ * refuses leaves the row `received`, which the sweep queues again: nothing is lost once the
+ * bytes are stored.
+ */
+export async function receive(
+  env: Env,
+  mail: Inbound,
+  waitUntil: (p: Promise<unknown>) => void = () => {},
+): Promise<InboundResult> {
+  if (mail.rawSize > MAX_EMAIL_BYTES) return { ok: false, reason: "Message too large (the limit is 10 MiB)" };
+  const route = await routeAddress(env, mail.to);
+  if (!route) return { ok: false, reason: "Unknown address" };
+  const raw = new Uint8Array(await new Response(mail.raw).arrayBuffer());
+  if (raw.byteLength > MAX_EMAIL_BYTES) return { ok: false, reason: "Message too large (the limit is 10 MiB)" };
+
+  const id = newId();
+  const rawKey = `email/${route.workspaceId}/${id}.eml`;
+  await env.FILES.put(rawKey, raw, { httpMetadata: { contentType: "message/rfc822" } });
+  const email = await PostalMime.parse(raw);
+  const now = nowIso();
+  const from = (email.from?.address || mail.from).toLowerCase();
+  const references = [header(email, "references"), email.inReplyTo].filter(Boolean).join(" ").trim();
+  const row: typeof emailMessages.$inferInsert = {
+    id,
+    workspaceId: route.workspaceId,
+    endpointId: route.endpointId,
+    direction: "inbound",
+    fromAddr: from,
+    toAddrs: JSON.stringify([mail.to.toLowerCase()]),
+    subject: email.subject?.slice(0, 998) ?? null,
+    messageIdHeader: email.messageId?.trim() || null,
+    referencesHeader: references || null,
+    rawKey,
+    size: raw.byteLength,
+    unrouted: route.unrouted,
+    autoSubmitted: isAutoSubmitted(email),
+    dmarc: dmarcVerdict(email),
+    handlingState: "received",
+    occurredAt: now,
+    updatedAt: now,
+  };
+  const event = outboxEntry(route.workspaceId, {
+    kind: "email.receive",
+    actor: { kind: "system", id: null },
+    target: `email_message:${id}`,
+    intent: "receive",
+    details: {
+      endpoint_id: route.endpointId,
+      unrouted: route.unrouted,
+      size: raw.byteLength,
+      auto_submitted: row.autoSubmitted,
+      dmarc: row.dmarc,
+    },
+  });
+  const d = db(env);
+  try {
+    await d.batch([d.insert(emailMessages).values(row), outboxInsert(d, event)]);
+  } catch (error) {
+    await env.FILES.delete(rawKey);
+    throw error;
+  }
+  await queueTriage(env, id);
+  // The event is committed already; the chain gets it after the handler returns.
+  const delivery = deliverAfterCommit(env, route.workspaceId);
+  if (delivery) waitUntil(delivery);
+  return { ok: true, messageId: id };
+}
+
+/** Queues a message's triage; a refusal is logged and left to the sweep. */
+export async function queueTriage(env: Env, messageId: string): Promise<void> {
+  try {
+    await env.EMAIL_TRIAGE.send({ message_id: messageId } satisfies TriageJob);
+  } catch (error) {
+    console.error(JSON.stringify({ level: "error", msg: "email triage not queued", error: String(error) }));
+  }
+}

@@ -1,0 +1,40 @@
+import { EmailMessage } from "cloudflare:email";
+import { createMimeMessage } from "mimetext";
+
+export type OutgoingReply = {
+  from: string;
+  to: string;
+  subject: string | null;
+  body: string;
+  /** The Message-ID of the mail answered, when it had one. */
+  inReplyTo: string | null;
+  /** Its References (and In-Reply-To) header, to carry the thread on. */
+  references: string | null;
+};
+
+/** `Re: ` once, however many times the thread already said it. */
+export function replySubject(subject: string | null): string {
+  const base = (subject ?? "").replace(/^(\s*re\s*:\s*)+/i, "").trim();
+  return base ? `Re: ${base}` : "Re: your message";
+}
+
+/** The RFC 822 text of a threaded plain-text reply. */
+export function composeReply(reply: OutgoingReply): string {
+  const msg = createMimeMessage();
+  msg.setSender(reply.from);
+  msg.setRecipient(reply.to);
+  msg.setSubject(replySubject(reply.subject));
+  if (reply.inReplyTo) {
+    const references = [...(reply.references ?? "").split(/\s+/).filter(Boolean), reply.inReplyTo];
+    msg.setHeader("In-Reply-To", reply.inReplyTo);
+    msg.setHeader("References", [...new Set(references)].join(" "));
+  }
+  msg.setHeader("Auto-Submitted", "auto-replied");
+  msg.addMessage({ contentType: "text/plain", data: reply.body });
+  return msg.asRaw();
+}
+
+/** Sends through the `EMAIL` binding (Email Routing's send_email). Throws what the binding throws. */
+export async function sendReply(env: Env, reply: OutgoingReply): Promise<void> {
+  await env.EMAIL.send(new EmailMessage(reply.from, reply.to, composeReply(reply)));
+}
