@@ -16,6 +16,7 @@ import { type Area, registryOf } from "./http/area";
 import { deliverAuditAfterResponse } from "./http/audit";
 import type { AreaRegistry } from "./http/registry";
 import { BEARER, createRouter, limitBody } from "./http/route";
+import { mcpArea } from "./mcp";
 import { memoryArea } from "./memory";
 import { oauthArea } from "./oauth";
 import { problem } from "./platform/problem";
@@ -48,6 +49,7 @@ export const AREAS: readonly Area[] = [
   teamchatArea,
   profileArea,
   emailArea,
+  mcpArea,
   auditArea, // last: erasure redacts the chain after every other area's step
 ];
 

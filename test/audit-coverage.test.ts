@@ -304,6 +304,36 @@ const SUCCESS: Record<string, Success> = {
       return { target: `email_endpoint:${e.id as string}`, intent: "delete" };
     },
   },
+  "POST /v1/mcp/custom": {
+    kind: "mcp.custom.create",
+    run: async (ws) => {
+      await ok(
+        await call("POST", "/v1/mcp/custom", {
+          token: ws.adminToken,
+          body: { slug: `c${unique()}`, name: "C", url: "https://c.test/mcp" },
+        }),
+        201,
+      );
+      const list = await ok(await call("GET", "/v1/mcp/custom", { token: ws.adminToken }));
+      const slug = (list.integrations as { slug: string }[])[0]!.slug;
+      return { target: `mcp_server:${slug}`, intent: "create" };
+    },
+  },
+  "DELETE /v1/mcp/custom/{slug}": {
+    kind: "mcp.custom.delete",
+    run: async (ws) => {
+      const slug = `d${unique()}`;
+      await ok(
+        await call("POST", "/v1/mcp/custom", {
+          token: ws.adminToken,
+          body: { slug, name: "D", url: "https://d.test/mcp" },
+        }),
+        201,
+      );
+      await ok(await call("DELETE", `/v1/mcp/custom/t:${slug}`, { token: ws.adminToken }), 204);
+      return { target: `mcp_server:t:${slug}`, intent: "delete" };
+    },
+  },
   "PUT /v1/api/business-profile": {
     kind: "profile.update",
     run: async (ws) => {

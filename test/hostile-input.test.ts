@@ -185,6 +185,17 @@ beforeAll(async () => {
       .bind(ids.emailReply, ws.workspace.id, ids.emailEndpoint, ws.user.id, new Date().toISOString())
       .run();
   }
+  for (const [ws, ids] of [
+    [A, own],
+    [B, foreign],
+  ] as const) {
+    const slug = `m${unique()}`;
+    await call("POST", "/v1/mcp/custom", {
+      token: ws.adminToken,
+      body: { slug, name: "Hostile", url: "https://hostile.test/mcp" },
+    });
+    ids.customMcp = `t:${slug}`;
+  }
   own.conversation = await seedConversation(A.workspace.id, A.user.id);
   foreign.conversation = await seedConversation(B.workspace.id, B.user.id);
   for (const [ws, ids] of [
@@ -248,7 +259,8 @@ function paramKind(
   | "artifact"
   | "app"
   | "emailEndpoint"
-  | "emailReply" {
+  | "emailReply"
+  | "customMcp" {
   if (path.startsWith("/v1/agents/{id}")) return "agent";
   if (path.startsWith("/v1/api/conversations/{id}")) return "conversation";
   if (path === "/v1/admin/users/{id}/erase") return "user";
@@ -264,6 +276,7 @@ function paramKind(
   if (path === "/v1/api/apps/{id}") return "app";
   if (path === "/v1/api/email/endpoints/{id}") return "emailEndpoint";
   if (path === "/v1/api/email/replies/{email_message_id}/review") return "emailReply";
+  if (path === "/v1/mcp/custom/{slug}") return "customMcp";
   throw new Error(`hostile-input.test.ts does not know which resource {${name}} of ${path} names: add it to paramKind`);
 }
 
@@ -315,6 +328,7 @@ function validBody(key: string): Record<string, unknown> {
     "POST /v1/api/email/endpoints": () => ({ localpart: `v${unique()}` }),
     "PATCH /v1/api/email/endpoints/{id}": () => ({ enabled: true }),
     "POST /v1/api/email/replies/{email_message_id}/review": () => ({ action: "reject" }),
+    "POST /v1/mcp/custom": () => ({ slug: `v${unique()}`, name: "Valid", url: "https://valid.test/mcp" }),
   };
   const make = bodies[key];
   if (!make) throw new Error(`hostile-input.test.ts has no valid body for ${key}: add one`);

@@ -68,6 +68,9 @@ export const AUDIT_DETAIL_FIELDS: Readonly<Record<string, readonly string[]>> = 
   // business profile: field names only for an update; the crawl's outcome, never page content
   "profile.update": ["fields", "cleared", "domain_changed"],
   "profile.crawl": ["domain", "crawl_status", "pages", "truncated", "fields", "technologies", "error_code", "error"],
+  // MCP custom integrations (header names only, never their values)
+  "mcp.custom.create": ["slug", "url", "authenticated"],
+  "mcp.custom.delete": ["slug"],
   // Email (ids and verdicts only: never addresses, subjects or text)
   "email.endpoint.create": ["localpart"],
   "email.endpoint.update": ["fields"],

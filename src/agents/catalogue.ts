@@ -1,5 +1,5 @@
 import { and, asc, eq, sql } from "drizzle-orm";
-import { mcpServers, skills, workspaceMcpServers, workspaceSkills } from "../db/schema";
+import { mcpCustomIntegrations, mcpServers, skills, workspaceMcpServers, workspaceSkills } from "../db/schema";
 import { jsonBoolean, type OutboxEntry, outboxInsertIf } from "../http/audit";
 import { db } from "../platform/db";
 import { nowIso } from "../platform/env";
@@ -42,7 +42,22 @@ export async function listMcpServers(env: Env, workspaceId: string): Promise<Mcp
       and(eq(workspaceMcpServers.slug, mcpServers.slug), eq(workspaceMcpServers.workspaceId, workspaceId)),
     )
     .orderBy(asc(mcpServers.slug));
-  return rows.map((r) => ({ ...r, installed: Boolean(r.installed) }));
+  const custom = await db(env)
+    .select()
+    .from(mcpCustomIntegrations)
+    .where(eq(mcpCustomIntegrations.workspaceId, workspaceId))
+    .orderBy(asc(mcpCustomIntegrations.slug));
+  return [
+    ...rows.map((r) => ({ ...r, installed: Boolean(r.installed), custom: false })),
+    ...custom.map((r) => ({
+      slug: `t:${r.slug}`,
+      name: r.name,
+      description: r.description,
+      url: r.url,
+      installed: true,
+      custom: true,
+    })),
+  ];
 }
 
 async function skillEntry(env: Env, slug: string) {
@@ -142,7 +157,7 @@ export async function installMcpServer(
       .returning({ slug: workspaceMcpServers.slug }),
   ]);
   return {
-    entry: { slug: s.slug, name: s.name, description: s.description, url: s.url, installed: true },
+    entry: { slug: s.slug, name: s.name, description: s.description, url: s.url, installed: true, custom: false },
     changed: inserted.length > 0,
     agentsUpdated: 0,
   };
@@ -168,7 +183,7 @@ export async function uninstallMcpServer(
     removeFromEverySubset(d, workspaceId, "mcp_servers", slug),
   ]);
   return {
-    entry: { slug: s.slug, name: s.name, description: s.description, url: s.url, installed: false },
+    entry: { slug: s.slug, name: s.name, description: s.description, url: s.url, installed: false, custom: false },
     changed: deleted.length > 0,
     agentsUpdated: updated.length,
   };

@@ -219,7 +219,14 @@ export type SkillEntry = z.infer<typeof SkillEntrySchema>;
 export const SkillCatalogueSchema = z.object({ skills: z.array(SkillEntrySchema) }).openapi("SkillCatalogue");
 
 export const McpServerEntrySchema = z
-  .object({ slug: z.string(), name: z.string(), description: z.string(), url: z.url(), installed: z.boolean() })
+  .object({
+    slug: z.string(),
+    name: z.string(),
+    description: z.string(),
+    url: z.url(),
+    installed: z.boolean(),
+    custom: z.boolean().openapi({ description: "A custom integration of the workspace (`t:<slug>`)" }),
+  })
   .openapi("McpServer");
 export type McpServerEntry = z.infer<typeof McpServerEntrySchema>;
 export const McpServerCatalogueSchema = z

@@ -720,3 +720,25 @@ export const emailMessages = sqliteTable(
     index("email_messages_state_idx").on(t.handlingState, t.occurredAt),
   ],
 );
+
+/**
+ * A workspace's own MCP server (`t:<slug>`): its URL and the headers it is called with, each
+ * value sealed (AES-GCM, platform/secret-box, bound to the workspace and slug). Installed for
+ * the workspace through `workspace_mcp_servers` like a catalogue server.
+ */
+export const mcpCustomIntegrations = sqliteTable(
+  "mcp_custom_integrations",
+  {
+    workspaceId: text("workspace_id")
+      .notNull()
+      .references(() => workspaces.id),
+    slug: text("slug").notNull(),
+    name: text("name").notNull(),
+    url: text("url").notNull(),
+    description: text("description").notNull().default(""),
+    /** JSON object header name → sealed value; never returned. */
+    headersSealed: text("headers_sealed").notNull().default("{}"),
+    createdAt: createdAt(),
+  },
+  (t) => [primaryKey({ columns: [t.workspaceId, t.slug] })],
+);
