@@ -69,3 +69,13 @@ export const CustomSlugParamSchema = z.object({
     .max(42)
     .openapi({ param: { name: "slug", in: "path" }, description: "`t:<slug>` or `<slug>`", example: "t:crm" }),
 });
+
+export const McpResourceMetadataSchema = z
+  .object({
+    resource: z.url(),
+    authorization_servers: z.array(z.url()),
+    scopes_supported: z.array(z.string()),
+    bearer_methods_supported: z.array(z.string()),
+    resource_name: z.string(),
+  })
+  .openapi("McpResourceMetadata");
