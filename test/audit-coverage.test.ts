@@ -334,6 +334,27 @@ const SUCCESS: Record<string, Success> = {
       return { target: `mcp_server:t:${slug}`, intent: "delete" };
     },
   },
+  "POST /v1/mcp/connectors": {
+    kind: "mcp.connector.create",
+    run: async (ws) => {
+      const c = await ok(
+        await call("POST", "/v1/mcp/connectors", { token: ws.adminToken, body: { name: "Audited" } }),
+        201,
+      );
+      return { target: `mcp_connector:${c.connector_id as string}`, intent: "create" };
+    },
+  },
+  "DELETE /v1/mcp/connectors/{id}": {
+    kind: "mcp.connector.revoke",
+    run: async (ws) => {
+      const c = await ok(
+        await call("POST", "/v1/mcp/connectors", { token: ws.adminToken, body: { name: "Gone" } }),
+        201,
+      );
+      await ok(await call("DELETE", `/v1/mcp/connectors/${c.connector_id as string}`, { token: ws.adminToken }), 204);
+      return { target: `mcp_connector:${c.connector_id as string}`, intent: "revoke" };
+    },
+  },
   "PUT /v1/api/business-profile": {
     kind: "profile.update",
     run: async (ws) => {
@@ -425,6 +446,7 @@ const COVERED_ELSEWHERE: Record<string, string> = {
   "POST /v1/api/integrations/slack/install":
     "changes nothing: answers a signed URL; the install is audited at the callback (teamchat.test.ts)",
   "DELETE /v1/api/integrations/slack": "teamchat.test.ts (teamchat.uninstall; needs the fake Slack)",
+  "POST /v1/mcp/connectors/enroll": "mcp-connectors.test.ts (mcp.connector.enroll; needs a workspace CA)",
   "POST /v1/api/email/replies/{email_message_id}/review":
     "email.test.ts (email.review and email.send; needs a reply drafted by a model)",
   "POST /v1/api/artifacts/{id}/deliver": "teamchat.test.ts (teamchat.deliver; needs the fake Slack)",

@@ -195,6 +195,8 @@ beforeAll(async () => {
       body: { slug, name: "Hostile", url: "https://hostile.test/mcp" },
     });
     ids.customMcp = `t:${slug}`;
+    const connector = await call("POST", "/v1/mcp/connectors", { token: ws.adminToken, body: { name: "Hostile" } });
+    ids.connector = ((await connector.json()) as { connector_id: string }).connector_id;
   }
   own.conversation = await seedConversation(A.workspace.id, A.user.id);
   foreign.conversation = await seedConversation(B.workspace.id, B.user.id);
@@ -260,7 +262,8 @@ function paramKind(
   | "app"
   | "emailEndpoint"
   | "emailReply"
-  | "customMcp" {
+  | "customMcp"
+  | "connector" {
   if (path.startsWith("/v1/agents/{id}")) return "agent";
   if (path.startsWith("/v1/api/conversations/{id}")) return "conversation";
   if (path === "/v1/admin/users/{id}/erase") return "user";
@@ -277,6 +280,7 @@ function paramKind(
   if (path === "/v1/api/email/endpoints/{id}") return "emailEndpoint";
   if (path === "/v1/api/email/replies/{email_message_id}/review") return "emailReply";
   if (path === "/v1/mcp/custom/{slug}") return "customMcp";
+  if (path === "/v1/mcp/connectors/{id}") return "connector";
   throw new Error(`hostile-input.test.ts does not know which resource {${name}} of ${path} names: add it to paramKind`);
 }
 
@@ -329,6 +333,8 @@ function validBody(key: string): Record<string, unknown> {
     "PATCH /v1/api/email/endpoints/{id}": () => ({ enabled: true }),
     "POST /v1/api/email/replies/{email_message_id}/review": () => ({ action: "reject" }),
     "POST /v1/mcp/custom": () => ({ slug: `v${unique()}`, name: "Valid", url: "https://valid.test/mcp" }),
+    "POST /v1/mcp/connectors": () => ({ name: "Valid" }),
+    "POST /v1/mcp/connectors/enroll": () => ({ csr_pem: "not a csr", token: "svc_enroll_unknown" }),
   };
   const make = bodies[key];
   if (!make) throw new Error(`hostile-input.test.ts has no valid body for ${key}: add one`);

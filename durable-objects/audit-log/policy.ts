@@ -71,6 +71,9 @@ export const AUDIT_DETAIL_FIELDS: Readonly<Record<string, readonly string[]>> = 
   // MCP custom integrations (header names only, never their values)
   "mcp.custom.create": ["slug", "url", "authenticated"],
   "mcp.custom.delete": ["slug"],
+  "mcp.connector.create": ["name"],
+  "mcp.connector.revoke": [],
+  "mcp.connector.enroll": ["connector_id", "cert_serial", "cert_expires_at"],
   // Email (ids and verdicts only: never addresses, subjects or text)
   "email.endpoint.create": ["localpart"],
   "email.endpoint.update": ["fields"],

@@ -742,3 +742,31 @@ export const mcpCustomIntegrations = sqliteTable(
   },
   (t) => [primaryKey({ columns: [t.workspaceId, t.slug] })],
 );
+
+/**
+ * A connector (a program inside a customer's network that reaches the service over mTLS):
+ * made `pending` with a one-time enrollment token (SHA-256 only, 15 minutes), `enrolled` once
+ * that token is redeemed for a certificate, `revoked` by an admin.
+ */
+export const mcpConnectors = sqliteTable(
+  "mcp_connectors",
+  {
+    id: text("id").primaryKey(),
+    workspaceId: text("workspace_id")
+      .notNull()
+      .references(() => workspaces.id),
+    name: text("name").notNull(),
+    status: text("status").notNull(),
+    tokenHash: text("token_hash"),
+    tokenExpiresAt: text("token_expires_at").notNull(),
+    certSerial: text("cert_serial"),
+    certExpiresAt: text("cert_expires_at"),
+    createdAt: createdAt(),
+    enrolledAt: text("enrolled_at"),
+    revokedAt: text("revoked_at"),
+  },
+  (t) => [
+    index("mcp_connectors_workspace_idx").on(t.workspaceId, t.createdAt),
+    uniqueIndex("mcp_connectors_token_idx").on(t.tokenHash),
+  ],
+);

@@ -2,7 +2,7 @@ import type { MiddlewareHandler } from "hono";
 import { ApiError } from "../platform/problem";
 import type { AppEnv } from "./context";
 
-type LimiterName = "SIGNUP_LIMITER" | "SIGNIN_LIMITER" | "TOKEN_LIMITER";
+type LimiterName = "SIGNUP_LIMITER" | "SIGNIN_LIMITER" | "TOKEN_LIMITER" | "ENROLL_LIMITER";
 
 /** The client's address as Cloudflare reports it; one bucket for unknown origins. */
 export const clientIp = (req: Request): string => req.headers.get("CF-Connecting-IP") ?? "unknown";

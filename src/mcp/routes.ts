@@ -1,18 +1,26 @@
 import type { Context } from "hono";
 import { bearerToken, resolveBearer } from "../auth/resolve";
 import { GRANTABLE_SCOPES } from "../auth/scopes";
-import { auditEntry } from "../http/audit";
+import { auditEntry, deliverAfterResponse } from "../http/audit";
 import type { AppEnv } from "../http/context";
 import { setCaller } from "../http/guards";
+import { rateLimit } from "../http/rate-limit";
 import { apiRoute, createRouter, jsonBody, jsonResponse, limitBody } from "../http/route";
 import { baseUrl } from "../platform/env";
 import { ApiError, problemResponse } from "../platform/problem";
+import { createConnector, enroll, listConnectors, revokeConnector } from "./connectors";
 import { createCustom, deleteCustom, listCustom } from "./custom";
 import {
+  ConnectorIdParamSchema,
+  ConnectorListSchema,
+  CreateConnectorSchema,
   CreateCustomSchema,
+  CreatedConnectorSchema,
   CustomListSchema,
   CustomSchema,
   CustomSlugParamSchema,
+  EnrollmentResultSchema,
+  EnrollRequestSchema,
   McpResourceMetadataSchema,
 } from "./schemas";
 import { handleMcp, MCP_TOOL_SCOPES, scopeNeeded } from "./server";
@@ -82,6 +90,99 @@ mcpRouter.openapi(
       auditEntry(c, { kind: "mcp.custom.delete", target: `mcp_server:${slug}`, details: { slug } }),
     );
     return c.body(null, 204);
+  },
+);
+
+// ---- Connectors: created by an admin, enrolled by the connector with its one-time token ----
+
+mcpRouter.openapi(
+  apiRoute("admin", {
+    method: "post",
+    path: "/v1/mcp/connectors",
+    tags: TAGS,
+    summary: "Create a connector and its enrollment token",
+    description: "The token is shown once and redeemable once within 15 minutes at `POST /v1/mcp/connectors/enroll`.",
+    request: { body: jsonBody(CreateConnectorSchema) },
+    responses: {
+      201: jsonResponse(CreatedConnectorSchema, "The pending connector and its token"),
+      400: problemResponse("Invalid body"),
+    },
+  }),
+  async (c) => {
+    const { name } = c.req.valid("json");
+    const created = await createConnector(c.env, c.var.caller.workspace.id, name, (id) =>
+      auditEntry(c, { kind: "mcp.connector.create", target: `mcp_connector:${id}`, details: { name } }),
+    );
+    return c.json(created, 201);
+  },
+);
+
+mcpRouter.openapi(
+  apiRoute("admin", {
+    method: "get",
+    path: "/v1/mcp/connectors",
+    tags: TAGS,
+    summary: "The workspace's connectors",
+    responses: { 200: jsonResponse(ConnectorListSchema, "Newest first") },
+  }),
+  async (c) => c.json({ connectors: await listConnectors(c.env, c.var.caller.workspace.id) }, 200),
+);
+
+mcpRouter.openapi(
+  apiRoute("admin", {
+    method: "delete",
+    path: "/v1/mcp/connectors/{id}",
+    tags: TAGS,
+    summary: "Revoke a connector",
+    description: "Idempotent. A pending connector's token can no longer be redeemed.",
+    request: { params: ConnectorIdParamSchema },
+    responses: {
+      204: { description: "Revoked" },
+      400: problemResponse("Malformed id"),
+      404: problemResponse("No such connector in this workspace"),
+    },
+  }),
+  async (c) => {
+    const { id } = c.req.valid("param");
+    await revokeConnector(
+      c.env,
+      c.var.caller.workspace.id,
+      id,
+      auditEntry(c, { kind: "mcp.connector.revoke", target: `mcp_connector:${id}`, details: {} }),
+    );
+    return c.body(null, 204);
+  },
+);
+
+mcpRouter.openapi(
+  apiRoute(
+    "public",
+    {
+      method: "post",
+      path: "/v1/mcp/connectors/enroll",
+      tags: TAGS,
+      summary: "Enroll a connector: redeem its one-time token for a client certificate",
+      description:
+        "Authenticated by the one-time token alone. The CSR's self-signature must verify and its key be EC P-256/P-384 " +
+        "or RSA of 2048 bits or more. The certificate is signed by the workspace CA and ignores the CSR's subject: " +
+        "CN = the connector id, SAN URI `urn:svc:connector:<id>`, extended key usage clientAuth, valid 30 days.",
+      request: { body: jsonBody(EnrollRequestSchema) },
+      responses: {
+        200: jsonResponse(EnrollmentResultSchema, "The certificate, the CA certificate and the tunnel to dial"),
+        400: problemResponse(
+          "A malformed body, or a CSR that does not parse, verify or has a weak key (`invalid_csr`)",
+        ),
+        403: problemResponse("The token is missing, invalid, expired or already redeemed (`invalid_enrollment_token`)"),
+        429: problemResponse("Rate limited"),
+        503: problemResponse("Enrollment is not configured (`enrollment_not_configured`: no CA)"),
+      },
+    },
+    [rateLimit("ENROLL_LIMITER")],
+  ),
+  async (c) => {
+    const { workspaceId, result } = await enroll(c.env, c.req.valid("json"));
+    deliverAfterResponse(c, workspaceId); // its event was written with the redemption
+    return c.json(result, 200);
   },
 );
 

@@ -79,3 +79,52 @@ export const McpResourceMetadataSchema = z
     resource_name: z.string(),
   })
   .openapi("McpResourceMetadata");
+
+export const CreateConnectorSchema = z
+  .object({ name: z.string().min(1).max(100) })
+  .strict()
+  .openapi("McpConnectorCreate");
+
+export const CreatedConnectorSchema = z
+  .object({
+    connector_id: z.uuid(),
+    enrollment_token: z.string().openapi({ description: "One-time, shown once; redeem within 15 minutes" }),
+    expires_at: z.iso.datetime(),
+  })
+  .openapi("McpConnectorCreated");
+
+export const ConnectorSchema = z
+  .object({
+    connector_id: z.uuid(),
+    name: z.string(),
+    status: z.enum(["pending", "enrolled", "revoked"]),
+    created_at: z.iso.datetime(),
+    enrolled_at: z.iso.datetime().nullable(),
+    cert_serial: z.string().nullable(),
+    cert_expires_at: z.iso.datetime().nullable(),
+  })
+  .openapi("McpConnector");
+
+export const ConnectorListSchema = z.object({ connectors: z.array(ConnectorSchema) }).openapi("McpConnectorList");
+
+export const ConnectorIdParamSchema = z.object({
+  id: z.uuid().openapi({ param: { name: "id", in: "path" }, description: "The connector's id" }),
+});
+
+export const EnrollRequestSchema = z
+  .object({
+    csr_pem: z.string().min(1).max(16_384).openapi({ description: "PEM certificate signing request" }),
+    token: z.string().min(1).max(200).openapi({ description: "The one-time enrollment token" }),
+  })
+  .strict()
+  .openapi("McpConnectorEnroll");
+
+export const EnrollmentResultSchema = z
+  .object({
+    ca_pem: z.string(),
+    cert_pem: z.string(),
+    connector_id: z.uuid(),
+    tunnel_addr: z.string(),
+    tunnel_server_name: z.string(),
+  })
+  .openapi("McpConnectorEnrollment");

@@ -32,6 +32,9 @@ declare global {
     SLACK_CLIENT_ID?: string;
     SLACK_CLIENT_SECRET?: string;
     SLACK_SIGNING_SECRET?: string;
+    /** Connector enrollment: the workspace CA (PEM certificate and PKCS#8 key). */
+    CONNECTOR_CA_CERT_PEM?: string;
+    CONNECTOR_CA_KEY_PEM?: string;
   }
 }
 

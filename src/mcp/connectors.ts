@@ -1,0 +1,240 @@
+// @peculiar/x509 resolves its services through tsyringe, which needs the Reflect metadata API.
+import "reflect-metadata";
+import * as x509 from "@peculiar/x509";
+import { and, desc, eq } from "drizzle-orm";
+import { mcpConnectors } from "../db/schema";
+import { type OutboxEntry, outboxEntry, outboxInsert, outboxInsertIf, PREVIOUS_STATEMENT_CHANGED } from "../http/audit";
+import { hashToken } from "../platform/crypto";
+import { db } from "../platform/db";
+import { nowIso } from "../platform/env";
+import { newId, randomToken } from "../platform/ids";
+import { ApiError, badRequest, notFound } from "../platform/problem";
+
+export const ENROLLMENT_TOKEN_PREFIX = "svc_enroll_";
+/** How long an enrollment token may be redeemed. */
+const TOKEN_TTL_MS = 15 * 60_000;
+/** How long an issued client certificate is valid. */
+const CERT_DAYS = 30;
+
+x509.cryptoProvider.set(crypto);
+
+type Row = typeof mcpConnectors.$inferSelect;
+
+export type ConnectorView = {
+  connector_id: string;
+  name: string;
+  status: "pending" | "enrolled" | "revoked";
+  created_at: string;
+  enrolled_at: string | null;
+  cert_serial: string | null;
+  cert_expires_at: string | null;
+};
+
+const toView = (r: Row): ConnectorView => ({
+  connector_id: r.id,
+  name: r.name,
+  status: r.status as ConnectorView["status"],
+  created_at: r.createdAt,
+  enrolled_at: r.enrolledAt,
+  cert_serial: r.certSerial,
+  cert_expires_at: r.certExpiresAt,
+});
+
+/** A pending connector and its one-time enrollment token (shown once; stored as SHA-256 only). */
+export async function createConnector(env: Env, workspaceId: string, name: string, event: (id: string) => OutboxEntry) {
+  const id = newId();
+  const token = randomToken(ENROLLMENT_TOKEN_PREFIX);
+  const now = new Date();
+  const expiresAt = new Date(now.getTime() + TOKEN_TTL_MS).toISOString();
+  const d = db(env);
+  await d.batch([
+    d.insert(mcpConnectors).values({
+      id,
+      workspaceId,
+      name,
+      status: "pending",
+      tokenHash: hashToken(token),
+      tokenExpiresAt: expiresAt,
+      createdAt: now.toISOString(),
+    }),
+    outboxInsert(d, event(id)),
+  ]);
+  return { connector_id: id, enrollment_token: token, expires_at: expiresAt };
+}
+
+export async function listConnectors(env: Env, workspaceId: string): Promise<ConnectorView[]> {
+  const rows = await db(env)
+    .select()
+    .from(mcpConnectors)
+    .where(eq(mcpConnectors.workspaceId, workspaceId))
+    .orderBy(desc(mcpConnectors.createdAt))
+    .all();
+  return rows.map(toView);
+}
+
+/** Revokes a connector (its token can no longer be redeemed). Idempotent; another workspace's is a 404. */
+export async function revokeConnector(env: Env, workspaceId: string, id: string, event: OutboxEntry): Promise<void> {
+  const d = db(env);
+  const mine = and(eq(mcpConnectors.id, id), eq(mcpConnectors.workspaceId, workspaceId));
+  const row = await d.select({ status: mcpConnectors.status }).from(mcpConnectors).where(mine).get();
+  if (!row) throw notFound("No such connector in this workspace");
+  if (row.status === "revoked") return;
+  const now = nowIso();
+  await d.batch([
+    d
+      .update(mcpConnectors)
+      .set({ status: "revoked", tokenHash: null, revokedAt: now })
+      .where(and(mine, eq(mcpConnectors.status, row.status))),
+    outboxInsertIf(d, event, PREVIOUS_STATEMENT_CHANGED),
+  ]);
+}
+
+// ---- enrollment ----
+
+/** A key's algorithm as WebCrypto describes it (EC curve, RSA size). */
+type KeyAlgorithm = { name: string; namedCurve?: string; modulusLength?: number };
+type SigningAlgorithm = { name: string; hash: string };
+
+export type CaConfig = { cert: x509.X509Certificate; key: CryptoKey; signing: SigningAlgorithm };
+
+const pemBody = (pem: string) => pem.replace(/-----(BEGIN|END)[^-]+-----/g, "").replace(/\s+/g, "");
+const der = (pem: string) => Uint8Array.from(atob(pemBody(pem)), (c) => c.charCodeAt(0));
+
+/** The workspace CA from CONNECTOR_CA_CERT_PEM / CONNECTOR_CA_KEY_PEM (PKCS#8), or null: enrollment is 503. */
+export async function caConfig(env: Env): Promise<CaConfig | null> {
+  if (!env.CONNECTOR_CA_CERT_PEM || !env.CONNECTOR_CA_KEY_PEM) return null;
+  const cert = new x509.X509Certificate(env.CONNECTOR_CA_CERT_PEM);
+  const alg = cert.publicKey.algorithm as KeyAlgorithm;
+  const ec = alg.name === "ECDSA";
+  const importAlg = ec
+    ? { name: "ECDSA", namedCurve: alg.namedCurve ?? "P-256" }
+    : { name: "RSASSA-PKCS1-v1_5", hash: "SHA-256" };
+  const key = await crypto.subtle.importKey("pkcs8", der(env.CONNECTOR_CA_KEY_PEM), importAlg, false, ["sign"]);
+  const signing = ec
+    ? { name: "ECDSA", hash: alg.namedCurve === "P-384" ? "SHA-384" : "SHA-256" }
+    : { name: "RSASSA-PKCS1-v1_5", hash: "SHA-256" };
+  return { cert, key, signing };
+}
+
+const invalidCsr = (detail: string) => badRequest("invalid_csr", detail, [{ path: "csr_pem", message: detail }]);
+
+/** Parses the CSR and checks its self-signature and key: EC P-256/P-384 or RSA of at least 2048 bits. */
+export async function checkedCsr(pem: string): Promise<x509.Pkcs10CertificateRequest> {
+  let csr: x509.Pkcs10CertificateRequest;
+  try {
+    csr = new x509.Pkcs10CertificateRequest(pem);
+  } catch {
+    throw invalidCsr("Not a PEM certificate signing request");
+  }
+  const alg = csr.publicKey.algorithm as KeyAlgorithm;
+  if (alg.name === "ECDSA") {
+    if (!["P-256", "P-384"].includes(alg.namedCurve ?? "")) throw invalidCsr("EC keys must be P-256 or P-384");
+  } else if (alg.name === "RSASSA-PKCS1-v1_5" || alg.name === "RSA-PSS") {
+    if ((alg.modulusLength ?? 0) < 2048) throw invalidCsr("RSA keys must be at least 2048 bits");
+  } else {
+    throw invalidCsr("The key must be EC (P-256, P-384) or RSA (2048 bits or more)");
+  }
+  let valid = false;
+  try {
+    valid = await csr.verify();
+  } catch {
+    valid = false;
+  }
+  if (!valid) throw invalidCsr("The request's self-signature does not verify");
+  return csr;
+}
+
+const refused = () =>
+  new ApiError(
+    403,
+    "invalid_enrollment_token",
+    "The enrollment token is missing, invalid, expired or already redeemed",
+  );
+
+const randomSerial = () => {
+  const bytes = crypto.getRandomValues(new Uint8Array(16));
+  bytes[0]! &= 0x7f; // a positive INTEGER
+  return [...bytes].map((b) => b.toString(16).padStart(2, "0")).join("");
+};
+
+/**
+ * Redeems a one-time enrollment token for a client certificate signed by the workspace CA. The
+ * certificate ignores the CSR's subject: CN = the connector id, SAN URI urn:svc:connector:<id>,
+ * EKU clientAuth, 30 days, a random serial. The token is redeemed by one conditional UPDATE (with
+ * its event), so of two concurrent redemptions exactly one gets a certificate.
+ */
+export async function enroll(env: Env, input: { csr_pem: string; token: string }) {
+  const ca = await caConfig(env);
+  if (!ca)
+    throw new ApiError(503, "enrollment_not_configured", "Connector enrollment is not configured on this service");
+  if (!input.token.startsWith(ENROLLMENT_TOKEN_PREFIX)) throw refused();
+  const tokenHash = hashToken(input.token);
+  const now = new Date();
+  const d = db(env);
+  const pending = await d
+    .select()
+    .from(mcpConnectors)
+    .where(and(eq(mcpConnectors.tokenHash, tokenHash), eq(mcpConnectors.status, "pending")))
+    .get();
+  if (!pending || pending.tokenExpiresAt <= now.toISOString()) throw refused();
+  const csr = await checkedCsr(input.csr_pem);
+
+  const serial = randomSerial();
+  const notAfter = new Date(now.getTime() + CERT_DAYS * 86_400_000);
+  const cert = await x509.X509CertificateGenerator.create({
+    serialNumber: serial,
+    subject: `CN=${pending.id}`,
+    issuer: ca.cert.subject,
+    notBefore: now,
+    notAfter,
+    signingAlgorithm: ca.signing,
+    publicKey: csr.publicKey,
+    signingKey: ca.key,
+    extensions: [
+      new x509.BasicConstraintsExtension(false, undefined, true),
+      new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature | x509.KeyUsageFlags.keyEncipherment, true),
+      new x509.ExtendedKeyUsageExtension([x509.ExtendedKeyUsage.clientAuth], false),
+      new x509.SubjectAlternativeNameExtension([{ type: "url", value: `urn:svc:connector:${pending.id}` }], false),
+      await x509.AuthorityKeyIdentifierExtension.create(ca.cert.publicKey),
+    ],
+  });
+
+  const event = outboxEntry(pending.workspaceId, {
+    kind: "mcp.connector.enroll",
+    actor: { kind: "system", id: null },
+    target: `mcp_connector:${pending.id}`,
+    intent: "enroll",
+    details: { connector_id: pending.id, cert_serial: serial, cert_expires_at: notAfter.toISOString() },
+  });
+  const [redeemed] = await d.batch([
+    d
+      .update(mcpConnectors)
+      .set({
+        status: "enrolled",
+        tokenHash: null,
+        enrolledAt: now.toISOString(),
+        certSerial: serial,
+        certExpiresAt: notAfter.toISOString(),
+      })
+      .where(
+        and(
+          eq(mcpConnectors.id, pending.id),
+          eq(mcpConnectors.tokenHash, tokenHash),
+          eq(mcpConnectors.status, "pending"),
+        ),
+      )
+      .returning({ id: mcpConnectors.id }),
+    outboxInsertIf(d, event, PREVIOUS_STATEMENT_CHANGED),
+  ]);
+  if (!redeemed.length) throw refused();
+  return {
+    workspaceId: pending.workspaceId,
+    result: {
+      connector_id: pending.id,
+      cert_pem: cert.toString("pem"),
+      ca_pem: ca.cert.toString("pem"),
+      tunnel_addr: env.CONNECTOR_TUNNEL_ADDR ?? "",
+      tunnel_server_name: env.CONNECTOR_TUNNEL_SERVER_NAME ?? "",
+    },
+  };
+}
