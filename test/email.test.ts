@@ -142,7 +142,7 @@ async function mailAndTriage(to: string, raw: string | Uint8Array, opts: { email
   const { queued, rejected } = await deliver(to, raw, opts.from);
   expect(rejected).toBeNull();
   const id = queued[0]!.message_id;
-  await triageMessage({ ...env, ...(opts.email ? { EMAIL: opts.email } : {}) } as unknown as Env, areas, id, false);
+  await triageMessage({ ...env, ...(opts.email ? { EMAIL: opts.email } : {}) } as unknown as Env, id, false);
   return id;
 }
 
@@ -385,6 +385,9 @@ describe("triage and reply policies", () => {
       .bind(reply!.id)
       .first<{ amount: number }>();
     expect(debit?.amount).toBeLessThan(0);
+    // The draft is written without tools: the mail is an outsider's text.
+    const draftRequest = llm!.requests.find((r) => !(r as { response_format?: unknown }).response_format)!;
+    expect(draftRequest.tools ?? []).toEqual([]);
     const rows = await parse(await call("GET", "/v1/api/email/replies", { token: ws.adminToken }), ReplyListSchema);
     expect(rows.rows).toHaveLength(1);
     expect(rows.rows[0]).toMatchObject({
@@ -546,7 +549,7 @@ describe("triage and reply policies", () => {
       const b = createMessageBatch<unknown>("email-triage", [
         { id: `f${attempts}`, timestamp: new Date(), attempts, body: { message_id: failing } },
       ]);
-      await consumeTriage(b, env, areas);
+      await consumeTriage(b, env);
       const result = await getQueueResult(b, createExecutionContext());
       if (attempts < 3) expect(result.retryMessages.map((m) => m.msgId)).toEqual([`f${attempts}`]);
       else expect(result.explicitAcks).toEqual(["f3"]);

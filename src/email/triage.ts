@@ -17,6 +17,7 @@ import { type Triage, TriageSchema } from "./schemas";
 export const DEFAULT_SPAM_SCORE_MAX = 0.8;
 /** Deliveries of one message before it is given up (`dead_letter`). */
 export const MAX_TRIAGE_ATTEMPTS = 3;
+const NO_TOOLS: AreaRegistry["tools"] = [];
 /** The start of an email's text the model reads. */
 const BODY_CHARS = 8000;
 
@@ -137,14 +138,7 @@ async function endpointAgent(env: Env, endpoint: EndpointRecord): Promise<AgentR
 }
 
 /** The agent's draft: one turn with the endpoint's instructions, the mail as the prompt. */
-async function draftReply(
-  env: Env,
-  areas: AreaRegistry,
-  endpoint: EndpointRecord,
-  message: MessageRecord,
-  text: string,
-  triage: Triage,
-) {
+async function draftReply(env: Env, endpoint: EndpointRecord, message: MessageRecord, text: string, triage: Triage) {
   const agent = await endpointAgent(env, endpoint);
   const model = agentLanguageModel(env, toAgentRow(agent));
   if (!model) throw new ApiError(503, "model_not_configured", "No language model is configured");
@@ -157,7 +151,8 @@ async function draftReply(
     env,
     model,
     profile: agent.runtimeProfile,
-    providers: areas.tools,
+    // No tools: the prompt is an outsider's mail, and a draft never needs to act (prompt injection).
+    providers: NO_TOOLS,
     workspace: workspace!,
     userId: await reviewOwner(env, endpoint),
     agent: { ...toAgentRow(agent), ...(await agentCapabilities(env, agent)) },
@@ -180,7 +175,7 @@ async function draftReply(
  * endpoint's agent drafts and that is sent at once (`auto`) or parked for its review owner.
  * The verdict, the draft, its credits and the events commit in one batch.
  */
-export async function triageMessage(env: Env, areas: AreaRegistry, messageId: string, retry: boolean): Promise<void> {
+export async function triageMessage(env: Env, messageId: string, retry: boolean): Promise<void> {
   // The claim: one run decides a message, however often the queue delivers it. A retry takes
   // over a run that died mid-way (`triaged` for over two minutes).
   const stale = new Date(Date.now() - 120_000).toISOString();
@@ -243,7 +238,7 @@ export async function triageMessage(env: Env, areas: AreaRegistry, messageId: st
 
   let drafted: Awaited<ReturnType<typeof draftReply>>;
   try {
-    drafted = await draftReply(env, areas, endpoint, message, text, verdict.triage);
+    drafted = await draftReply(env, endpoint, message, text, verdict.triage);
   } catch (error) {
     if (error instanceof ApiError && (error.status === 402 || error.status === 503)) {
       await env.DB.batch([inboundUpdate("no_reply"), outboxStatement(env, event("no_reply", { reason: error.code }))]);
@@ -343,7 +338,7 @@ function toEndpointRecord(r: Record<string, unknown>): EndpointRecord {
  * The `email-triage` consumer: each message on its own; a failure is retried by the queue,
  * and after `MAX_TRIAGE_ATTEMPTS` the message is `dead_letter` (kept, visible, not answered).
  */
-export async function consumeTriage(batch: MessageBatch<unknown>, env: Env, areas: AreaRegistry): Promise<void> {
+export async function consumeTriage(batch: MessageBatch<unknown>, env: Env): Promise<void> {
   for (const msg of batch.messages) {
     const job = msg.body as Partial<TriageJob>;
     if (typeof job?.message_id !== "string") {
@@ -351,7 +346,7 @@ export async function consumeTriage(batch: MessageBatch<unknown>, env: Env, area
       continue;
     }
     try {
-      await triageMessage(env, areas, job.message_id, msg.attempts > 1);
+      await triageMessage(env, job.message_id, msg.attempts > 1);
       msg.ack();
     } catch (error) {
       console.error(
