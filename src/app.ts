@@ -14,6 +14,7 @@ import { healthArea } from "./health";
 import { type Area, registryOf } from "./http/area";
 import type { AreaRegistry } from "./http/registry";
 import { BEARER, createRouter, limitBody } from "./http/route";
+import { mcpServerArea } from "./mcp-server";
 import { memoryArea } from "./memory";
 import { oauthArea } from "./oauth";
 import { problem } from "./platform/problem";
@@ -45,6 +46,7 @@ export const AREAS: readonly Area[] = [
   appsArea, // apps are workspace data: no erase step
   teamchatArea,
   profileArea,
+  mcpServerArea,
   auditArea, // last: erasure redacts the chain after every other area's step
 ];
 

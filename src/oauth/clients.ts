@@ -87,6 +87,8 @@ export async function registerClient(
     createdAt: now,
     updatedAt: now,
     disabledAt: null,
+    documentFetchedAt: null,
+    documentExpiresAt: null,
   };
   const result = await env.DB.prepare(
     `INSERT INTO oauth_clients (client_id, workspace_id, created_by, name, redirect_uris, scopes, grant_types, response_types,
