@@ -22,7 +22,7 @@ export const mcpServerRouter = createRouter();
 
 const TAGS = ["MCP server"];
 /** The scopes an MCP client needs for every tool; what its first authorization should ask for. */
-const MCP_SCOPES = [...new Set(Object.values(TOOL_SCOPES))];
+const MCP_SCOPES = [...new Set(Object.values(TOOL_SCOPES))].sort();
 const MCP: ResourceRef = { of: mcpResource, challengeScopes: MCP_SCOPES };
 const metadataUrl = (base: string) => resourceMetadataUrl(base, mcpResource(base));
 
