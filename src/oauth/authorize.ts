@@ -70,8 +70,10 @@ export async function checkAuthorizeRequest(env: Env, query: URLSearchParams, is
     return all.length === 1 && all[0] !== "" ? all[0] : all.length > 1 ? null : undefined;
   };
   const clientId = once("client_id");
-  if (clientId === undefined) return { kind: "fatal", message: "The request has no client_id." };
-  if (clientId === null) return { kind: "fatal", message: "The request has more than one client_id." };
+  if (clientId === undefined)
+    return { kind: "fatal", message: "The request has no client_id.", error: "invalid_request" };
+  if (clientId === null)
+    return { kind: "fatal", message: "The request has more than one client_id.", error: "invalid_request" };
   let client: ClientRow | undefined;
   try {
     client = await resolveClient(env, clientId, issuer);
@@ -79,9 +81,11 @@ export async function checkAuthorizeRequest(env: Env, query: URLSearchParams, is
     if (e instanceof UnusableClientDocument) return { kind: "fatal", message: e.message, error: "invalid_request" };
     throw e;
   }
-  if (!client) return { kind: "fatal", message: "This application is unknown or has been deleted." };
+  if (!client)
+    return { kind: "fatal", message: "This application is unknown or has been deleted.", error: "invalid_client" };
   const presented = once("redirect_uri");
-  if (!presented) return { kind: "fatal", message: "The request has no single redirect_uri." };
+  if (!presented)
+    return { kind: "fatal", message: "The request has no single redirect_uri.", error: "invalid_request" };
   // A metadata document's redirect URIs match exactly (no loopback port leeway): anyone can publish one.
   const registered = clientRedirectUris(client);
   const redirectUri = (
@@ -91,7 +95,12 @@ export async function checkAuthorizeRequest(env: Env, query: URLSearchParams, is
   )
     ? presented
     : null;
-  if (!redirectUri) return { kind: "fatal", message: "The redirect_uri is not registered for this application." };
+  if (!redirectUri)
+    return {
+      kind: "fatal",
+      message: "The redirect_uri is not registered for this application.",
+      error: "invalid_request",
+    };
 
   // From here on the redirect URI is verified: errors go back to the client.
   const state = query.get("state") ?? undefined;
