@@ -77,13 +77,15 @@ const NOT_UUIDS = [
   "' OR 1=1 --",
 ];
 
-type Shape = "problem" | "oauth" | "html";
+type Shape = "problem" | "oauth" | "html" | "jsonrpc";
 const shapeOf = (path: string, method: string): Shape =>
   path === "/v1/oauth/authorize" && method === "GET"
     ? "html"
     : path.startsWith("/v1/oauth/") || path.startsWith("/.well-known/")
       ? "oauth"
-      : "problem";
+      : path === "/v1/mcp" && method === "POST"
+        ? "jsonrpc"
+        : "problem";
 
 function resolve(schema: Schema | undefined): Schema {
   let s = schema ?? {};
@@ -279,6 +281,7 @@ function validBody(key: string): Record<string, unknown> {
     "PUT /v1/memory/freeze/{agent_slug}": () => ({ reason: "hostile" }),
     "POST /v1/api/artifacts/{id}/deliver": () => ({ channel_id: "C0CHAN", message: "hostile" }),
     "PUT /v1/api/business-profile": () => ({ summary: "A hostile-input bakery" }),
+    "POST /v1/mcp": () => ({ jsonrpc: "2.0", id: 1, method: "ping" }),
   };
   const make = bodies[key];
   if (!make) throw new Error(`hostile-input.test.ts has no valid body for ${key}: add one`);
@@ -330,6 +333,12 @@ async function check(op: (typeof OPERATIONS)[number], c: Case, failures: string[
     } else if (shape === "oauth") {
       if (!type.startsWith("application/json")) fail(`not application/json but ${type}`);
       else if (typeof json?.error !== "string") fail("not an OAuth error body");
+    } else if (shape === "jsonrpc") {
+      // The MCP endpoint: refusals before the message is read are problems, the rest JSON-RPC errors.
+      const problemShaped = type.startsWith("application/problem+json") && json?.status === res.status;
+      const rpcError = json?.error as { code?: unknown } | undefined;
+      const rpcShaped = type.startsWith("application/json") && json?.jsonrpc === "2.0" && typeof rpcError?.code === "number";
+      if (!problemShaped && !rpcShaped) fail("neither a problem nor a JSON-RPC error");
     } else if (!type.startsWith("text/html")) fail(`not an HTML page but ${type}`);
   }
   if (c.audited === false) {
