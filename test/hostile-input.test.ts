@@ -337,7 +337,8 @@ async function check(op: (typeof OPERATIONS)[number], c: Case, failures: string[
       // The MCP endpoint: refusals before the message is read are problems, the rest JSON-RPC errors.
       const problemShaped = type.startsWith("application/problem+json") && json?.status === res.status;
       const rpcError = json?.error as { code?: unknown } | undefined;
-      const rpcShaped = type.startsWith("application/json") && json?.jsonrpc === "2.0" && typeof rpcError?.code === "number";
+      const rpcShaped =
+        type.startsWith("application/json") && json?.jsonrpc === "2.0" && typeof rpcError?.code === "number";
       if (!problemShaped && !rpcShaped) fail("neither a problem nor a JSON-RPC error");
     } else if (!type.startsWith("text/html")) fail(`not an HTML page but ${type}`);
   }

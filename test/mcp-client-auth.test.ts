@@ -59,7 +59,7 @@ const serve = (path: string, doc: Doc | string, headers: Record<string, string> 
   served.set(path, { body: typeof doc === "string" ? doc : JSON.stringify(doc), headers, status });
 
 const server = setupServer(
-  http.all(`${ORIGIN}/*`, ({ request }) => exports.default.fetch(request)),
+  http.all(`${ORIGIN}/*`, ({ request }) => exports.default.fetch(request as Request)),
   http.get(`https://${CLIENT_HOST}/*`, ({ request }) => {
     const path = new URL(request.url).pathname;
     fetches.set(path, (fetches.get(path) ?? 0) + 1);
