@@ -17,6 +17,7 @@ import { deliverAuditAfterResponse } from "./http/audit";
 import type { AreaRegistry } from "./http/registry";
 import { BEARER, createRouter, limitBody } from "./http/route";
 import { mcpArea } from "./mcp";
+import { mcpServerArea } from "./mcp-server";
 import { memoryArea } from "./memory";
 import { oauthArea } from "./oauth";
 import { problem } from "./platform/problem";
@@ -50,6 +51,7 @@ export const AREAS: readonly Area[] = [
   profileArea,
   emailArea,
   mcpArea,
+  mcpServerArea,
   auditArea, // last: erasure redacts the chain after every other area's step
 ];
 

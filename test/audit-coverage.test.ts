@@ -452,6 +452,9 @@ const COVERED_ELSEWHERE: Record<string, string> = {
   "POST /v1/api/artifacts/{id}/deliver": "teamchat.test.ts (teamchat.deliver; needs the fake Slack)",
   "POST /v1/webhooks/slack": "teamchat.test.ts (teamchat.uninstall by app_uninstalled / tokens_revoked; signed events)",
   "POST /v1/webhooks/stripe": "billing-webhook.test.ts (billing.credit, billing.refund, billing.plan; signed events)",
+  "POST /v1/mcp":
+    "mcp-server.test.ts (ask_agent records conversation.create and conversation.turn; needs a model; the other calls read only)",
+  "DELETE /v1/mcp": "changes nothing: 405, the MCP endpoint has no sessions to end",
 };
 
 describe("audit events of state-changing operations", () => {

@@ -78,13 +78,15 @@ const NOT_UUIDS = [
   "' OR 1=1 --",
 ];
 
-type Shape = "problem" | "oauth" | "html";
+type Shape = "problem" | "oauth" | "html" | "jsonrpc";
 const shapeOf = (path: string, method: string): Shape =>
   path === "/v1/oauth/authorize" && method === "GET"
     ? "html"
     : path.startsWith("/v1/oauth/") || path.startsWith("/.well-known/")
       ? "oauth"
-      : "problem";
+      : path === "/v1/mcp" && method === "POST"
+        ? "jsonrpc"
+        : "problem";
 
 function resolve(schema: Schema | undefined): Schema {
   let s = schema ?? {};
@@ -335,6 +337,7 @@ function validBody(key: string): Record<string, unknown> {
     "POST /v1/mcp/custom": () => ({ slug: `v${unique()}`, name: "Valid", url: "https://valid.test/mcp" }),
     "POST /v1/mcp/connectors": () => ({ name: "Valid" }),
     "POST /v1/mcp/connectors/enroll": () => ({ csr_pem: "not a csr", token: "svc_enroll_unknown" }),
+    "POST /v1/mcp": () => ({ jsonrpc: "2.0", id: 1, method: "ping" }),
   };
   const make = bodies[key];
   if (!make) throw new Error(`hostile-input.test.ts has no valid body for ${key}: add one`);
@@ -391,6 +394,13 @@ async function check(op: (typeof OPERATIONS)[number], c: Case, failures: string[
     } else if (shape === "oauth") {
       if (!type.startsWith("application/json")) fail(`not application/json but ${type}`);
       else if (typeof json?.error !== "string") fail("not an OAuth error body");
+    } else if (shape === "jsonrpc") {
+      // The MCP endpoint: refusals before the message is read are problems, the rest JSON-RPC errors.
+      const problemShaped = type.startsWith("application/problem+json") && json?.status === res.status;
+      const rpcError = json?.error as { code?: unknown } | undefined;
+      const rpcShaped =
+        type.startsWith("application/json") && json?.jsonrpc === "2.0" && typeof rpcError?.code === "number";
+      if (!problemShaped && !rpcShaped) fail("neither a problem nor a JSON-RPC error");
     } else if (!type.startsWith("text/html")) fail(`not an HTML page but ${type}`);
   }
   if (c.audited === false) {

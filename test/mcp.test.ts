@@ -1,6 +1,4 @@
-import { env, exports } from "cloudflare:workers";
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { env } from "cloudflare:workers";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -9,10 +7,10 @@ import { McpServerCatalogueSchema } from "../src/agents/schemas";
 import { ConversationSchema, TurnResponseSchema } from "../src/conversations/schemas";
 import { mcpToolName } from "../src/mcp/client";
 import { CustomListSchema, CustomSchema } from "../src/mcp/schemas";
-import { call, expectProblem, freshIp, ORIGIN, parse } from "./support/api";
+import { call, expectProblem, parse } from "./support/api";
 import { auditEvents } from "./support/audit";
 import { fakeLlm, toolMessages } from "./support/scripted-llm";
-import { addUser, issueToken, signupWorkspace } from "./support/seed";
+import { addUser, signupWorkspace } from "./support/seed";
 
 /**
  * A real MCP server (the SDK's, over Streamable HTTP, stateless) at https://crm.mcp.test/mcp,
@@ -213,129 +211,5 @@ describe("MCP servers in an agent's turn", () => {
     const ws = await signupWorkspace();
     for (const url of ["https://localhost/mcp", "https://127.0.0.1/mcp", "https://db.internal/mcp"])
       await expectProblem(await addCustom(ws.adminToken, { slug: `p${url.length}`, name: "P", url }), 400);
-  });
-});
-
-describe("the service as an MCP server (POST /v1/mcp)", () => {
-  /** The SDK's client, unmodified, talking to this Worker. */
-  async function client(token: string) {
-    const transport = new StreamableHTTPClientTransport(new URL(`${ORIGIN}/v1/mcp`), {
-      requestInit: { headers: { Authorization: `Bearer ${token}`, "CF-Connecting-IP": freshIp() } },
-      fetch: (url, init) => exports.default.fetch(new Request(url, init)),
-    });
-    const c = new Client({ name: "test-client", version: "1.0.0" });
-    await c.connect(transport);
-    return c;
-  }
-
-  const rpc = (token: string | null, body: unknown, headers: Record<string, string> = {}) =>
-    call("POST", "/v1/mcp", {
-      ...(token ? { token } : {}),
-      body,
-      headers: { Accept: "application/json, text/event-stream", ...headers },
-    });
-
-  it("challenges a request without a token toward its resource metadata", async () => {
-    const res = await rpc(null, { jsonrpc: "2.0", id: 1, method: "ping" });
-    expect(res.status).toBe(401);
-    const header = res.headers.get("WWW-Authenticate")!;
-    expect(header).toContain(`resource_metadata="${ORIGIN}/.well-known/oauth-protected-resource/v1/mcp"`);
-    const meta = (await (await call("GET", "/.well-known/oauth-protected-resource/v1/mcp")).json()) as {
-      resource: string;
-      authorization_servers: string[];
-      scopes_supported: string[];
-    };
-    expect(meta).toMatchObject({ resource: `${ORIGIN}/v1/mcp`, authorization_servers: [ORIGIN] });
-    expect(meta.scopes_supported).not.toContain("svc:computer");
-    expect(
-      (await rpc("svc_pat_unknown", { jsonrpc: "2.0", id: 1, method: "ping" })).headers.get("WWW-Authenticate"),
-    ).toContain('error="invalid_token"');
-  });
-
-  it("serves the SDK client: initialize, tools with descriptions and schemas, list_agents, list_artifacts, ask_agent, ping", async () => {
-    const ws = await signupWorkspace();
-    const mcp = await client(ws.adminToken);
-    const { tools } = await mcp.listTools();
-    expect(tools.map((t) => t.name).sort()).toEqual(["ask_agent", "list_agents", "list_artifacts"]);
-    for (const t of tools) {
-      expect(t.description?.length).toBeGreaterThan(10);
-      expect(t.inputSchema.type).toBe("object");
-    }
-    const agents = await mcp.callTool({ name: "list_agents", arguments: {} });
-    expect(JSON.stringify(agents.content)).toContain("assistant");
-    const artifacts = await mcp.callTool({ name: "list_artifacts", arguments: {} });
-    expect((artifacts.content as { text: string }[])[0]!.text).toBe("[]");
-    expect(await mcp.ping()).toEqual({});
-
-    const llm = fakeLlm({ text: "Hello from the assistant." });
-    restorers.push(llm.restore);
-    const answer = await mcp.callTool({ name: "ask_agent", arguments: { prompt: "Say hello" } });
-    expect(answer.isError).toBeFalsy();
-    expect((answer.content as { text: string }[])[0]!.text).toBe("Hello from the assistant.");
-    expect(await auditEvents(ws.workspace.id, "conversation.turn")).toHaveLength(1);
-    await mcp.close();
-  });
-
-  it("refuses ask_agent to a token without conversations:write (403 insufficient_scope), and a foreign Origin", async () => {
-    const ws = await signupWorkspace();
-    const narrow = await issueToken(ws.adminToken, ws.user.id, ["agents:read"]);
-    const mcp = await client(narrow);
-    expect((await mcp.callTool({ name: "list_agents", arguments: {} })).isError).toBeFalsy();
-    await expect(mcp.callTool({ name: "ask_agent", arguments: { prompt: "hi" } })).rejects.toThrow();
-    const res = await rpc(narrow, {
-      jsonrpc: "2.0",
-      id: 7,
-      method: "tools/call",
-      params: { name: "ask_agent", arguments: { prompt: "hi" } },
-    });
-    expect(res.status).toBe(403);
-    expect(res.headers.get("WWW-Authenticate")).toContain('error="insufficient_scope", scope="conversations:write"');
-    const foreign = await rpc(
-      ws.adminToken,
-      { jsonrpc: "2.0", id: 1, method: "ping" },
-      { Origin: "https://evil.test" },
-    );
-    expect(foreign.status).toBe(403);
-    const same = await rpc(ws.adminToken, { jsonrpc: "2.0", id: 1, method: "ping" }, { Origin: ORIGIN });
-    expect(same.status).toBe(200);
-  });
-
-  it("answers junk with a 4xx, never a 5xx", async () => {
-    const ws = await signupWorkspace();
-    const post = (body: string, contentType = "application/json") =>
-      call("POST", "/v1/mcp", {
-        token: ws.adminToken,
-        rawBody: body,
-        headers: { "Content-Type": contentType, Accept: "application/json, text/event-stream" },
-      });
-    for (const res of [
-      await post("{not json"),
-      await post("[]"),
-      await post(
-        JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "nope", arguments: {} } }),
-      ),
-      await post(
-        JSON.stringify({
-          jsonrpc: "2.0",
-          id: 1,
-          method: "tools/call",
-          params: { name: "ask_agent", arguments: { prompt: 5 } },
-        }),
-      ),
-      await post("x", "text/plain"),
-      await post("x".repeat(1024 * 1024 + 1)),
-    ]) {
-      expect(res.status, await res.clone().text()).toBeLessThan(500);
-    }
-  });
-
-  it("answers a notification 202 and has no session to GET or DELETE", async () => {
-    const ws = await signupWorkspace();
-    const note = await rpc(ws.adminToken, { jsonrpc: "2.0", method: "notifications/initialized" });
-    expect(note.status).toBe(202);
-    expect(note.headers.get("mcp-session-id")).toBeNull();
-    const get = await call("GET", "/v1/mcp", { token: ws.adminToken });
-    expect(get.status).toBe(405);
-    expect(get.headers.get("Allow")).toBe("POST");
   });
 });

@@ -2,6 +2,7 @@ import type { Context } from "hono";
 import { getCookie } from "hono/cookie";
 import { isAdmin } from "../auth/caller";
 import { bearerToken, resolveBearer, resolveSession, SESSION_COOKIE } from "../auth/resolve";
+import { apiResource, usableAt } from "../auth/resources";
 import { audit, auditEntry } from "../http/audit";
 import type { AppEnv } from "../http/context";
 import { apiRoute, createRouter, jsonResponse } from "../http/route";
@@ -113,6 +114,8 @@ async function visitorWorkspace(c: Context<AppEnv>): Promise<string | null> {
   if (header !== undefined) {
     const token = bearerToken(header);
     const resolved = token ? await resolveBearer(c.env, c.var.areas.bearerKinds, token) : null;
+    // A token bound to another resource (the MCP server's) is not a credential for the API's pages.
+    if (resolved && !usableAt(resolved.caller.resource, apiResource(baseUrl(c.env, c.req.url)))) return null;
     return resolved?.caller.workspace.id ?? null;
   }
   const cookie = getCookie(c, SESSION_COOKIE);

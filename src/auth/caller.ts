@@ -15,6 +15,8 @@ export type Caller = {
   scopes: ReadonlySet<Scope>;
   /** For OAuth access tokens, the client the token was issued to. */
   clientId?: string;
+  /** For OAuth access tokens bound to one resource (RFC 8707), that resource; see auth/resources.ts. */
+  resource?: string | null;
 };
 
 export const isAdmin = (c: Caller): boolean => c.role === "admin" && c.scopes.has("admin");

@@ -227,6 +227,13 @@ export const oauthClients = sqliteTable(
     createdAt: createdAt(),
     updatedAt: text("updated_at").notNull(),
     disabledAt: text("disabled_at"),
+    /**
+     * Clients identified by a Client ID Metadata Document (the `client_id` is its https URL):
+     * when the document was last fetched, and until when that copy may be used (its HTTP
+     * caching headers, at most 24 hours). Null for registered and first-party clients.
+     */
+    documentFetchedAt: text("document_fetched_at"),
+    documentExpiresAt: text("document_expires_at"),
   },
   (t) => [index("oauth_clients_workspace_idx").on(t.workspaceId)],
 );
@@ -277,6 +284,8 @@ export const oauthCodes = sqliteTable(
     consumedAt: text("consumed_at"),
     /** The grant (token family) the exchange created, so a replay can revoke it. */
     grantId: text("grant_id"),
+    /** RFC 8707 `resource` of the authorization request (canonical form), or null. */
+    resource: text("resource"),
   },
   (t) => [index("oauth_codes_user_idx").on(t.userId)],
 );
@@ -301,6 +310,11 @@ export const oauthGrants = sqliteTable(
     revokedAt: text("revoked_at"),
     /** `revoked`, `refresh_reuse`, `code_reuse`, `client_deleted` or `user_erased`. */
     revokeReason: text("revoke_reason"),
+    /**
+     * RFC 8707: the one resource every token of the family is for (canonical form), or null
+     * for tokens usable on the whole API. Kept by every rotation.
+     */
+    resource: text("resource"),
   },
   (t) => [index("oauth_grants_user_idx").on(t.userId), index("oauth_grants_client_idx").on(t.clientId)],
 );

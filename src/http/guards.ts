@@ -2,26 +2,87 @@ import type { Context, MiddlewareHandler } from "hono";
 import { getCookie } from "hono/cookie";
 import { isAdmin } from "../auth/caller";
 import { bearerToken, type Resolved, resolveBearer, resolveSession, SESSION_COOKIE } from "../auth/resolve";
+import { apiResource, resourceMetadataUrl, usableAt } from "../auth/resources";
 import type { Scope } from "../auth/scopes";
 import { baseUrl } from "../platform/env";
 import { ApiError } from "../platform/problem";
 import { audit } from "./audit";
 import type { AppEnv } from "./context";
 
-/** 401 with the RFC 6750 / RFC 9728 challenge pointing clients at the resource metadata. */
-export function unauthorized(env: Env, requestUrl: string, detail: string, tokenPresented: boolean): ApiError {
-  const metadata = `${baseUrl(env, requestUrl)}/.well-known/oauth-protected-resource`;
+/** Which protected resource a route belongs to, for its 401 challenge and the token's audience. */
+export type ResourceRef = {
+  /** The resource identifier (RFC 8707) from the service's base URL. */
+  of: (base: string) => string;
+  /** Scopes named in the 401 challenge (`scope="…"`), if any. */
+  challengeScopes?: readonly string[];
+};
+
+const API: ResourceRef = { of: apiResource };
+
+/** 401 with the RFC 6750 / RFC 9728 challenge pointing clients at the resource's metadata. */
+export function unauthorized(
+  env: Env,
+  requestUrl: string,
+  detail: string,
+  tokenPresented: boolean,
+  resource: ResourceRef = API,
+): ApiError {
+  const base = baseUrl(env, requestUrl);
+  const metadata = resourceMetadataUrl(base, resource.of(base));
+  const scope = resource.challengeScopes?.length ? `, scope="${resource.challengeScopes.join(" ")}"` : "";
   const challenge = tokenPresented
-    ? `Bearer error="invalid_token", resource_metadata="${metadata}"`
-    : `Bearer resource_metadata="${metadata}"`;
+    ? `Bearer error="invalid_token", resource_metadata="${metadata}"${scope}`
+    : `Bearer resource_metadata="${metadata}"${scope}`;
   return new ApiError(401, tokenPresented ? "invalid_token" : "unauthenticated", detail, undefined, {
     "WWW-Authenticate": challenge,
   });
 }
 
+/** A token bound to another resource (RFC 8707) is invalid here: 401, as for any token not meant for this audience. */
+function checkAudience(c: Context<AppEnv>, resolved: Resolved, resource: ResourceRef): void {
+  const bound = resolved.caller.resource;
+  const here = resource.of(baseUrl(c.env, c.req.url));
+  if (!usableAt(bound, here))
+    throw unauthorized(
+      c.env,
+      c.req.url,
+      `This access token was issued for ${bound}, not for ${here}; request one for this resource`,
+      true,
+      resource,
+    );
+}
+
+/**
+ * `Authorization: Bearer` only (no session cookie), for a route of `resource`: a missing,
+ * unknown, expired or revoked token, or one bound to another resource, is 401 with that
+ * resource's challenge.
+ */
+export function authenticateBearer(resource: ResourceRef): MiddlewareHandler<AppEnv> {
+  return async (c, next) => {
+    const header = c.req.header("Authorization");
+    const token = bearerToken(header);
+    const resolved = token ? await resolveBearer(c.env, c.var.areas.bearerKinds, token) : null;
+    if (!resolved) {
+      throw unauthorized(
+        c.env,
+        c.req.url,
+        header === undefined
+          ? "Authentication required"
+          : "The access token is missing, malformed, unknown, expired or revoked",
+        header !== undefined,
+        resource,
+      );
+    }
+    checkAudience(c, resolved, resource);
+    setCaller(c, resolved);
+    await next();
+  };
+}
+
 /**
  * Resolves `Authorization: Bearer` (PAT or OAuth access token) or the `svc_session` cookie
- * into `c.var.caller`. Missing, unknown, expired or revoked credentials are 401.
+ * into `c.var.caller`. Missing, unknown, expired or revoked credentials are 401, and so is an
+ * OAuth token bound to another resource than the API (the MCP server's, say).
  */
 export const authenticate: MiddlewareHandler<AppEnv> = async (c, next) => {
   const header = c.req.header("Authorization");
@@ -31,6 +92,7 @@ export const authenticate: MiddlewareHandler<AppEnv> = async (c, next) => {
     if (token) resolved = await resolveBearer(c.env, c.var.areas.bearerKinds, token);
     if (!resolved)
       throw unauthorized(c.env, c.req.url, "The access token is missing, malformed, unknown, expired or revoked", true);
+    checkAudience(c, resolved, API);
   } else {
     const cookie = getCookie(c, SESSION_COOKIE);
     if (cookie) resolved = await resolveSession(c.env, cookie);

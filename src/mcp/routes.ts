@@ -1,13 +1,7 @@
-import type { Context } from "hono";
-import { bearerToken, resolveBearer } from "../auth/resolve";
-import { GRANTABLE_SCOPES } from "../auth/scopes";
 import { auditEntry, deliverAfterResponse } from "../http/audit";
-import type { AppEnv } from "../http/context";
-import { setCaller } from "../http/guards";
 import { rateLimit } from "../http/rate-limit";
-import { apiRoute, createRouter, jsonBody, jsonResponse, limitBody } from "../http/route";
-import { baseUrl } from "../platform/env";
-import { ApiError, problemResponse } from "../platform/problem";
+import { apiRoute, createRouter, jsonBody, jsonResponse } from "../http/route";
+import { problemResponse } from "../platform/problem";
 import { createConnector, enroll, listConnectors, revokeConnector } from "./connectors";
 import { createCustom, deleteCustom, listCustom } from "./custom";
 import {
@@ -21,9 +15,7 @@ import {
   CustomSlugParamSchema,
   EnrollmentResultSchema,
   EnrollRequestSchema,
-  McpResourceMetadataSchema,
 } from "./schemas";
-import { handleMcp, MCP_TOOL_SCOPES, scopeNeeded } from "./server";
 
 export const mcpRouter = createRouter();
 
@@ -184,85 +176,4 @@ mcpRouter.openapi(
     deliverAfterResponse(c, workspaceId); // its event was written with the redemption
     return c.json(result, 200);
   },
-);
-
-// ---- The service as an MCP server: POST /v1/mcp (Streamable HTTP, stateless) ----
-
-const MCP_PATH = "/v1/mcp";
-const resourceMetadataUrl = (c: Context<AppEnv>) =>
-  `${baseUrl(c.env, c.req.url)}/.well-known/oauth-protected-resource${MCP_PATH}`;
-
-mcpRouter.openapi(
-  apiRoute("public", {
-    method: "get",
-    path: `/.well-known/oauth-protected-resource${MCP_PATH}`,
-    tags: TAGS,
-    summary: "Protected resource metadata of the MCP endpoint (RFC 9728)",
-    description: "What MCP clients read to find the authorization server and the scopes of `POST /v1/mcp`.",
-    responses: { 200: jsonResponse(McpResourceMetadataSchema, "The metadata") },
-  }),
-  (c) => {
-    const base = baseUrl(c.env, c.req.url);
-    return c.json(
-      {
-        resource: `${base}${MCP_PATH}`,
-        authorization_servers: [base],
-        scopes_supported: [...new Set(Object.values(MCP_TOOL_SCOPES))].filter((s) => GRANTABLE_SCOPES.includes(s)),
-        bearer_methods_supported: ["header"],
-        resource_name: "Workspace Agent Service MCP server",
-      },
-      200,
-      { "Cache-Control": "public, max-age=3600" },
-    );
-  },
-);
-
-/** 401 with the challenge MCP clients follow to the metadata above. */
-function challenge(c: Context<AppEnv>, detail: string, tokenPresented: boolean): ApiError {
-  const metadata = `resource_metadata="${resourceMetadataUrl(c)}"`;
-  return new ApiError(401, tokenPresented ? "invalid_token" : "unauthenticated", detail, undefined, {
-    "WWW-Authenticate": tokenPresented ? `Bearer error="invalid_token", ${metadata}` : `Bearer ${metadata}`,
-  });
-}
-
-/**
- * JSON-RPC over Streamable HTTP for OAuth access tokens and PATs (a bearer token only: never a
- * cookie). A foreign `Origin` is refused even with a valid token (DNS rebinding); a `tools/call`
- * needs the tool's scope, else 403 with an `insufficient_scope` challenge naming it.
- */
-mcpRouter.post(MCP_PATH, limitBody(), async (c) => {
-  const origin = c.req.header("Origin");
-  if (origin && origin !== new URL(baseUrl(c.env, c.req.url)).origin)
-    throw new ApiError(403, "origin_not_allowed", "Requests from other origins are not accepted here");
-  const token = bearerToken(c.req.header("Authorization") ?? "");
-  if (!token) throw challenge(c, "A bearer token is required", c.req.header("Authorization") !== undefined);
-  const resolved = await resolveBearer(c.env, c.var.areas.bearerKinds, token);
-  if (!resolved) throw challenge(c, "The access token is malformed, unknown, expired or revoked", true);
-  setCaller(c, resolved);
-
-  const raw = await c.req.text();
-  let parsed: unknown = null;
-  try {
-    parsed = JSON.parse(raw);
-  } catch {
-    // the transport answers malformed JSON-RPC itself
-  }
-  for (const message of Array.isArray(parsed) ? parsed : [parsed]) {
-    const needed = scopeNeeded(message);
-    if (needed && !c.var.caller.scopes.has(needed))
-      throw new ApiError(403, "insufficient_scope", `This tool needs the ${needed} scope`, undefined, {
-        "WWW-Authenticate": `Bearer error="insufficient_scope", scope="${needed}", resource_metadata="${resourceMetadataUrl(c)}"`,
-      });
-  }
-  return handleMcp(c, new Request(c.req.raw.url, { method: "POST", headers: c.req.raw.headers, body: raw }));
-});
-
-mcpRouter.on(["GET", "DELETE"], MCP_PATH, (c) =>
-  c.json(
-    { jsonrpc: "2.0", error: { code: -32000, message: "Method not allowed: this server is stateless" }, id: null },
-    405,
-    {
-      Allow: "POST",
-    },
-  ),
 );

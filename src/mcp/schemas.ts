@@ -70,16 +70,6 @@ export const CustomSlugParamSchema = z.object({
     .openapi({ param: { name: "slug", in: "path" }, description: "`t:<slug>` or `<slug>`", example: "t:crm" }),
 });
 
-export const McpResourceMetadataSchema = z
-  .object({
-    resource: z.url(),
-    authorization_servers: z.array(z.url()),
-    scopes_supported: z.array(z.string()),
-    bearer_methods_supported: z.array(z.string()),
-    resource_name: z.string(),
-  })
-  .openapi("McpResourceMetadata");
-
 export const CreateConnectorSchema = z
   .object({ name: z.string().min(1).max(100) })
   .strict()

@@ -13,6 +13,7 @@ const statements = preparedFor((d) => ({
       expiresAt: oauthTokens.expiresAt,
       grantScopes: oauthGrants.scopes,
       clientId: oauthGrants.clientId,
+      resource: oauthGrants.resource,
       clientScopes: oauthClients.scopes,
       ...callerColumns,
     })
@@ -36,7 +37,8 @@ const statements = preparedFor((d) => ({
 
 /**
  * OAuth access tokens on the API. Effective scopes are the granted scopes ∩ the client's
- * current scopes ∩ the user's role, computed per request.
+ * current scopes ∩ the user's role, computed per request. A token bound to a resource
+ * (RFC 8707) carries it, and the routes of another resource refuse it.
  */
 export const OAUTH_ACCESS_TOKEN: BearerKind = {
   prefix: ACCESS_TOKEN_PREFIX,
@@ -45,6 +47,6 @@ export const OAUTH_ACCESS_TOKEN: BearerKind = {
     if (!row || Date.parse(row.expiresAt) <= now) return null;
     const clientAllowed = new Set(parseJsonArray(row.clientScopes));
     const granted = parseJsonArray(row.grantScopes).filter((s) => clientAllowed.has(s));
-    return { caller: toCaller("oauth", row, granted, { clientId: row.clientId }) };
+    return { caller: toCaller("oauth", row, granted, { clientId: row.clientId, resource: row.resource }) };
   },
 };

@@ -20,6 +20,7 @@ import {
   consentCsrfValid,
   recordConsent,
 } from "./authorize";
+import { isDocumentClient } from "./client-documents";
 import { AuthorizeErrorPage, ConsentPage, ContinuePage, SCOPE_TEXT } from "./pages";
 import { AuthorizeQuerySchema } from "./schemas";
 import { issueCode } from "./tokens";
@@ -28,6 +29,8 @@ import { issueCode } from "./tokens";
 export const authorizeRouter = new OpenAPIHono<AppEnv>();
 
 type Ctx = Context<AppEnv>;
+
+const LOOPBACK = new Set(["127.0.0.1", "[::1]", "localhost"]);
 type Session = { secret: string; caller: AppEnv["Variables"]["caller"] };
 
 authorizeRouter.onError((err, c) => {
@@ -49,8 +52,8 @@ authorizeRouter.onError((err, c) => {
   );
 });
 
-const errorPage = (c: Ctx, status: 400 | 403, message: string) =>
-  c.html(<AuthorizeErrorPage message={message} />, status, PAGE_HEADERS);
+const errorPage = (c: Ctx, status: 400 | 403, message: string, error?: string) =>
+  c.html(<AuthorizeErrorPage message={message} error={error} />, status, PAGE_HEADERS);
 
 async function currentSession(c: Ctx): Promise<Session | null> {
   const secret = getCookie(c, SESSION_COOKIE);
@@ -114,6 +117,7 @@ async function redirectWithCode(c: Ctx, req: AuthorizeRequest, session: Session,
     redirectUri: req.redirectUri,
     scopes,
     codeChallenge: req.codeChallenge,
+    resource: req.resource,
   });
   return toClient(c, authorizationRedirect(req.redirectUri, issuer, { code, state: req.state }), status);
 }
@@ -121,21 +125,29 @@ async function redirectWithCode(c: Ctx, req: AuthorizeRequest, session: Session,
 async function authorize(c: Ctx) {
   const url = new URL(c.req.url);
   const check = await checkAuthorizeRequest(c.env, url.searchParams, baseUrl(c.env, c.req.url));
-  if (check.kind === "fatal") return errorPage(c, 400, check.message);
+  if (check.kind === "fatal") return errorPage(c, 400, check.message, check.error);
   if (check.kind === "error") return toClient(c, check.location, 302);
   const req = check.request;
 
   const session = await currentSession(c);
   if (!session) return c.redirect(`/v1/signin?return_to=${encodeURIComponent(url.pathname + url.search)}`, 302);
 
-  if (req.client.firstParty || (await consentCovers(c.env, session.caller.userId, req.client.clientId, req.scopes))) {
+  // A client known only by its metadata document is asked about every time: anyone can publish one.
+  const document = isDocumentClient(req.client);
+  if (
+    req.client.firstParty ||
+    (!document && (await consentCovers(c.env, session.caller.userId, req.client.clientId, req.scopes)))
+  ) {
     return redirectWithCode(c, req, session, 302);
   }
   const ceiling = roleCeiling(session.caller.role);
+  const redirect = new URL(req.redirectUri);
   return c.html(
     <ConsentPage
       clientName={req.client.name}
-      redirectHost={new URL(req.redirectUri).host}
+      documentHost={document ? new URL(req.client.clientId).host : undefined}
+      loopbackRedirect={LOOPBACK.has(redirect.hostname)}
+      redirectHost={redirect.host}
       userEmail={session.caller.email ?? ""}
       scopes={req.scopes.filter(isScope).map((s) => ({ scope: s, text: SCOPE_TEXT[s], beyondRole: !ceiling.has(s) }))}
       params={req.params}
@@ -181,7 +193,7 @@ authorizeRouter.post("/v1/oauth/consent", limitBody(), async (c) => {
   }
   const issuer = baseUrl(c.env, c.req.url);
   const check = await checkAuthorizeRequest(c.env, query, issuer);
-  if (check.kind === "fatal") return errorPage(c, 400, check.message);
+  if (check.kind === "fatal") return errorPage(c, 400, check.message, check.error);
   if (check.kind === "error") return c.redirect(check.location, 303);
   const req = check.request;
 

@@ -6,6 +6,7 @@ import { hmac } from "@noble/hashes/hmac.js";
 import { sha256 } from "@noble/hashes/sha2.js";
 import { utf8ToBytes } from "@noble/hashes/utils.js";
 import { and, eq } from "drizzle-orm";
+import { canonicalResource } from "../auth/resources";
 import { isGrantable } from "../auth/scopes";
 import { oauthConsents } from "../db/schema";
 import { type OutboxEntry, outboxInsert } from "../http/audit";
@@ -13,7 +14,8 @@ import { timingSafeEqual } from "../platform/crypto";
 import { db, parseJsonArray } from "../platform/db";
 import { nowIso } from "../platform/env";
 import { base64url, newId } from "../platform/ids";
-import { activeClient, type ClientRow, clientRedirectUris, clientScopes } from "./clients";
+import { isDocumentClient, resolveClient, UnusableClientDocument } from "./client-documents";
+import { type ClientRow, clientRedirectUris, clientScopes } from "./clients";
 import { matchRedirectUri } from "./redirect-uris";
 
 /** The parameters the authorization endpoint reads; anything else is ignored. */
@@ -25,6 +27,7 @@ export const AUTHORIZE_PARAMS = [
   "code_challenge_method",
   "scope",
   "state",
+  "resource",
 ] as const;
 
 export type AuthorizeRequest = {
@@ -34,13 +37,15 @@ export type AuthorizeRequest = {
   codeChallenge: string;
   /** Requested ∩ allowed (all allowed when none requested), in the client's order. */
   scopes: string[];
+  /** The RFC 8707 resource the tokens will be bound to (canonical form), or null. */
+  resource: string | null;
   /** The parameters as received, to carry through the consent form unchanged. */
   params: Record<string, string>;
 };
 
 export type AuthorizeCheck =
-  /** Client or redirect URI cannot be trusted: show an error page, never redirect. */
-  | { kind: "fatal"; message: string }
+  /** Client or redirect URI cannot be trusted: show an error page (with its OAuth `error`), never redirect. */
+  | { kind: "fatal"; message: string; error?: string }
   /** The redirect URI is verified: the error goes back to the client. */
   | { kind: "error"; location: string }
   | { kind: "ok"; request: AuthorizeRequest };
@@ -66,14 +71,37 @@ export async function checkAuthorizeRequest(env: Env, query: URLSearchParams, is
     return all.length === 1 && all[0] !== "" ? all[0] : all.length > 1 ? null : undefined;
   };
   const clientId = once("client_id");
-  if (clientId === undefined) return { kind: "fatal", message: "The request has no client_id." };
-  if (clientId === null) return { kind: "fatal", message: "The request has more than one client_id." };
-  const client = await activeClient(env, clientId);
-  if (!client) return { kind: "fatal", message: "This application is unknown or has been deleted." };
+  if (clientId === undefined)
+    return { kind: "fatal", message: "The request has no client_id.", error: "invalid_request" };
+  if (clientId === null)
+    return { kind: "fatal", message: "The request has more than one client_id.", error: "invalid_request" };
+  let client: ClientRow | undefined;
+  try {
+    client = await resolveClient(env, clientId, issuer);
+  } catch (e) {
+    if (e instanceof UnusableClientDocument) return { kind: "fatal", message: e.message, error: "invalid_request" };
+    throw e;
+  }
+  if (!client)
+    return { kind: "fatal", message: "This application is unknown or has been deleted.", error: "invalid_client" };
   const presented = once("redirect_uri");
-  if (!presented) return { kind: "fatal", message: "The request has no single redirect_uri." };
-  const redirectUri = matchRedirectUri(clientRedirectUris(client), presented) ? presented : null;
-  if (!redirectUri) return { kind: "fatal", message: "The redirect_uri is not registered for this application." };
+  if (!presented)
+    return { kind: "fatal", message: "The request has no single redirect_uri.", error: "invalid_request" };
+  // A metadata document's redirect URIs match exactly (no loopback port leeway): anyone can publish one.
+  const registered = clientRedirectUris(client);
+  const redirectUri = (
+    isDocumentClient(client)
+      ? registered.includes(presented)
+      : matchRedirectUri(registered, presented)
+  )
+    ? presented
+    : null;
+  if (!redirectUri)
+    return {
+      kind: "fatal",
+      message: "The redirect_uri is not registered for this application.",
+      error: "invalid_request",
+    };
 
   // From here on the redirect URI is verified: errors go back to the client.
   const state = query.get("state") ?? undefined;
@@ -93,6 +121,11 @@ export async function checkAuthorizeRequest(env: Env, query: URLSearchParams, is
   const method = once("code_challenge_method");
   if (method !== undefined && method !== "S256") return fail("invalid_request", "code_challenge_method must be S256");
 
+  const presentedResource = once("resource");
+  const resource = presentedResource === undefined ? null : canonicalResource(issuer, presentedResource ?? "");
+  if (presentedResource !== undefined && !resource)
+    return fail("invalid_target", "resource must be this API or its MCP server (RFC 8707)");
+
   const allowed = clientScopes(client);
   const requested = new Set((once("scope") ?? "").split(" ").filter(Boolean));
   // svc:computer is never granted through OAuth (it widens one local-browser turn only):
@@ -105,7 +138,7 @@ export async function checkAuthorizeRequest(env: Env, query: URLSearchParams, is
     const v = query.get(name);
     if (v !== null) params[name] = v;
   }
-  return { kind: "ok", request: { client, redirectUri, state, codeChallenge: challenge, scopes, params } };
+  return { kind: "ok", request: { client, redirectUri, state, codeChallenge: challenge, scopes, resource, params } };
 }
 
 // --- consent -------------------------------------------------------------------------
@@ -172,6 +205,7 @@ function consentMac(sessionSecret: string, issuedAt: number, req: AuthorizeReque
     req.codeChallenge,
     req.scopes.join(" "),
     req.state ?? "",
+    req.resource ?? "",
   ].join("\n");
   return base64url(hmac(sha256, utf8ToBytes(sessionSecret), utf8ToBytes(message)));
 }

@@ -1,5 +1,6 @@
 import { hashToken, timingSafeEqual } from "../platform/crypto";
-import { activeClient, type ClientRow } from "./clients";
+import { resolveClient, UnusableClientDocument } from "./client-documents";
+import type { ClientRow } from "./clients";
 import { invalidClient, invalidRequest } from "./errors";
 import { basicCredentials } from "./params";
 import type { AuthMethod } from "./schemas";
@@ -8,12 +9,14 @@ import type { AuthMethod } from "./schemas";
  * Authenticates the client of a token, introspection or revocation request by the method
  * it registered, and only that one: HTTP Basic, `client_secret` in the body, or (public
  * clients) `client_id` alone. Unknown or deleted clients, a method other than the
- * registered one and a wrong secret are all `invalid_client` (401).
+ * registered one and a wrong secret are all `invalid_client` (401), and so is a client
+ * identified by a metadata document that cannot be fetched or used.
  */
 export async function authenticateClient(
   env: Env,
   authorization: string | undefined,
   params: Map<string, string>,
+  origin?: string,
 ): Promise<ClientRow> {
   const basic = basicCredentials(authorization);
   const bodyId = params.get("client_id");
@@ -29,7 +32,13 @@ export async function authenticateClient(
   const method: AuthMethod = basic ? "client_secret_basic" : bodySecret !== undefined ? "client_secret_post" : "none";
   const secret = basic?.secret ?? bodySecret;
 
-  const client = await activeClient(env, clientId);
+  let client: ClientRow | undefined;
+  try {
+    client = await resolveClient(env, clientId, origin);
+  } catch (e) {
+    if (e instanceof UnusableClientDocument) throw invalidClient(e.message, usedBasic);
+    throw e;
+  }
   if (!client) throw invalidClient("Unknown or deleted client", usedBasic);
   if (client.authMethod !== method) {
     throw invalidClient(`This client authenticates with ${client.authMethod}, not ${method}`, usedBasic);

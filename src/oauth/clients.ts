@@ -95,6 +95,8 @@ export async function registerClient(
     createdAt: now,
     updatedAt: now,
     disabledAt: null,
+    documentFetchedAt: null,
+    documentExpiresAt: null,
   };
   const [result] = await env.DB.batch([
     env.DB.prepare(

@@ -11,6 +11,8 @@ export const OAuthErrorSchema = z
 
 export const invalidRequest = (d: string) => new OAuthError(400, "invalid_request", d);
 export const invalidGrant = (d: string) => new OAuthError(400, "invalid_grant", d);
+/** RFC 8707 §2: the `resource` is unknown, or not the one the grant is for. */
+export const invalidTarget = (d: string) => new OAuthError(400, "invalid_target", d);
 
 /** `invalid_client` is 401; a client that tried HTTP Basic gets the matching challenge (RFC 6749 §5.2). */
 export const invalidClient = (d: string, usedBasic: boolean) =>

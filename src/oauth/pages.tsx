@@ -23,6 +23,10 @@ export const SCOPE_TEXT: Record<Scope, string> = {
 
 export type ConsentView = {
   clientName: string;
+  /** For a client known only by its metadata document: the host that publishes the document. */
+  documentHost?: string;
+  /** The client returns to this computer (a loopback redirect URI). */
+  loopbackRedirect?: boolean;
   redirectHost: string;
   userEmail: string;
   scopes: { scope: string; text: string; beyondRole: boolean }[];
@@ -38,10 +42,22 @@ export const ConsentPage: FC<ConsentView> = (p) => (
     <h1>
       Allow <strong>{p.clientName}</strong> to access your account?
     </h1>
+    {p.documentHost ? (
+      <p>
+        The application describes itself as <strong>{p.clientName}</strong> in a document published by{" "}
+        <strong>{p.documentHost}</strong>. That name is its own claim; {p.documentHost} is who vouches for it.
+      </p>
+    ) : null}
     <p>
       Signed in as <strong>{p.userEmail}</strong>. After your decision you will be sent to{" "}
       <strong>{p.redirectHost}</strong>.
     </p>
+    {p.documentHost && p.loopbackRedirect ? (
+      <p class="error" role="alert">
+        This application runs on your own computer ({p.redirectHost}). Only allow it if you started it yourself just
+        now: any program on this computer could claim to be it.
+      </p>
+    ) : null}
     <p>This application will be able to:</p>
     <ul>
       {p.scopes.map((s) => (
@@ -52,7 +68,9 @@ export const ConsentPage: FC<ConsentView> = (p) => (
       ))}
     </ul>
     <p>
-      <small>This application is not operated by us. Only allow it if you trust {p.redirectHost}.</small>
+      <small>
+        This application is not operated by us. Only allow it if you trust {p.documentHost ?? p.redirectHost}.
+      </small>
     </p>
     <form method="post" action="/v1/oauth/consent">
       {Object.entries(p.params).map(([name, value]) => (
@@ -69,12 +87,19 @@ export const ConsentPage: FC<ConsentView> = (p) => (
   </Layout>
 );
 
-export const AuthorizeErrorPage: FC<{ message: string }> = ({ message }) => (
+export const AuthorizeErrorPage: FC<{ message: string; error?: string }> = ({ message, error }) => (
   <Layout title="Authorization error">
     <h1>This sign-in link cannot be used</h1>
     <p class="error" role="alert">
       {message}
     </p>
+    {error ? (
+      <p>
+        <small>
+          Error: <code>{error}</code>
+        </small>
+      </p>
+    ) : null}
     <p>Go back to the application and try again. If it keeps happening, contact the application's developer.</p>
   </Layout>
 );

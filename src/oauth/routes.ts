@@ -64,6 +64,8 @@ oauthRouter.openapi(
         revocation_endpoint_auth_methods_supported: [...AUTH_METHODS],
         code_challenge_methods_supported: ["S256"],
         authorization_response_iss_parameter_supported: true,
+        // A client_id that is an https URL names its Client ID Metadata Document (client-documents.ts).
+        client_id_metadata_document_supported: true,
         service_documentation: `${base}/v1/docs`,
       },
       200,

@@ -145,6 +145,15 @@ export const TokenRequestSchema = z
       .optional()
       .openapi({ description: "Required unless the client authenticates with HTTP Basic." }),
     client_secret: z.string().optional().openapi({ description: "`client_secret_post` clients only." }),
+    resource: z
+      .string()
+      .optional()
+      .openapi({
+        description:
+          "RFC 8707: the resource the tokens are for, this API (`{base_url}`) or its MCP server (`{base_url}/v1/mcp`). " +
+          "At code exchange it must be the authorization request's resource, or binds a code that named none; at refresh it " +
+          "must be the family's. Anything else is `invalid_target`.",
+      }),
   })
   .superRefine((p, ctx) => {
     const issue = (message: string) => ctx.addIssue({ code: "custom", message });
@@ -191,6 +200,10 @@ export const IntrospectionSchema = z
     exp: z.number().int().optional(),
     iat: z.number().int().optional(),
     sub: z.string().optional().openapi({ description: "The user id" }),
+    aud: z
+      .string()
+      .optional()
+      .openapi({ description: "The resource the token is bound to (RFC 8707), when it is bound to one" }),
   })
   .openapi("Introspection");
 export type Introspection = z.infer<typeof IntrospectionSchema>;
@@ -205,6 +218,10 @@ export const AuthorizeQuerySchema = z.object({
   response_type: z.literal("code").optional(),
   scope: z.string().optional(),
   state: z.string().optional(),
+  resource: z.string().optional().openapi({
+    description:
+      "RFC 8707: bind the tokens to this API (`{base_url}`) or to its MCP server (`{base_url}/v1/mcp`); another value is `invalid_target`",
+  }),
 });
 
 export const AuthorizationServerMetadataSchema = z
@@ -224,6 +241,7 @@ export const AuthorizationServerMetadataSchema = z
     revocation_endpoint_auth_methods_supported: z.array(z.string()),
     code_challenge_methods_supported: z.array(z.string()),
     authorization_response_iss_parameter_supported: z.boolean(),
+    client_id_metadata_document_supported: z.boolean(),
     service_documentation: z.string(),
   })
   .openapi("AuthorizationServerMetadata");

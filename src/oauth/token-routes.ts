@@ -1,11 +1,13 @@
 import type { Context } from "hono";
+import { canonicalResource } from "../auth/resources";
 import { deliverAfterResponse } from "../http/audit";
 import type { AppEnv } from "../http/context";
 import { NO_STORE } from "../http/errors";
 import { rateLimit } from "../http/rate-limit";
 import { apiRoute, createRouter, ownBody } from "../http/route";
+import { baseUrl } from "../platform/env";
 import { authenticateClient } from "./client-auth";
-import { invalidRequest, OAuthErrorSchema, tokenRequestError } from "./errors";
+import { invalidRequest, invalidTarget, OAuthErrorSchema, tokenRequestError } from "./errors";
 import { readParams } from "./params";
 import { IntrospectionSchema, TokenParamsSchema, TokenRequestSchema, TokenResponseSchema } from "./schemas";
 import { exchangeCode, introspect, refreshTokens, revokeToken } from "./tokens";
@@ -37,7 +39,7 @@ const tokenParamsBody = ownBody(tokenRouter, "TokenParams", TokenParamsSchema, {
  */
 async function clientRequest<T>(c: Context<AppEnv>, body: { parse: (input: unknown) => T }) {
   const params = await readParams(c.req.raw);
-  const client = await authenticateClient(c.env, c.req.header("Authorization"), params);
+  const client = await authenticateClient(c.env, c.req.header("Authorization"), params, baseUrl(c.env, c.req.url));
   return { client, request: body.parse(Object.fromEntries(params)) };
 }
 
@@ -61,8 +63,10 @@ tokenRouter.openapi(
           description: "Tokens (Cache-Control: no-store)",
           content: { "application/json": { schema: TokenResponseSchema } },
         },
-        400: oauthError("invalid_request, invalid_grant or unsupported_grant_type"),
-        401: oauthError("invalid_client (with WWW-Authenticate: Basic when Basic was used)"),
+        400: oauthError("invalid_request, invalid_grant, invalid_target or unsupported_grant_type"),
+        401: oauthError(
+          "invalid_client (with WWW-Authenticate: Basic when Basic was used); for a Client ID Metadata Document, also a document that cannot be fetched or used",
+        ),
         413: TOO_LARGE,
         429: oauthError("Rate limited"),
       },
@@ -71,14 +75,20 @@ tokenRouter.openapi(
   ),
   async (c) => {
     const { client, request } = await clientRequest(c, tokenBody);
+    let resource: string | null = null;
+    if (request.resource !== undefined) {
+      resource = canonicalResource(baseUrl(c.env, c.req.url), request.resource);
+      if (!resource) throw invalidTarget("resource must be this API or its MCP server (RFC 8707)");
+    }
     const issued =
       request.grant_type === "authorization_code"
         ? await exchangeCode(c.env, client.clientId, {
             code: request.code!,
             codeVerifier: request.code_verifier!,
             redirectUri: request.redirect_uri!,
+            resource,
           })
-        : await refreshTokens(c.env, client.clientId, request.refresh_token!);
+        : await refreshTokens(c.env, client.clientId, request.refresh_token!, resource);
     // The issue or rotation event was written with the tokens (actor: the client; workspace: the grant's).
     deliverAfterResponse(c, issued.grant.workspaceId);
     return c.json(issued.body, 200, NO_STORE);

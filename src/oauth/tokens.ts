@@ -21,7 +21,7 @@ import { hashToken, timingSafeEqual } from "../platform/crypto";
 import { db, parseJsonArray, preparedFor } from "../platform/db";
 import { nowIso } from "../platform/env";
 import { base64url, newId, randomToken } from "../platform/ids";
-import { invalidGrant } from "./errors";
+import { invalidGrant, invalidTarget } from "./errors";
 import type { Introspection } from "./schemas";
 
 export const CODE_PREFIX = "svc_code_";
@@ -81,6 +81,7 @@ const statements = preparedFor((d) => ({
       workspaceId: oauthGrants.workspaceId,
       userId: oauthGrants.userId,
       scopes: oauthGrants.scopes,
+      resource: oauthGrants.resource,
       grantRevokedAt: oauthGrants.revokedAt,
       email: users.email,
       role: users.role,
@@ -107,6 +108,7 @@ export async function issueCode(
     redirectUri: string;
     scopes: readonly string[];
     codeChallenge: string;
+    resource?: string | null;
   },
 ): Promise<string> {
   const code = randomToken(CODE_PREFIX);
@@ -122,6 +124,7 @@ export async function issueCode(
       redirectUri: p.redirectUri,
       scopes: JSON.stringify(p.scopes),
       codeChallenge: p.codeChallenge,
+      resource: p.resource ?? null,
       createdAt: iso(now),
       expiresAt: iso(now + CODE_TTL_SECONDS * 1000),
     })
@@ -129,23 +132,28 @@ export async function issueCode(
   return code;
 }
 
-// Claims the code only when every binding verifies; sets the new grant id as the claim mark.
+// Claims the code only when every binding verifies; sets the new grant id as the claim mark. A
+// `resource` at the token request (?7) may name the code's resource, or bind an unbound code.
 const CONSUME_CODE = `UPDATE oauth_codes SET consumed_at = ?1, grant_id = ?2
   WHERE code_hash = ?3 AND consumed_at IS NULL AND expires_at > ?1
     AND client_id = ?4 AND redirect_uri = ?5 AND code_challenge = ?6
+    AND (?7 IS NULL OR resource IS NULL OR resource = ?7)
     AND EXISTS (SELECT 1 FROM users WHERE users.id = oauth_codes.user_id AND users.erased_at IS NULL)
   RETURNING scopes, workspace_id, user_id, (SELECT role FROM users WHERE users.id = oauth_codes.user_id) AS role`;
-const INSERT_GRANT_FROM_CODE = `INSERT INTO oauth_grants (id, workspace_id, user_id, client_id, scopes, created_at)
-  SELECT grant_id, workspace_id, user_id, client_id, scopes, consumed_at FROM oauth_codes WHERE code_hash = ?1 AND grant_id = ?2`;
+const INSERT_GRANT_FROM_CODE = `INSERT INTO oauth_grants (id, workspace_id, user_id, client_id, scopes, created_at, resource)
+  SELECT grant_id, workspace_id, user_id, client_id, scopes, consumed_at, COALESCE(?3, resource) FROM oauth_codes
+  WHERE code_hash = ?1 AND grant_id = ?2`;
 const INSERT_TOKEN_OF_GRANT = `INSERT INTO oauth_tokens (id, grant_id, kind, token_hash, created_at, expires_at)
   SELECT ?1, id, ?2, ?3, ?4, ?5 FROM oauth_grants WHERE id = ?6`;
 
 // Claims the refresh token (one winner) and names its successor as the claim mark. The grant
 // check is correlated (one primary-key lookup): `grant_id IN (SELECT ... WHERE client_id = ?)`
-// built the list of every grant the client ever had on each call.
+// built the list of every grant the client ever had on each call. A `resource` (?5) must be
+// the family's own: a refresh never moves tokens to another resource.
 const ROTATE_REFRESH = `UPDATE oauth_tokens SET revoked_at = ?1, replaced_by = ?2
   WHERE token_hash = ?3 AND kind = 'refresh' AND revoked_at IS NULL AND expires_at > ?1
-    AND EXISTS (SELECT 1 FROM oauth_grants g WHERE g.id = oauth_tokens.grant_id AND g.client_id = ?4 AND g.revoked_at IS NULL)
+    AND EXISTS (SELECT 1 FROM oauth_grants g WHERE g.id = oauth_tokens.grant_id AND g.client_id = ?4 AND g.revoked_at IS NULL
+      AND (?5 IS NULL OR g.resource = ?5))
   RETURNING grant_id,
     (SELECT scopes FROM oauth_grants WHERE oauth_grants.id = oauth_tokens.grant_id) AS scopes,
     (SELECT workspace_id FROM oauth_grants WHERE oauth_grants.id = oauth_tokens.grant_id) AS workspace_id,
@@ -212,7 +220,7 @@ const tokenResponse = (pair: ReturnType<typeof newPair>, scopesJson: string, rol
 export async function exchangeCode(
   env: Env,
   clientId: string,
-  p: { code: string; codeVerifier: string; redirectUri: string },
+  p: { code: string; codeVerifier: string; redirectUri: string; resource?: string | null },
 ): Promise<Issued> {
   const now = Date.now();
   const nowIso = iso(now);
@@ -220,9 +228,10 @@ export async function exchangeCode(
   const challenge = pkceChallenge(p.codeVerifier);
   const grantId = newId();
   const pair = newPair(now);
+  const resource = p.resource ?? null;
   const [claimed] = await env.DB.batch([
-    env.DB.prepare(CONSUME_CODE).bind(nowIso, grantId, codeHash, clientId, p.redirectUri, challenge),
-    env.DB.prepare(INSERT_GRANT_FROM_CODE).bind(codeHash, grantId),
+    env.DB.prepare(CONSUME_CODE).bind(nowIso, grantId, codeHash, clientId, p.redirectUri, challenge, resource),
+    env.DB.prepare(INSERT_GRANT_FROM_CODE).bind(codeHash, grantId, resource),
     env.DB.prepare(INSERT_TOKEN_OF_GRANT).bind(
       pair.accessId,
       "access",
@@ -282,6 +291,8 @@ export async function exchangeCode(
   if (!redirectOk) throw invalidGrant("redirect_uri does not match the authorization request");
   if (!pkceOk) throw invalidGrant("PKCE verification failed: code_verifier does not match code_challenge");
   if (code.consumedAt) throw invalidGrant("The authorization code was already used");
+  if (resource && code.resource && code.resource !== resource)
+    throw invalidTarget(`The authorization code was issued for ${code.resource}, not ${resource}`);
   if (code.expiresAt <= nowIso) throw invalidGrant("The authorization code has expired");
   throw invalidGrant("The authorization code is no longer valid");
 }
@@ -291,13 +302,18 @@ export async function exchangeCode(
  * token presented again revokes the whole family (RFC 9700 §4.14.2) and the reuse is
  * recorded. Failures throw `invalid_grant`.
  */
-export async function refreshTokens(env: Env, clientId: string, refreshToken: string): Promise<Issued> {
+export async function refreshTokens(
+  env: Env,
+  clientId: string,
+  refreshToken: string,
+  resource: string | null = null,
+): Promise<Issued> {
   const now = Date.now();
   const nowIso = iso(now);
   const oldHash = hashToken(refreshToken);
   const pair = newPair(now);
   const [rotated] = await env.DB.batch([
-    env.DB.prepare(ROTATE_REFRESH).bind(nowIso, pair.refreshId, oldHash, clientId),
+    env.DB.prepare(ROTATE_REFRESH).bind(nowIso, pair.refreshId, oldHash, clientId, resource),
     env.DB.prepare(INSERT_TOKEN_AFTER_ROTATION).bind(
       pair.accessId,
       "access",
@@ -351,6 +367,12 @@ export async function refreshTokens(env: Env, clientId: string, refreshToken: st
     throw invalidGrant("The refresh token was already used; every token of its family is revoked");
   }
   if (t.expiresAt <= nowIso) throw invalidGrant("The refresh token has expired");
+  if (resource && t.resource !== resource)
+    throw invalidTarget(
+      t.resource
+        ? `The refresh token's tokens are for ${t.resource}, not ${resource}`
+        : "The refresh token's tokens are not bound to a resource; authorize again with this resource",
+    );
   throw invalidGrant("The refresh token is no longer valid");
 }
 
@@ -386,6 +408,7 @@ export async function introspect(env: Env, clientId: string, token: string): Pro
     exp: Math.floor(Date.parse(t.expiresAt) / 1000),
     iat: Math.floor(Date.parse(t.createdAt) / 1000),
     sub: t.userId,
+    ...(t.resource ? { aud: t.resource } : {}),
   };
 }
 
