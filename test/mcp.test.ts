@@ -17,7 +17,7 @@ import { addUser, signupWorkspace } from "./support/seed";
  * reached through a `fetch` spy: it is a service outside ours. It records what it was sent.
  */
 type Seen = { method: string; authorization: string | null };
-function mcpHost(host: string, opts: { fail?: boolean } = {}) {
+function mcpHost(host: string, opts: { fail?: boolean; extraTools?: number; hugeResult?: number } = {}) {
   const seen: Seen[] = [];
   const calls: { order: string }[] = [];
   // A plain wrapper, not a spy: the model fake spies on `fetch` too, and passes other hosts on to this.
@@ -37,6 +37,10 @@ function mcpHost(host: string, opts: { fail?: boolean } = {}) {
         return { content: [{ type: "text", text: `Order ${order} ships on Friday` }] };
       },
     );
+    for (let i = 0; i < (opts.extraTools ?? 0); i++)
+      server.registerTool(`report_number_${i}_of_the_quarterly_revenue_by_region_and_product`, {}, async () => ({
+        content: [{ type: "text", text: "x".repeat(opts.hugeResult ?? 10) }],
+      }));
     const transport = new WebStandardStreamableHTTPServerTransport({
       sessionIdGenerator: undefined,
       enableJsonResponse: true,
@@ -205,6 +209,30 @@ describe("MCP servers in an agent's turn", () => {
     const system = JSON.stringify(llm.requests[0]!.messages[0]);
     expect(system).toContain("unavailable in this turn");
     expect(system).toContain("t:down");
+  });
+
+  it("offers at most 64 tools of a server, under distinct names of at most 64 characters, and cuts a huge result", async () => {
+    const host = mcpHost("crm.mcp.test", { extraTools: 80, hugeResult: 100_000 });
+    restorers.push(host.restore);
+    const { ws, conversation } = await setup([{ slug: "crm", host: "crm.mcp.test" }]);
+    const long = mcpToolName("t:crm", "report_number_3_of_the_quarterly_revenue_by_region_and_product");
+    expect(long.length).toBeLessThanOrEqual(64);
+    expect(long).not.toBe(mcpToolName("t:crm", "report_number_30_of_the_quarterly_revenue_by_region_and_product"));
+    const llm = fakeLlm({ tool: long, args: {} }, { text: "Done." });
+    restorers.push(llm.restore);
+    const res = await call("POST", `/v1/api/conversations/${conversation.id}/messages`, {
+      token: ws.adminToken,
+      body: { content: "Report three, please." },
+    });
+    expect(res.status).toBe(200);
+    const offered = llm.requests[0]!.tools?.map((t) => t.function.name) ?? [];
+    expect(offered.filter((n) => n.startsWith("mcp__t_crm__"))).toHaveLength(64);
+    expect(new Set(offered).size).toBe(offered.length);
+    expect(offered.every((n) => /^[A-Za-z0-9_-]{1,64}$/.test(n))).toBe(true);
+    expect(JSON.stringify(llm.requests[0]!.messages[0])).toContain("only their first 64 are offered");
+    const answered = JSON.stringify(toolMessages(llm.requests[1]!));
+    expect(answered).toContain("[cut: the result had 100000 characters, 32000 are shown]");
+    expect(answered.length).toBeLessThan(40_000);
   });
 
   it("never reaches a private host, even as a custom server's URL", async () => {

@@ -1,6 +1,7 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { jsonSchema, type ToolSet, tool } from "ai";
+import { hashToken } from "../platform/crypto";
 import { guardedFetch } from "../platform/guarded-fetch";
 import type { ToolProvider, TurnScope } from "../platform/turn-tools";
 import { type ServerTarget, serverTargets } from "./custom";
@@ -11,6 +12,16 @@ const LIST_TTL_MS = 60_000;
 const CONNECT_MS = 8_000;
 /** A tool call's own cap (the runtime also stops every tool at 30 s). */
 const CALL_MS = 25_000;
+/**
+ * What one turn takes from MCP servers, whatever they list: a server with thousands of tools,
+ * or a tool answering megabytes, would otherwise fill the model's context (and the bill).
+ */
+export const MCP_LIMITS = {
+  serversPerTurn: 16,
+  toolsPerServer: 64,
+  descriptionChars: 1_000,
+  resultChars: 32_000,
+} as const;
 
 type ListedTool = { name: string; description?: string; inputSchema: Record<string, unknown> };
 
@@ -19,9 +30,16 @@ const lists = new Map<string, { at: number; tools: ListedTool[] }>();
 const listKey = (workspaceId: string, t: ServerTarget) =>
   `${workspaceId}\n${t.slug}\n${t.url}\n${Object.keys(t.headers).sort().join(",")}`;
 
-/** The model sees `mcp__<server>__<tool>`; names keep to what every provider accepts. */
-export const mcpToolName = (server: string, name: string) =>
-  `mcp__${server}__${name}`.replace(/[^a-zA-Z0-9_-]/g, "_").slice(0, 64);
+/**
+ * The model sees `mcp__<server>__<tool>`; names keep to what every provider accepts (64
+ * characters of [A-Za-z0-9_-]). A longer name keeps its start and ends with a hash of the whole,
+ * so two long names never collapse into one.
+ */
+export function mcpToolName(server: string, name: string): string {
+  const full = `mcp__${server}__${name}`.replace(/[^a-zA-Z0-9_-]/g, "_");
+  if (full.length <= 64) return full;
+  return `${full.slice(0, 55)}_${hashToken(`${server}\n${name}`).slice(0, 8)}`;
+}
 
 const NULL_BODY = new Set([101, 204, 205, 304]);
 
@@ -66,13 +84,18 @@ async function serverTools(scope: TurnScope, target: ServerTarget) {
   return { client, tools: listed };
 }
 
-/** What a tool call answers the model: the text parts, or the error the server reported. */
-function resultText(result: Awaited<ReturnType<Client["callTool"]>>): string {
+/** What a tool call answers the model: the text parts (cut at the limit), or the error the server reported. */
+export function resultText(result: Awaited<ReturnType<Client["callTool"]>>): string {
   const parts = (result.content as { type: string; text?: string }[] | undefined) ?? [];
-  const text = parts.map((p) => (p.type === "text" ? (p.text ?? "") : `[${p.type}]`)).join("\n");
+  const text = clip(parts.map((p) => (p.type === "text" ? (p.text ?? "") : `[${p.type}]`)).join("\n"));
   if (result.isError) throw new Error(text || "the MCP tool reported an error");
   return text;
 }
+
+const clip = (text: string, max: number = MCP_LIMITS.resultChars) =>
+  text.length <= max
+    ? text
+    : `${text.slice(0, max)}\n[cut: the result had ${text.length} characters, ${max} are shown]`;
 
 /**
  * The MCP area's tools for a turn: every tool of each MCP server the agent may use (platform
@@ -80,8 +103,10 @@ function resultText(result: Awaited<ReturnType<Client["callTool"]>>): string {
  * answer in time drops out of this turn with a note to the agent; the turn goes on.
  */
 export const mcpTools: ToolProvider = async (scope) => {
-  const targets = await serverTargets(scope.env, scope.workspaceId, scope.agent.mcpServers);
-  if (!targets.length) return { tools: {} };
+  const enabled = await serverTargets(scope.env, scope.workspaceId, scope.agent.mcpServers);
+  if (!enabled.length) return { tools: {} };
+  const targets = enabled.slice(0, MCP_LIMITS.serversPerTurn);
+  const left = enabled.slice(MCP_LIMITS.serversPerTurn);
   const offers = await Promise.all(
     targets.map((t) =>
       serverTools(scope, t).then(
@@ -97,14 +122,16 @@ export const mcpTools: ToolProvider = async (scope) => {
   );
   const tools: ToolSet = {};
   const down: string[] = [];
+  const cut: string[] = [];
   for (const { target, client, tools: listed } of offers) {
     if (!client) {
       down.push(`${target.name} (${target.slug})`);
       continue;
     }
-    for (const t of listed) {
+    if (listed.length > MCP_LIMITS.toolsPerServer) cut.push(`${target.name} (${target.slug})`);
+    for (const t of listed.slice(0, MCP_LIMITS.toolsPerServer)) {
       tools[mcpToolName(target.slug, t.name)] = tool({
-        description: `${t.description ?? t.name} (MCP server ${target.name})`,
+        description: clip(`${t.description ?? t.name} (MCP server ${target.name})`, MCP_LIMITS.descriptionChars),
         inputSchema: jsonSchema(t.inputSchema as Parameters<typeof jsonSchema>[0]),
         execute: async (args, { abortSignal }) =>
           resultText(
@@ -116,8 +143,18 @@ export const mcpTools: ToolProvider = async (scope) => {
       });
     }
   }
-  const instructions = down.length
-    ? [`These MCP servers are unavailable in this turn; their tools are not offered: ${down.join(", ")}.`]
-    : [];
+  const instructions: string[] = [];
+  if (down.length)
+    instructions.push(
+      `These MCP servers are unavailable in this turn; their tools are not offered: ${down.join(", ")}.`,
+    );
+  if (cut.length)
+    instructions.push(
+      `These MCP servers list more than ${MCP_LIMITS.toolsPerServer} tools; only their first ${MCP_LIMITS.toolsPerServer} are offered: ${cut.join(", ")}.`,
+    );
+  if (left.length)
+    instructions.push(
+      `An agent uses at most ${MCP_LIMITS.serversPerTurn} MCP servers in a turn; these are not offered: ${left.map((t) => `${t.name} (${t.slug})`).join(", ")}.`,
+    );
   return { tools, instructions };
 };
