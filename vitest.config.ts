@@ -1,9 +1,35 @@
+import { spawnSync } from "node:child_process";
 import path from "node:path";
 import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-plugin";
 import { defineConfig } from "vitest/config";
 
+const ROOT = import.meta.dirname;
+
+/**
+ * The PDF reader Worker (workers/pdf-reader), bundled by wrangler exactly as it deploys: the
+ * tests run it beside the service as the target of its PDF_READER binding.
+ */
+function bundlePdfReader(): string {
+  const outDir = path.join(ROOT, "node_modules", ".cache", "pdf-reader");
+  const run = spawnSync(
+    process.execPath,
+    [
+      path.join(ROOT, "node_modules", "wrangler", "bin", "wrangler.js"),
+      "deploy",
+      "--dry-run",
+      "--config",
+      path.join(ROOT, "workers", "pdf-reader", "wrangler.toml"),
+      "--outdir",
+      outDir,
+    ],
+    { cwd: ROOT, env: { ...process.env, WRANGLER_SEND_METRICS: "false" }, encoding: "utf8" },
+  );
+  if (run.status !== 0) throw new Error(`bundling the PDF reader failed:\n${run.stdout}\n${run.stderr}`);
+  return path.join(outDir, "index.js");
+}
+
 export default defineConfig(async () => {
-  const migrations = await readD1Migrations(path.join(import.meta.dirname, "migrations"));
+  const migrations = await readD1Migrations(path.join(ROOT, "migrations"));
   return {
     plugins: [
       cloudflareTest({
@@ -11,6 +37,14 @@ export default defineConfig(async () => {
         miniflare: {
           // Test-only binding so test/setup.ts can apply the D1 migrations.
           bindings: { TEST_MIGRATIONS: migrations },
+          workers: [
+            {
+              name: "workspace-agent-pdf-reader",
+              modules: true,
+              scriptPath: bundlePdfReader(),
+              compatibilityDate: "2026-10-01",
+            },
+          ],
         },
       }),
     ],

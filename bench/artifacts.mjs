@@ -7,8 +7,8 @@ import os from "node:os";
 import path from "node:path";
 import { performance } from "node:perf_hooks";
 import { convertV4MiniflareOptions, Log, LogLevel, Miniflare } from "miniflare";
-import { unstable_getMiniflareWorkerOptions } from "wrangler";
 import { bundleWorker } from "./lib/bundle.mjs";
+import { serviceConfig } from "./lib/config.mjs";
 import { printTable } from "./lib/report.mjs";
 import { applyMigrations, signup } from "./lib/seed.mjs";
 
@@ -72,8 +72,7 @@ console.log(
 step("bundling the service (wrangler deploy --dry-run)");
 const bundle = bundleWorker(ROOT, path.join(OUT, "worker"));
 
-const { workerOptions } = unstable_getMiniflareWorkerOptions(path.join(ROOT, "wrangler.toml"));
-const { modulesRules: _bundled, ...config } = workerOptions;
+const config = serviceConfig(ROOT);
 const bucket = config.r2Buckets?.FILES?.id ?? config.r2Buckets?.FILES;
 const mf = new Miniflare(
   convertV4MiniflareOptions({

@@ -7,8 +7,8 @@ import os from "node:os";
 import path from "node:path";
 import { performance } from "node:perf_hooks";
 import { convertV4MiniflareOptions, Log, LogLevel, Miniflare } from "miniflare";
-import { unstable_getMiniflareWorkerOptions } from "wrangler";
 import { bundleWorker } from "./lib/bundle.mjs";
+import { serviceConfig } from "./lib/config.mjs";
 import { measureAlternating } from "./lib/load.mjs";
 import { printTable } from "./lib/report.mjs";
 import { applyMigrations, signup } from "./lib/seed.mjs";
@@ -63,8 +63,7 @@ const esbuild = spawnSync(
 );
 if (esbuild.status !== 0) throw new Error(`esbuild failed:\n${esbuild.stderr}`);
 
-const { workerOptions } = unstable_getMiniflareWorkerOptions(path.join(ROOT, "wrangler.toml"));
-const { modulesRules: _bundled, ...config } = workerOptions;
+const config = serviceConfig(ROOT);
 const mf = new Miniflare(
   convertV4MiniflareOptions({
     log: new Log(LogLevel.WARN),

@@ -4,7 +4,7 @@
 // `npm run bench` and `npm run bench:browser` both start the runtime here.
 import path from "node:path";
 import { convertV4MiniflareOptions, Log, LogLevel, Miniflare } from "miniflare";
-import { unstable_getMiniflareWorkerOptions } from "wrangler";
+import { serviceConfig } from "./config.mjs";
 
 export const SERVICE = "workspace-agent-service";
 export const BASELINE = "bench-baseline";
@@ -17,10 +17,7 @@ const BENCH_VARS = { RATE_LIMITS: "off", SIGNUP_MODE: "open" };
 const directSocket = [{ host: "127.0.0.1", port: 0 }];
 
 export async function startRuntime(root, bundle) {
-  // Every binding of wrangler.toml (D1, R2, Durable Objects, rate limiters, vars), so the
-  // bench follows the config as areas add bindings.
-  const { workerOptions } = unstable_getMiniflareWorkerOptions(path.join(root, "wrangler.toml"));
-  const { modulesRules: _bundledAlready, ...config } = workerOptions;
+  const config = serviceConfig(root);
   const service = {
     ...config,
     name: SERVICE,

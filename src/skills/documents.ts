@@ -1,5 +1,4 @@
 import { and, eq } from "drizzle-orm";
-import { extractText, getDocumentProxy } from "unpdf";
 import { artifactKey } from "../artifacts/store";
 import { artifacts } from "../db/schema";
 import { db } from "../platform/db";
@@ -46,20 +45,14 @@ export function documentKind(contentType: string, name: string): DocumentKind | 
   return null;
 }
 
-/** The text of a PDF, page by page (unpdf: PDF.js built for serverless runtimes). */
-export async function pdfText(bytes: Uint8Array): Promise<{ text: string; pages: number }> {
-  let doc: Awaited<ReturnType<typeof getDocumentProxy>>;
-  try {
-    doc = await getDocumentProxy(bytes);
-  } catch {
-    throw new Error("The file is not a readable PDF");
-  }
-  try {
-    const { text, totalPages } = await extractText(doc, { mergePages: false });
-    return { text: text.map((t, i) => `--- Page ${i + 1} ---\n${t.trim()}`).join("\n\n"), pages: totalPages };
-  } finally {
-    await doc.destroy();
-  }
+/**
+ * The text of a PDF, page by page, from the PDF reader Worker (`workers/pdf-reader`, PDF.js)
+ * through the `PDF_READER` service binding: PDF.js stays out of this Worker's start-up.
+ */
+export async function pdfText(env: Env, bytes: Uint8Array): Promise<{ text: string; pages: number }> {
+  const read = await env.PDF_READER.text(bytes);
+  if ("error" in read) throw new Error(read.error);
+  return read;
 }
 
 async function readStart(body: ReadableStream<Uint8Array>, max: number): Promise<{ bytes: Uint8Array; cut: boolean }> {
@@ -115,7 +108,7 @@ export async function readDocument(
   const base = { artifact_id: row.id, name: row.name, content_type: row.contentType };
 
   if (kind === "pdf") {
-    const { text, pages } = await pdfText(new Uint8Array(await object.arrayBuffer()));
+    const { text, pages } = await pdfText(env, new Uint8Array(await object.arrayBuffer()));
     if (!text.replace(/--- Page \d+ ---/g, "").trim()) {
       throw new Error(`${row.name} has no text layer (a scanned PDF?); nothing to read`);
     }

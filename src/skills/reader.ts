@@ -57,7 +57,7 @@ export async function readUrl(
     return { url: res.url, title: null, content: text, truncated };
   }
   if (type.startsWith("application/pdf")) {
-    const { text, truncated } = clip((await pdfText(await res.bytes())).text);
+    const { text, truncated } = clip((await pdfText(env, await res.bytes())).text);
     return { url: res.url, title: null, content: text, truncated };
   }
   await res.cancel();

@@ -150,6 +150,11 @@ async function main() {
       [
         WRANGLER,
         "dev",
+        // The service and the PDF reader Worker its PDF_READER binding calls.
+        "--config",
+        "wrangler.toml",
+        "--config",
+        "workers/pdf-reader/wrangler.toml",
         "--port",
         String(PORT),
         "--ip",

@@ -29,6 +29,11 @@ export async function startDevServer(port: number, vars: Record<string, string> 
     [
       "wrangler",
       "dev",
+      // The service and the PDF reader Worker its PDF_READER binding calls, in one dev session.
+      "--config",
+      "wrangler.toml",
+      "--config",
+      "workers/pdf-reader/wrangler.toml",
       "--port",
       String(port),
       "--ip",
