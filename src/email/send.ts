@@ -1,5 +1,7 @@
 import { EmailMessage } from "cloudflare:email";
-import { createMimeMessage } from "mimetext";
+// The runtime-neutral build: the default (node) build also bundles mime-types and its 140 KB
+// table, for attachment types a plain-text reply never needs.
+import { createMimeMessage } from "mimetext/browser";
 
 export type OutgoingReply = {
   from: string;
