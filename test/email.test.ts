@@ -463,6 +463,19 @@ describe("triage and reply policies", () => {
     expect(await messageRow(partner)).toMatchObject({ handling_state: "awaiting_review" });
     expect(matchesPattern("Bob@Partner.test", "*@partner.test")).toBe(true);
     expect(matchesPattern("bob@partner.test.evil", "*@partner.test")).toBe(false);
+    // A From address the sender's domain disowns (DMARC fail) passes neither policy.
+    const dmarcFail = {
+      "Authentication-Results": "mx.test; spf=fail smtp.mailfrom=partner.test; dmarc=fail header.from=partner.test",
+    };
+    const forgedPartner = await mailAndTriage(to, rfc822({ to, from: "bob@partner.test", headers: dmarcFail }), {
+      from: "bob@partner.test",
+    });
+    expect(await messageRow(forgedPartner)).toMatchObject({ handling_state: "rejected_sender", dmarc: "fail" });
+    await patchTeam(ws, { sender_policy: "members" });
+    const forgedMember = await mailAndTriage(to, rfc822({ to, from: member.email, headers: dmarcFail }), {
+      from: member.email,
+    });
+    expect(await messageRow(forgedMember)).toMatchObject({ handling_state: "rejected_sender", dmarc: "fail" });
   });
 
   it("never answers auto-submitted mail (RFC 3834) and never auto-answers a DMARC failure", async () => {
@@ -477,6 +490,19 @@ describe("triage and reply policies", () => {
     const list = await mailAndTriage(to, rfc822({ to, headers: { Precedence: "bulk" } }), { email: sender.binding });
     expect(await messageRow(bounce)).toMatchObject({ handling_state: "no_reply", auto_submitted: 1 });
     expect(await messageRow(list)).toMatchObject({ handling_state: "no_reply", auto_submitted: 1 });
+    const others = [
+      await mailAndTriage(to, rfc822({ to, headers: { "List-Id": "<news.sender.test>" } }), { email: sender.binding }),
+      await mailAndTriage(to, rfc822({ to, headers: { "X-Auto-Response-Suppress": "DR, AutoReply" } }), {
+        email: sender.binding,
+      }),
+      await mailAndTriage(to, rfc822({ to, from: "MAILER-DAEMON@relay.test" }), {
+        email: sender.binding,
+        from: "MAILER-DAEMON@relay.test",
+      }),
+      await mailAndTriage(to, rfc822({ to }), { email: sender.binding, from: "" }),
+    ];
+    for (const id of others)
+      expect(await messageRow(id)).toMatchObject({ handling_state: "no_reply", auto_submitted: 1 });
     expect(m.requests).toHaveLength(0);
     const forged = await mailAndTriage(
       to,

@@ -42,11 +42,27 @@ export async function routeAddress(env: Env, to: string): Promise<Route | null> 
 const header = (email: Email, name: string) =>
   email.headers.find((h) => h.key.toLowerCase() === name)?.value.trim() ?? null;
 
-/** RFC 3834 `Auto-Submitted` (anything but `no`) or `Precedence: bulk|list|junk`: never answered. */
-export function isAutoSubmitted(email: Email): boolean {
+/**
+ * Mail no responder may answer (RFC 3834 §2): `Auto-Submitted` other than `no`, `Precedence:
+ * bulk|list|junk`, mailing-list mail (`List-Id`, `List-Unsubscribe`), Microsoft's
+ * `X-Auto-Response-Suppress` asking for no automatic reply, and bounces (an empty envelope
+ * sender, or a mailer daemon's address).
+ */
+export function isAutoSubmitted(email: Email, envelopeFrom = ""): boolean {
   const auto = header(email, "auto-submitted")?.toLowerCase();
   const precedence = header(email, "precedence")?.toLowerCase();
-  return (!!auto && auto !== "no") || (!!precedence && ["bulk", "list", "junk"].includes(precedence));
+  const suppress = (header(email, "x-auto-response-suppress") ?? "").toLowerCase().split(/[\s,]+/);
+  const sender = (email.from?.address ?? "").toLowerCase();
+  return (
+    (!!auto && auto !== "no") ||
+    (!!precedence && ["bulk", "list", "junk"].includes(precedence)) ||
+    header(email, "list-id") !== null ||
+    header(email, "list-unsubscribe") !== null ||
+    suppress.some((v) => v === "all" || v === "autoreply" || v === "oof") ||
+    envelopeFrom.trim() === "" ||
+    envelopeFrom.trim() === "<>" ||
+    /^(mailer-daemon|postmaster)@/.test(sender)
+  );
 }
 
 /** The DMARC verdict the receiving server wrote in `Authentication-Results`: pass, fail or none. */
@@ -100,7 +116,7 @@ export async function receive(
     rawKey,
     size: raw.byteLength,
     unrouted: route.unrouted,
-    autoSubmitted: isAutoSubmitted(email),
+    autoSubmitted: isAutoSubmitted(email, mail.from),
     dmarc: dmarcVerdict(email),
     handlingState: "received",
     occurredAt: now,

@@ -87,6 +87,9 @@ async function triageWithModel(env: Env, message: MessageRecord, text: string): 
 async function decide(env: Env, endpoint: EndpointRecord, message: MessageRecord, text: string): Promise<Verdict> {
   if (!endpoint.enabled) return { state: "no_reply", reason: "endpoint_disabled" };
   if (message.unrouted) return { state: "no_reply", reason: "unrouted" };
+  // `members` and `allowlist` trust the From address; a DMARC failure says it may be forged.
+  if (endpoint.senderPolicy !== "anyone" && message.dmarc === "fail")
+    return { state: "rejected_sender", reason: "dmarc_fail" };
   if (!(await senderAllowed(env, endpoint, message.fromAddr)))
     return { state: "rejected_sender", reason: "sender_policy" };
   if (message.autoSubmitted) return { state: "no_reply", reason: "auto_submitted" };
