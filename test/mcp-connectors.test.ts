@@ -98,6 +98,10 @@ describe("connectors", () => {
       204,
     );
     await expectProblem(await enroll({ csr_pem: await csrPem(), token: created.enrollment_token }), 403);
+    expect((await auditEvents(ws.workspace.id, "mcp.connector.enroll"))[0]).toMatchObject({
+      outcome: "denied",
+      details: { reason: "connector_revoked" },
+    });
     expect((await auditEvents(ws.workspace.id, "mcp.connector.create"))[0]).toMatchObject({
       details: { name: "Office" },
     });
@@ -132,12 +136,17 @@ describe("connectors", () => {
       target: `mcp_connector:${connector_id}`,
       details: { cert_serial: cert.serialNumber },
     });
-    // The token was redeemed: a second use is refused.
+    // The token was redeemed: a second use is refused, and the workspace sees the replay.
     await expectProblem(
       await enroll({ csr_pem: await csrPem(), token: enrollment_token }),
       403,
       "invalid_enrollment_token",
     );
+    const replay = (await auditEvents(ws.workspace.id, "mcp.connector.enroll")).find((e) => e.outcome === "denied");
+    expect(replay).toMatchObject({
+      target: `mcp_connector:${connector_id}`,
+      details: { connector_id, reason: "connector_enrolled" },
+    });
   });
 
   it("accepts an openssl CSR (its subject ignored), refuses a bad signature, a weak key and junk with invalid_csr", async () => {
@@ -175,6 +184,12 @@ describe("connectors", () => {
       .bind(c.connector_id, new Date(Date.now() - 1000).toISOString())
       .run();
     await expectProblem(await enroll({ csr_pem: await csrPem(), token: c.enrollment_token }), 403);
+    expect(await auditEvents(ws.workspace.id, "mcp.connector.enroll")).toEqual([
+      expect.objectContaining({
+        outcome: "denied",
+        details: { connector_id: c.connector_id, reason: "token_expired" },
+      }),
+    ]);
   });
 
   it("gives one certificate to two concurrent redemptions of one token", async () => {
@@ -185,6 +200,8 @@ describe("connectors", () => {
       enroll({ csr_pem: await csrPem(), token: c.enrollment_token }),
     ]);
     expect([x.status, y.status].sort()).toEqual([200, 403]);
-    expect(await auditEvents(ws.workspace.id, "mcp.connector.enroll")).toHaveLength(1);
+    const events = await auditEvents(ws.workspace.id, "mcp.connector.enroll");
+    expect(events.filter((e) => e.outcome === "success")).toHaveLength(1);
+    expect(events.filter((e) => e.outcome === "denied")).toHaveLength(1);
   });
 });

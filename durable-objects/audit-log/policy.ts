@@ -73,7 +73,7 @@ export const AUDIT_DETAIL_FIELDS: Readonly<Record<string, readonly string[]>> = 
   "mcp.custom.delete": ["slug"],
   "mcp.connector.create": ["name"],
   "mcp.connector.revoke": [],
-  "mcp.connector.enroll": ["connector_id", "cert_serial", "cert_expires_at"],
+  "mcp.connector.enroll": ["connector_id", "cert_serial", "cert_expires_at", "reason"],
   // Email (ids and verdicts only: never addresses, subjects or text)
   "email.endpoint.create": ["localpart"],
   "email.endpoint.update": ["fields"],

@@ -83,4 +83,5 @@ export {
   outboxStatement,
   outboxStatementFrom,
   PREVIOUS_STATEMENT_CHANGED,
+  record,
 } from "../../durable-objects/audit-log/record";

@@ -3,7 +3,14 @@ import "reflect-metadata";
 import * as x509 from "@peculiar/x509";
 import { and, desc, eq } from "drizzle-orm";
 import { mcpConnectors } from "../db/schema";
-import { type OutboxEntry, outboxEntry, outboxInsert, outboxInsertIf, PREVIOUS_STATEMENT_CHANGED } from "../http/audit";
+import {
+  type OutboxEntry,
+  outboxEntry,
+  outboxInsert,
+  outboxInsertIf,
+  PREVIOUS_STATEMENT_CHANGED,
+  record,
+} from "../http/audit";
 import { hashToken } from "../platform/crypto";
 import { db } from "../platform/db";
 import { nowIso } from "../platform/env";
@@ -83,7 +90,7 @@ export async function revokeConnector(env: Env, workspaceId: string, id: string,
   await d.batch([
     d
       .update(mcpConnectors)
-      .set({ status: "revoked", tokenHash: null, revokedAt: now })
+      .set({ status: "revoked", revokedAt: now })
       .where(and(mine, eq(mcpConnectors.status, row.status))),
     outboxInsertIf(d, event, PREVIOUS_STATEMENT_CHANGED),
   ]);
@@ -151,6 +158,18 @@ const refused = () =>
     "The enrollment token is missing, invalid, expired or already redeemed",
   );
 
+/** A refused redemption of a known token (replayed, expired, revoked), in the connector's workspace. */
+async function deniedEnrollment(env: Env, workspaceId: string, connectorId: string, reason: string) {
+  await record(env, workspaceId, {
+    kind: "mcp.connector.enroll",
+    outcome: "denied",
+    actor: { kind: "system", id: null },
+    target: `mcp_connector:${connectorId}`,
+    intent: "enroll",
+    details: { connector_id: connectorId, reason },
+  });
+}
+
 const randomSerial = () => {
   const bytes = crypto.getRandomValues(new Uint8Array(16));
   bytes[0]! &= 0x7f; // a positive INTEGER
@@ -171,12 +190,15 @@ export async function enroll(env: Env, input: { csr_pem: string; token: string }
   const tokenHash = hashToken(input.token);
   const now = new Date();
   const d = db(env);
-  const pending = await d
-    .select()
-    .from(mcpConnectors)
-    .where(and(eq(mcpConnectors.tokenHash, tokenHash), eq(mcpConnectors.status, "pending")))
-    .get();
-  if (!pending || pending.tokenExpiresAt <= now.toISOString()) throw refused();
+  // A spent token keeps its hash (its connector is no longer pending): presented again, it is
+  // a replay, and the connector's workspace sees the refusal in its audit log.
+  const pending = await d.select().from(mcpConnectors).where(eq(mcpConnectors.tokenHash, tokenHash)).get();
+  if (!pending) throw refused();
+  if (pending.status !== "pending" || pending.tokenExpiresAt <= now.toISOString()) {
+    const reason = pending.status === "pending" ? "token_expired" : `connector_${pending.status}`;
+    await deniedEnrollment(env, pending.workspaceId, pending.id, reason);
+    throw refused();
+  }
   const csr = await checkedCsr(input.csr_pem);
 
   const serial = randomSerial();
@@ -211,7 +233,6 @@ export async function enroll(env: Env, input: { csr_pem: string; token: string }
       .update(mcpConnectors)
       .set({
         status: "enrolled",
-        tokenHash: null,
         enrolledAt: now.toISOString(),
         certSerial: serial,
         certExpiresAt: notAfter.toISOString(),
@@ -226,7 +247,10 @@ export async function enroll(env: Env, input: { csr_pem: string; token: string }
       .returning({ id: mcpConnectors.id }),
     outboxInsertIf(d, event, PREVIOUS_STATEMENT_CHANGED),
   ]);
-  if (!redeemed.length) throw refused();
+  if (!redeemed.length) {
+    await deniedEnrollment(env, pending.workspaceId, pending.id, "connector_enrolled");
+    throw refused();
+  }
   return {
     workspaceId: pending.workspaceId,
     result: {
