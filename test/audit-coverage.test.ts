@@ -5,7 +5,7 @@ import { rememberFact } from "../src/memory/service";
 import { createAgent, IMAGES } from "./support/agents";
 import { call } from "./support/api";
 import { seedConversation, uploadFile } from "./support/artifacts";
-import { auditEvents } from "./support/audit";
+import { auditEvents, factEvent } from "./support/audit";
 import { REDIRECT, registerClient } from "./support/oauth";
 import { addUser, PASSWORD, signupWorkspace } from "./support/seed";
 
@@ -245,7 +245,13 @@ const SUCCESS: Record<string, Success> = {
     kind: "memory.fact.delete",
     run: async (ws) => {
       const owner = { workspaceId: ws.workspace.id, userId: ws.user.id };
-      const fact = await rememberFact(env, owner, { slug: "assistant", handles: ["assistant"] }, "Audited fact");
+      const fact = await rememberFact(
+        env,
+        owner,
+        { slug: "assistant", handles: ["assistant"] },
+        "Audited fact",
+        factEvent(owner),
+      );
       await ok(await call("DELETE", `/v1/memory/facts/${fact!.id}`, { token: ws.adminToken }), 204);
       return { target: `memory_fact:${fact!.id}`, intent: "delete" };
     },

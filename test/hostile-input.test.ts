@@ -7,6 +7,7 @@ import { rememberFact } from "../src/memory/service";
 import { createAgent, IMAGES } from "./support/agents";
 import { call } from "./support/api";
 import { formType, multipartBody, seedConversation, uploadFile } from "./support/artifacts";
+import { factEvent } from "./support/audit";
 import { REDIRECT, registerClient } from "./support/oauth";
 import { addUser, PASSWORD, signupWorkspace } from "./support/seed";
 
@@ -164,8 +165,20 @@ beforeAll(async () => {
   own.agentSlug = agentA.slug;
   foreign.agentSlug = agentB.slug;
   const assistant = { slug: "assistant", handles: ["assistant"] };
-  own.fact = (await rememberFact(env, { workspaceId: A.workspace.id, userId: A.user.id }, assistant, "Own fact"))!.id;
-  foreign.fact = (await rememberFact(env, { workspaceId: B.workspace.id, userId: B.user.id }, assistant, "Other"))!.id;
+  own.fact = (await rememberFact(
+    env,
+    { workspaceId: A.workspace.id, userId: A.user.id },
+    assistant,
+    "Own fact",
+    factEvent({ workspaceId: A.workspace.id, userId: A.user.id }),
+  ))!.id;
+  foreign.fact = (await rememberFact(
+    env,
+    { workspaceId: B.workspace.id, userId: B.user.id },
+    assistant,
+    "Other",
+    factEvent({ workspaceId: B.workspace.id, userId: B.user.id }),
+  ))!.id;
   own.workspace = A.workspace.id;
   foreign.workspace = B.workspace.id;
   for (const [ws, ids] of [

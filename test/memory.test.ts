@@ -320,6 +320,7 @@ describe("the remember and recall tools", () => {
     const user = await addUser(ws.adminToken, "member", ["memory:read", "memory:write"]);
     const { tools } = await toolsFor(ws.workspace.id, user.user.id, helper);
     expect((await exec<RememberResult>(tools, "remember", { content: "Likes jazz" })).remembered).toBe(true);
+    const eventsBefore = (await auditEvents(ws.workspace.id, "memory.fact.create")).length;
 
     expect((await freeze(user.token, helper.slug)).status).toBe(200);
     const refused = await exec<RememberResult>(tools, "remember", { content: "Likes opera" });
@@ -329,6 +330,14 @@ describe("the remember and recall tools", () => {
     expect(recalled.facts).toEqual([]);
     expect(recalled.error).toMatch(/frozen/);
     expect((await facts(user.token)).map((f) => f.content)).toEqual(["Likes jazz"]);
+    // The stored fact was audited (without its content); the refused one left no event.
+    const [stored] = await facts(user.token);
+    const events = await auditEvents(ws.workspace.id, "memory.fact.create");
+    expect(events).toHaveLength(eventsBefore);
+    expect(events.filter((e) => e.target === `memory_fact:${stored!.id}`)).toEqual([
+      expect.objectContaining({ outcome: "success", intent: "remember", details: { agent_slug: helper.slug } }),
+    ]);
+    expect(JSON.stringify(events)).not.toContain("jazz");
 
     // unfrozen, the same tools work again
     expect((await unfreeze(user.token, helper.slug)).status).toBe(200);

@@ -51,6 +51,7 @@ export const AUDIT_DETAIL_FIELDS: Readonly<Record<string, readonly string[]>> = 
   "billing.refund": ["ledger_kind", "amount", "reference", "event_id", "pack_slug", "charge_id"],
   "billing.plan": ["plan_slug", "previous_plan_slug", "status", "previous_status", "subscription_id", "event_id"],
   // memory: slugs and flags only, never a fact's content or a freeze's reason
+  "memory.fact.create": ["agent_slug"],
   "memory.fact.delete": ["agent_slug"],
   "memory.freeze": ["agent_slug", "changed"],
   "memory.unfreeze": ["agent_slug", "changed"],

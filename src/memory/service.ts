@@ -1,7 +1,7 @@
 import { and, desc, eq, exists, inArray, not, notInArray, sql } from "drizzle-orm";
 import { findAgentByHandle } from "../agents/service";
 import { memoryFacts, memoryFreezes } from "../db/schema";
-import { jsonBoolean, type OutboxEntry, outboxInsertIf } from "../http/audit";
+import { jsonBoolean, type OutboxEntry, outboxInsertIf, PREVIOUS_STATEMENT_CHANGED } from "../http/audit";
 import { type Db, db } from "../platform/db";
 import { nowIso } from "../platform/env";
 import { newId } from "../platform/ids";
@@ -79,6 +79,7 @@ export async function rememberFact(
   owner: MemoryOwner,
   agent: AskingAgent,
   content: string,
+  event: (factId: string) => OutboxEntry,
 ): Promise<Fact | null> {
   const d = db(env);
   const id = newId();
@@ -90,6 +91,8 @@ export async function rememberFact(
         sql`SELECT ${id}, ${owner.workspaceId}, ${owner.userId}, ${agent.slug}, ${content}, ${now} WHERE NOT ${frozenFor(d, owner, agent)}`,
       )
       .returning(),
+    // Only when the fact was stored (a freeze stops both).
+    outboxInsertIf(d, event(id), PREVIOUS_STATEMENT_CHANGED),
     d
       .delete(memoryFacts)
       .where(

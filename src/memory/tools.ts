@@ -1,6 +1,7 @@
 import { type ToolSet, tool } from "ai";
 import { z } from "zod";
 import { agentHandlesOf } from "../agents/service";
+import { outboxEntry } from "../http/audit";
 import type { ToolProvider } from "../platform/turn-tools";
 import { FACT_MAX_LENGTH } from "./schemas";
 import { type AskingAgent, factsForAgent, isFrozen, type MemoryOwner, rankFacts, rememberFact } from "./service";
@@ -18,8 +19,28 @@ const FROZEN = "The user has frozen this agent out of their memory; facts about 
 
 const oneLine = (s: string) => s.replace(/\s+/g, " ").trim();
 
+/** The event of a fact an agent remembered, on behalf of the turn's user (never its content). */
+const rememberedEvent =
+  (owner: MemoryOwner, agent: AskingAgent, turn: { agentId: string; conversationId: string | null }) =>
+  (factId: string) =>
+    outboxEntry(owner.workspaceId, {
+      kind: "memory.fact.create",
+      intent: "remember",
+      actor: { kind: "user", id: owner.userId },
+      subjectUserId: owner.userId,
+      agentId: turn.agentId,
+      conversationId: turn.conversationId,
+      target: `memory_fact:${factId}`,
+      details: { agent_slug: agent.slug },
+    });
+
 /** `remember` and `recall` for one agent acting for one user; both re-check the freeze when they run. */
-export function memoryToolSet(env: Env, owner: MemoryOwner, agent: AskingAgent): ToolSet {
+export function memoryToolSet(
+  env: Env,
+  owner: MemoryOwner,
+  agent: AskingAgent,
+  turn: { agentId: string; conversationId: string | null },
+): ToolSet {
   return {
     remember: tool({
       description: "Store one lasting fact about the user (a preference, their role, an ongoing project).",
@@ -35,7 +56,7 @@ export function memoryToolSet(env: Env, owner: MemoryOwner, agent: AskingAgent):
         const content = oneLine(input.content);
         if (!content || content.length > FACT_MAX_LENGTH)
           return { remembered: false as const, error: `A fact is 1 to ${FACT_MAX_LENGTH} characters.` };
-        const fact = await rememberFact(env, owner, agent, content);
+        const fact = await rememberFact(env, owner, agent, content, rememberedEvent(owner, agent, turn));
         return fact ? { remembered: true as const, id: fact.id } : { remembered: false as const, error: FROZEN };
       },
     }),
@@ -63,5 +84,6 @@ export const memoryTools: ToolProvider = async (scope) => {
     handles: await agentHandlesOf(scope.env, scope.workspaceId, scope.agent.id),
   };
   if (await isFrozen(scope.env, owner, agent)) return { tools: {} };
-  return { tools: memoryToolSet(scope.env, owner, agent), instructions: [MEMORY_INSTRUCTIONS] };
+  const turn = { agentId: scope.agent.id, conversationId: scope.conversationId };
+  return { tools: memoryToolSet(scope.env, owner, agent, turn), instructions: [MEMORY_INSTRUCTIONS] };
 };
