@@ -1,4 +1,4 @@
-import PostalMime, { type Email } from "postal-mime";
+import type { Email } from "postal-mime";
 import { deliverAfterCommit, outboxEntry, outboxInsert } from "../../durable-objects/audit-log/record";
 import { emailMessages } from "../db/schema";
 import { db } from "../platform/db";
@@ -99,6 +99,7 @@ export async function receive(
   const id = newId();
   const rawKey = `email/${route.workspaceId}/${id}.eml`;
   await env.FILES.put(rawKey, raw, { httpMetadata: { contentType: "message/rfc822" } });
+  const { default: PostalMime } = await import("postal-mime");
   const email = await PostalMime.parse(raw);
   const now = nowIso();
   const from = (email.from?.address || mail.from).toLowerCase();

@@ -1,7 +1,4 @@
 import { EmailMessage } from "cloudflare:email";
-// The runtime-neutral build: the default (node) build also bundles mime-types and its 140 KB
-// table, for attachment types a plain-text reply never needs.
-import { createMimeMessage } from "mimetext/browser";
 
 export type OutgoingReply = {
   from: string;
@@ -20,8 +17,14 @@ export function replySubject(subject: string | null): string {
   return base ? `Re: ${base}` : "Re: your message";
 }
 
-/** The RFC 822 text of a threaded plain-text reply. */
-export function composeReply(reply: OutgoingReply): string {
+/**
+ * The RFC 822 text of a threaded plain-text reply. mimetext is loaded when a reply is sent (its
+ * core-js runtime would otherwise run at every cold start), in its runtime-neutral build: the
+ * default (node) build also bundles mime-types and its 140 KB table, for attachment types a
+ * plain-text reply never needs.
+ */
+export async function composeReply(reply: OutgoingReply): Promise<string> {
+  const { createMimeMessage } = await import("mimetext/browser");
   const msg = createMimeMessage();
   msg.setSender(reply.from);
   msg.setRecipient(reply.to);
@@ -38,5 +41,5 @@ export function composeReply(reply: OutgoingReply): string {
 
 /** Sends through the `EMAIL` binding (Email Routing's send_email). Throws what the binding throws. */
 export async function sendReply(env: Env, reply: OutgoingReply): Promise<void> {
-  await env.EMAIL.send(new EmailMessage(reply.from, reply.to, composeReply(reply)));
+  await env.EMAIL.send(new EmailMessage(reply.from, reply.to, await composeReply(reply)));
 }

@@ -1,3 +1,6 @@
+// Imported statically on purpose: loaded with `import()`, esbuild initializes the zod/v4-mini
+// modules the SDK shares with the AI SDK lazily, and the bundled Worker fails to start
+// ("ZodMiniLiteral is not a constructor"; `npm run check:startup` catches it).
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { jsonSchema, type ToolSet, tool } from "ai";

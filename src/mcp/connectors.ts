@@ -1,6 +1,4 @@
-// @peculiar/x509 resolves its services through tsyringe, which needs the Reflect metadata API.
-import "reflect-metadata";
-import * as x509 from "@peculiar/x509";
+import type * as X509 from "@peculiar/x509";
 import { and, desc, eq } from "drizzle-orm";
 import { mcpConnectors } from "../db/schema";
 import {
@@ -23,7 +21,7 @@ const TOKEN_TTL_MS = 15 * 60_000;
 /** How long an issued client certificate is valid. */
 const CERT_DAYS = 30;
 
-x509.cryptoProvider.set(crypto);
+const loadX509 = async () => (await import("./x509")).x509;
 
 type Row = typeof mcpConnectors.$inferSelect;
 
@@ -102,7 +100,7 @@ export async function revokeConnector(env: Env, workspaceId: string, id: string,
 type KeyAlgorithm = { name: string; namedCurve?: string; modulusLength?: number };
 type SigningAlgorithm = { name: string; hash: string };
 
-export type CaConfig = { cert: x509.X509Certificate; key: CryptoKey; signing: SigningAlgorithm };
+export type CaConfig = { cert: X509.X509Certificate; key: CryptoKey; signing: SigningAlgorithm };
 
 const pemBody = (pem: string) => pem.replace(/-----(BEGIN|END)[^-]+-----/g, "").replace(/\s+/g, "");
 const der = (pem: string) => Uint8Array.from(atob(pemBody(pem)), (c) => c.charCodeAt(0));
@@ -110,6 +108,7 @@ const der = (pem: string) => Uint8Array.from(atob(pemBody(pem)), (c) => c.charCo
 /** The workspace CA from CONNECTOR_CA_CERT_PEM / CONNECTOR_CA_KEY_PEM (PKCS#8), or null: enrollment is 503. */
 export async function caConfig(env: Env): Promise<CaConfig | null> {
   if (!env.CONNECTOR_CA_CERT_PEM || !env.CONNECTOR_CA_KEY_PEM) return null;
+  const x509 = await loadX509();
   const cert = new x509.X509Certificate(env.CONNECTOR_CA_CERT_PEM);
   const alg = cert.publicKey.algorithm as KeyAlgorithm;
   const ec = alg.name === "ECDSA";
@@ -126,8 +125,9 @@ export async function caConfig(env: Env): Promise<CaConfig | null> {
 const invalidCsr = (detail: string) => badRequest("invalid_csr", detail, [{ path: "csr_pem", message: detail }]);
 
 /** Parses the CSR and checks its self-signature and key: EC P-256/P-384 or RSA of at least 2048 bits. */
-export async function checkedCsr(pem: string): Promise<x509.Pkcs10CertificateRequest> {
-  let csr: x509.Pkcs10CertificateRequest;
+export async function checkedCsr(pem: string): Promise<X509.Pkcs10CertificateRequest> {
+  const x509 = await loadX509();
+  let csr: X509.Pkcs10CertificateRequest;
   try {
     csr = new x509.Pkcs10CertificateRequest(pem);
   } catch {
@@ -200,6 +200,7 @@ export async function enroll(env: Env, input: { csr_pem: string; token: string }
     throw refused();
   }
   const csr = await checkedCsr(input.csr_pem);
+  const x509 = await loadX509();
 
   const serial = randomSerial();
   const notAfter = new Date(now.getTime() + CERT_DAYS * 86_400_000);
