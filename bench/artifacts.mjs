@@ -3,33 +3,21 @@
 // R2 `get` Worker on the same bucket, in the same workerd and in alternating rounds
 // (see bench/README.md, "Artifacts").
 import { createHash, randomUUID } from "node:crypto";
-import os from "node:os";
 import path from "node:path";
 import { performance } from "node:perf_hooks";
-import { convertV4MiniflareOptions, Log, LogLevel, Miniflare } from "miniflare";
 import { bundleWorker } from "./lib/bundle.mjs";
 import { serviceConfig } from "./lib/config.mjs";
+import { benchScript, DIRECT, envNumber, OUT, ROOT, SERVICE, serviceWorker, startMiniflare } from "./lib/harness.mjs";
 import { printTable } from "./lib/report.mjs";
 import { applyMigrations, signup } from "./lib/seed.mjs";
 
-if (Number(process.versions.node.split(".")[0]) < 22) {
-  console.error(`Node ${process.versions.node} is too old: run through \`npm run bench:artifacts\`.`);
-  process.exit(1);
-}
-
-const ROOT = path.resolve(import.meta.dirname, "..");
-const OUT = path.join(ROOT, "bench", ".out");
-const num = (name, fallback) => {
-  const v = Number(process.env[name]);
-  return Number.isFinite(v) && v > 0 ? v : fallback;
-};
-const ROUNDS = num("BENCH_ROUNDS", 5);
+const { step, check, failures } = benchScript("bench:artifacts");
+const ROUNDS = envNumber("BENCH_ROUNDS", 5);
 // Each response is 10 MiB: a few downloads at a time already keep the runtime busy.
-const CONNECTIONS = num("BENCH_ARTIFACT_CONNECTIONS", 2);
+const CONNECTIONS = envNumber("BENCH_ARTIFACT_CONNECTIONS", 2);
 /** Downloads per target and round (every one of them is read to the end and counted). */
-const PER_ROUND = num("BENCH_ARTIFACT_DOWNLOADS", 12);
+const PER_ROUND = envNumber("BENCH_ARTIFACT_DOWNLOADS", 12);
 const SIZE = 10 * 1024 * 1024;
-const SERVICE = "workspace-agent-service";
 
 /**
  * `count` downloads of a target, `CONNECTIONS` at a time, each body read to its end and its
@@ -55,53 +43,23 @@ async function downloads(t, count) {
   return { seconds: (performance.now() - t0) / 1000, count: done };
 }
 
-const started = performance.now();
-const step = (msg) => console.log(`[${((performance.now() - started) / 1000).toFixed(1).padStart(5)} s] ${msg}`);
-const failures = [];
-const check = (ok, what) => {
-  if (!ok) failures.push(what);
-  return ok;
-};
-console.log(
-  `node ${process.versions.node}, ${os.cpus().length} CPUs, load average ${os
-    .loadavg()
-    .map((l) => l.toFixed(2))
-    .join(" ")}`,
-);
-
 step("bundling the service (wrangler deploy --dry-run)");
 const bundle = bundleWorker(ROOT, path.join(OUT, "worker"));
 
 const config = serviceConfig(ROOT);
 const bucket = config.r2Buckets?.FILES?.id ?? config.r2Buckets?.FILES;
-const mf = new Miniflare(
-  convertV4MiniflareOptions({
-    log: new Log(LogLevel.WARN),
-    logRequests: false,
-    cf: false,
-    telemetry: { enabled: false },
-    workers: [
-      {
-        ...config,
-        name: SERVICE,
-        rootPath: ROOT,
-        modules: bundle.modules,
-        modulesRoot: bundle.outDir,
-        bindings: { ...config.bindings, RATE_LIMITS: "off", SIGNUP_MODE: "open" },
-        unsafeDirectSockets: [{ host: "127.0.0.1", port: 0 }],
-      },
-      {
-        name: "bench-artifacts-baseline",
-        compatibilityDate: config.compatibilityDate,
-        compatibilityFlags: config.compatibilityFlags,
-        modules: [{ type: "ESModule", path: path.join(ROOT, "bench", "artifacts-baseline-worker.mjs") }],
-        modulesRoot: path.join(ROOT, "bench"),
-        r2Buckets: { FILES: bucket },
-        unsafeDirectSockets: [{ host: "127.0.0.1", port: 0 }],
-      },
-    ],
-  }),
-);
+const mf = startMiniflare([
+  serviceWorker(bundle, config),
+  {
+    name: "bench-artifacts-baseline",
+    compatibilityDate: config.compatibilityDate,
+    compatibilityFlags: config.compatibilityFlags,
+    modules: [{ type: "ESModule", path: path.join(ROOT, "bench", "artifacts-baseline-worker.mjs") }],
+    modulesRoot: path.join(ROOT, "bench"),
+    r2Buckets: { FILES: bucket },
+    unsafeDirectSockets: DIRECT,
+  },
+]);
 
 try {
   await mf.ready;

@@ -4,117 +4,64 @@
 //     distinct, into the service's POST /v1/webhooks/stripe;
 //   - a paid action's ledger cost: requireCredits then debit, through the service's own
 //     src/billing/ledger.ts bundled into a driver Worker.
-import { spawnSync } from "node:child_process";
 import { createHmac, randomUUID } from "node:crypto";
-import os from "node:os";
 import path from "node:path";
-import { performance } from "node:perf_hooks";
-import { convertV4MiniflareOptions, Log, LogLevel, Miniflare } from "miniflare";
 import { bundleWorker } from "./lib/bundle.mjs";
 import { serviceConfig } from "./lib/config.mjs";
+import {
+  benchScript,
+  bundleDriver,
+  DIRECT,
+  envNumber,
+  OUT,
+  ROOT,
+  SERVICE,
+  serviceWorker,
+  startMiniflare,
+} from "./lib/harness.mjs";
 import { measureAlternating } from "./lib/load.mjs";
 import { printTable } from "./lib/report.mjs";
 import { applyMigrations, signup } from "./lib/seed.mjs";
 
-if (Number(process.versions.node.split(".")[0]) < 22) {
-  console.error(`Node ${process.versions.node} is too old: run through \`npm run bench:billing\`.`);
-  process.exit(1);
-}
-
-const ROOT = path.resolve(import.meta.dirname, "..");
-const OUT = path.join(ROOT, "bench", ".out");
-const num = (name, fallback) => {
-  const v = Number(process.env[name]);
-  return Number.isFinite(v) && v > 0 ? v : fallback;
-};
-const SECONDS = num("BENCH_SECONDS", 3);
-const ROUNDS = num("BENCH_ROUNDS", 3);
-const CONNECTIONS = num("BENCH_CONNECTIONS", 32);
+const { step, check, failures } = benchScript("bench:billing");
+const SECONDS = envNumber("BENCH_SECONDS", 3);
+const ROUNDS = envNumber("BENCH_ROUNDS", 3);
+const CONNECTIONS = envNumber("BENCH_CONNECTIONS", 32);
 const WEBHOOK_SECRET = "whsec_bench_secret";
-const SERVICE = "workspace-agent-service";
-
-const started = performance.now();
-const step = (msg) => console.log(`[${((performance.now() - started) / 1000).toFixed(1).padStart(5)} s] ${msg}`);
-const failures = [];
-const check = (ok, what) => {
-  if (!ok) failures.push(what);
-  return ok;
-};
-console.log(
-  `node ${process.versions.node}, ${os.cpus().length} CPUs, load average ${os
-    .loadavg()
-    .map((l) => l.toFixed(2))
-    .join(" ")}`,
-);
 
 step("bundling the service (wrangler deploy --dry-run) and the ledger driver (esbuild)");
 const bundle = bundleWorker(ROOT, path.join(OUT, "worker"));
-const driverFile = path.join(OUT, "billing-ledger-driver.mjs");
-const esbuild = spawnSync(
-  path.join(ROOT, "node_modules", ".bin", "esbuild"),
-  [
-    "bench/billing-ledger-driver.ts",
-    "--bundle",
-    "--format=esm",
-    "--platform=neutral",
-    "--conditions=workerd,worker",
-    "--main-fields=module,main",
-    "--external:cloudflare:*",
-    "--external:node:*",
-    `--outfile=${driverFile}`,
-  ],
-  { cwd: ROOT, encoding: "utf8" },
-);
-if (esbuild.status !== 0) throw new Error(`esbuild failed:\n${esbuild.stderr}`);
+const driverFile = bundleDriver("bench/billing-ledger-driver.ts");
 
 const config = serviceConfig(ROOT);
 const d1Id = config.d1Databases?.DB?.id ?? config.d1Databases?.DB;
 const common = {
   compatibilityDate: config.compatibilityDate,
   compatibilityFlags: config.compatibilityFlags,
-  unsafeDirectSockets: [{ host: "127.0.0.1", port: 0 }],
+  unsafeDirectSockets: DIRECT,
   d1Databases: { DB: d1Id },
   durableObjects: { AUDIT_LOG: { className: "AuditLog", scriptName: SERVICE, useSQLite: true } },
 };
-const mf = new Miniflare(
-  convertV4MiniflareOptions({
-    log: new Log(LogLevel.WARN),
-    logRequests: false,
-    cf: false,
-    telemetry: { enabled: false },
-    workers: [
-      {
-        ...config,
-        name: SERVICE,
-        rootPath: ROOT,
-        modules: bundle.modules,
-        modulesRoot: bundle.outDir,
-        bindings: {
-          ...config.bindings,
-          RATE_LIMITS: "off",
-          SIGNUP_MODE: "open",
-          // The webhook's payment-mode path makes no Stripe API call; the key only enables billing.
-          STRIPE_SECRET_KEY: "sk_test_bench",
-          STRIPE_WEBHOOK_SECRET: WEBHOOK_SECRET,
-        },
-        unsafeDirectSockets: common.unsafeDirectSockets,
-      },
-      {
-        ...common,
-        name: "bench-billing-baseline",
-        modules: [{ type: "ESModule", path: path.join(ROOT, "bench", "billing-baseline-worker.mjs") }],
-        modulesRoot: path.join(ROOT, "bench"),
-        bindings: { STRIPE_WEBHOOK_SECRET: WEBHOOK_SECRET },
-      },
-      {
-        ...common,
-        name: "bench-billing-ledger",
-        modules: [{ type: "ESModule", path: driverFile }],
-        modulesRoot: OUT,
-      },
-    ],
+const mf = startMiniflare([
+  serviceWorker(bundle, config, {
+    // The webhook's payment-mode path makes no Stripe API call; the key only enables billing.
+    STRIPE_SECRET_KEY: "sk_test_bench",
+    STRIPE_WEBHOOK_SECRET: WEBHOOK_SECRET,
   }),
-);
+  {
+    ...common,
+    name: "bench-billing-baseline",
+    modules: [{ type: "ESModule", path: path.join(ROOT, "bench", "billing-baseline-worker.mjs") }],
+    modulesRoot: path.join(ROOT, "bench"),
+    bindings: { STRIPE_WEBHOOK_SECRET: WEBHOOK_SECRET },
+  },
+  {
+    ...common,
+    name: "bench-billing-ledger",
+    modules: [{ type: "ESModule", path: driverFile }],
+    modulesRoot: OUT,
+  },
+]);
 
 try {
   await mf.ready;

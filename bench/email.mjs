@@ -2,101 +2,51 @@
 // inbound path (route the address, store the raw bytes in R2, the message row and its audit
 // event in one D1 batch, the triage job on the queue) against a baseline handler that only
 // stores the raw bytes in R2; both in one workerd, alternating rounds (see bench/README.md, "Email").
-import { spawnSync } from "node:child_process";
-import os from "node:os";
 import path from "node:path";
-import { performance } from "node:perf_hooks";
-import { convertV4MiniflareOptions, Log, LogLevel, Miniflare } from "miniflare";
 import { bundleWorker } from "./lib/bundle.mjs";
 import { serviceConfig } from "./lib/config.mjs";
+import {
+  benchScript,
+  bundleDriver,
+  DIRECT,
+  envNumber,
+  OUT,
+  ROOT,
+  SERVICE,
+  serviceWorker,
+  startMiniflare,
+} from "./lib/harness.mjs";
 import { measureAlternating } from "./lib/load.mjs";
 import { printTable } from "./lib/report.mjs";
 import { applyMigrations, signup } from "./lib/seed.mjs";
 
-if (Number(process.versions.node.split(".")[0]) < 22) {
-  console.error(`Node ${process.versions.node} is too old: run through \`npm run bench:email\`.`);
-  process.exit(1);
-}
-
-const ROOT = path.resolve(import.meta.dirname, "..");
-const OUT = path.join(ROOT, "bench", ".out");
-const num = (name, fallback) => {
-  const v = Number(process.env[name]);
-  return Number.isFinite(v) && v > 0 ? v : fallback;
-};
-const SECONDS = num("BENCH_SECONDS", 3);
-const ROUNDS = num("BENCH_ROUNDS", 3);
-const CONNECTIONS = num("BENCH_CONNECTIONS", 16);
-const SERVICE = "workspace-agent-service";
-
-const started = performance.now();
-const step = (msg) => console.log(`[${((performance.now() - started) / 1000).toFixed(1).padStart(5)} s] ${msg}`);
-const failures = [];
-const check = (ok, what) => {
-  if (!ok) failures.push(what);
-  return ok;
-};
-console.log(
-  `node ${process.versions.node}, ${os.cpus().length} CPUs, load average ${os
-    .loadavg()
-    .map((l) => l.toFixed(2))
-    .join(" ")}`,
-);
+const { step, check, failures } = benchScript("bench:email");
+const SECONDS = envNumber("BENCH_SECONDS", 3);
+const ROUNDS = envNumber("BENCH_ROUNDS", 3);
+const CONNECTIONS = envNumber("BENCH_CONNECTIONS", 16);
 
 step("bundling the service (wrangler deploy --dry-run) and the email driver (esbuild)");
 const bundle = bundleWorker(ROOT, path.join(OUT, "worker"));
-const driverFile = path.join(OUT, "email-driver.mjs");
-const esbuild = spawnSync(
-  path.join(ROOT, "node_modules", ".bin", "esbuild"),
-  [
-    "bench/email-driver.ts",
-    "--bundle",
-    "--format=esm",
-    "--platform=neutral",
-    "--conditions=workerd,worker",
-    "--main-fields=module,main",
-    "--external:cloudflare:*",
-    "--external:node:*",
-    `--outfile=${driverFile}`,
-  ],
-  { cwd: ROOT, encoding: "utf8" },
-);
-if (esbuild.status !== 0) throw new Error(`esbuild failed:\n${esbuild.stderr}`);
+const driverFile = bundleDriver("bench/email-driver.ts");
 
 const config = serviceConfig(ROOT);
-const mf = new Miniflare(
-  convertV4MiniflareOptions({
-    log: new Log(LogLevel.WARN),
-    logRequests: false,
-    cf: false,
-    telemetry: { enabled: false },
-    workers: [
-      {
-        ...config,
-        name: SERVICE,
-        rootPath: ROOT,
-        modules: bundle.modules,
-        modulesRoot: bundle.outDir,
-        bindings: { ...config.bindings, RATE_LIMITS: "off", SIGNUP_MODE: "open" },
-        unsafeDirectSockets: [{ host: "127.0.0.1", port: 0 }],
-      },
-      {
-        compatibilityDate: config.compatibilityDate,
-        compatibilityFlags: config.compatibilityFlags,
-        name: "bench-email-driver",
-        modules: [{ type: "ESModule", path: driverFile }],
-        modulesRoot: OUT,
-        unsafeDirectSockets: [{ host: "127.0.0.1", port: 0 }],
-        bindings: { EMAIL_DOMAIN: "mail.localhost" },
-        d1Databases: config.d1Databases,
-        r2Buckets: config.r2Buckets,
-        // The job is queued as in the service; nothing consumes it during the bench.
-        queueProducers: { EMAIL_TRIAGE: "email-triage-bench" },
-        durableObjects: { AUDIT_LOG: { className: "AuditLog", scriptName: SERVICE, useSQLite: true } },
-      },
-    ],
-  }),
-);
+const mf = startMiniflare([
+  serviceWorker(bundle, config),
+  {
+    compatibilityDate: config.compatibilityDate,
+    compatibilityFlags: config.compatibilityFlags,
+    name: "bench-email-driver",
+    modules: [{ type: "ESModule", path: driverFile }],
+    modulesRoot: OUT,
+    unsafeDirectSockets: DIRECT,
+    bindings: { EMAIL_DOMAIN: "mail.localhost" },
+    d1Databases: config.d1Databases,
+    r2Buckets: config.r2Buckets,
+    // The job is queued as in the service; nothing consumes it during the bench.
+    queueProducers: { EMAIL_TRIAGE: "email-triage-bench" },
+    durableObjects: { AUDIT_LOG: { className: "AuditLog", scriptName: SERVICE, useSQLite: true } },
+  },
+]);
 
 try {
   await mf.ready;

@@ -2,72 +2,29 @@
 // (src/profile/extract.ts and signatures.ts, streamed through HTMLRewriter) on the test
 // fixtures, in workerd, beside a baseline measured in the same run: the same bytes through
 // an HTMLRewriter with no handlers (the parse alone). See bench/README.md, "Business profile".
-import { spawnSync } from "node:child_process";
-import os from "node:os";
-import path from "node:path";
 import { performance } from "node:perf_hooks";
-import { convertV4MiniflareOptions, Log, LogLevel, Miniflare } from "miniflare";
+import { benchScript, bundleDriver, envNumber, OUT, startMiniflare } from "./lib/harness.mjs";
 import { printTable } from "./lib/report.mjs";
 
-if (Number(process.versions.node.split(".")[0]) < 22) {
-  console.error(`Node ${process.versions.node} is too old: run through \`npm run bench:profile\`.`);
-  process.exit(1);
-}
-
-const ROOT = path.resolve(import.meta.dirname, "..");
-const OUT = path.join(ROOT, "bench", ".out");
-const num = (name, fallback) => {
-  const v = Number(process.env[name]);
-  return Number.isFinite(v) && v > 0 ? v : fallback;
-};
-const ROUNDS = num("BENCH_ROUNDS", 3);
-const PER_REQUEST = num("BENCH_PAGES_PER_REQUEST", 200);
+benchScript("bench:profile");
+const ROUNDS = envNumber("BENCH_ROUNDS", 3);
+const PER_REQUEST = envNumber("BENCH_PAGES_PER_REQUEST", 200);
 const PAGES = ["wordpress", "nextjs", "shopify", "static", "brand"];
 /** Targets: a fixture page well inside even the free plan's 10 ms per invocation; the 2 MiB cap well inside 30 s. */
 const TARGET_PAGE_MS = 5;
 const TARGET_CAPPED_MS = 1_000;
 
-console.log(
-  `node ${process.versions.node}, ${os.cpus().length} CPUs, load average ${os
-    .loadavg()
-    .map((l) => l.toFixed(2))
-    .join(" ")}`,
-);
+const driverFile = bundleDriver("bench/profile-driver.ts", ["--loader:.html=text", "--loader:.css=text"]);
 
-const driverFile = path.join(OUT, "profile-driver.mjs");
-const esbuild = spawnSync(
-  path.join(ROOT, "node_modules", ".bin", "esbuild"),
-  [
-    "bench/profile-driver.ts",
-    "--bundle",
-    "--format=esm",
-    "--platform=neutral",
-    "--conditions=workerd,worker",
-    "--main-fields=module,main",
-    "--loader:.html=text",
-    "--loader:.css=text",
-    "--external:cloudflare:*",
-    "--external:node:*",
-    `--outfile=${driverFile}`,
-  ],
-  { cwd: ROOT, encoding: "utf8" },
-);
-if (esbuild.status !== 0) throw new Error(`esbuild failed:\n${esbuild.stderr}`);
-
-const mf = new Miniflare(
-  convertV4MiniflareOptions({
-    log: new Log(LogLevel.WARN),
-    workers: [
-      {
-        name: "bench-profile",
-        compatibilityDate: "2026-10-01",
-        compatibilityFlags: ["nodejs_compat"],
-        modules: [{ type: "ESModule", path: driverFile }],
-        modulesRoot: OUT,
-      },
-    ],
-  }),
-);
+const mf = startMiniflare([
+  {
+    name: "bench-profile",
+    compatibilityDate: "2026-10-01",
+    compatibilityFlags: ["nodejs_compat"],
+    modules: [{ type: "ESModule", path: driverFile }],
+    modulesRoot: OUT,
+  },
+]);
 
 /** Wall time of one request running `n` extractions, per page; no I/O inside, so this is CPU. */
 async function perPage(page, mode, n) {

@@ -6,52 +6,30 @@ import { performance } from "node:perf_hooks";
 import { isDeepStrictEqual } from "node:util";
 import { measureBrowserRoundTrip } from "./lib/browser.mjs";
 import { BUNDLE_BUDGET_BYTES, bundleWorker, profileStartup, STARTUP_AIM_MS } from "./lib/bundle.mjs";
+import { benchScript, envNumber, ROOT } from "./lib/harness.mjs";
 import { measureAlternating } from "./lib/load.mjs";
 import { addPublicClient, refreshProblems, refreshTarget, rotationState, seedGrants } from "./lib/refresh.mjs";
 import { printTable } from "./lib/report.mjs";
 import { startRuntime } from "./lib/runtime.mjs";
 import { addAgents, applyMigrations, signup } from "./lib/seed.mjs";
 
-const major = Number(process.versions.node.split(".")[0]);
-if (major < 22) {
-  console.error(
-    `Node ${process.versions.node} is too old: run through \`npm run bench\` (Node 24 from the node dev dependency).`,
-  );
-  process.exit(1);
-}
-
-const ROOT = path.resolve(import.meta.dirname, "..");
-const num = (name, fallback) => {
-  const v = Number(process.env[name]);
-  return Number.isFinite(v) && v > 0 ? v : fallback;
-};
-const SECONDS = num("BENCH_SECONDS", 3);
-const ROUNDS = num("BENCH_ROUNDS", 3);
-const HTTP_CONNECTIONS = num("BENCH_CONNECTIONS", 32);
+const { step, check, failures } = benchScript(
+  "bench",
+  " (other load skews req/s; ratios are measured in alternating rounds)",
+);
+const SECONDS = envNumber("BENCH_SECONDS", 3);
+const ROUNDS = envNumber("BENCH_ROUNDS", 3);
+const HTTP_CONNECTIONS = envNumber("BENCH_CONNECTIONS", 32);
 const WRITERS = 64;
-const APPENDS_PER_REQUEST = num("BENCH_APPENDS_PER_REQUEST", 10);
-const VERIFY_ENTRIES = num("BENCH_VERIFY_ENTRIES", 100_000);
+const APPENDS_PER_REQUEST = envNumber("BENCH_APPENDS_PER_REQUEST", 10);
+const VERIFY_ENTRIES = envNumber("BENCH_VERIFY_ENTRIES", 100_000);
 const FILL_BATCH = 1000;
 const EXTRA_AGENTS = 11;
-const BROWSER_SAMPLES = num("BENCH_BROWSER_SAMPLES", 2000);
+const BROWSER_SAMPLES = envNumber("BENCH_BROWSER_SAMPLES", 2000);
 /** Sections to run (all by default): http, refresh, writes, browser, append, verify. */
 const ONLY = new Set(
   (process.env.BENCH_ONLY ?? "http,refresh,writes,browser,append,verify").split(",").map((s) => s.trim()),
 );
-
-const started = performance.now();
-console.log(
-  `node ${process.versions.node}, ${os.cpus().length} CPUs, load average ${os
-    .loadavg()
-    .map((l) => l.toFixed(2))
-    .join(" ")} (other load skews req/s; ratios are measured in alternating rounds)`,
-);
-const step = (msg) => console.log(`[${((performance.now() - started) / 1000).toFixed(1).padStart(5)} s] ${msg}`);
-const failures = [];
-const check = (ok, what) => {
-  if (!ok) failures.push(what);
-  return ok;
-};
 
 async function getJson(url, init) {
   const res = await fetch(url, init);

@@ -4,51 +4,25 @@
 // same two message rows with raw D1, in the same workerd and in alternating rounds
 // (see bench/README.md, "Turn").
 import http from "node:http";
-import os from "node:os";
 import path from "node:path";
 import { performance } from "node:perf_hooks";
-import { convertV4MiniflareOptions, Log, LogLevel, Miniflare } from "miniflare";
 import { bundleWorker } from "./lib/bundle.mjs";
 import { serviceConfig } from "./lib/config.mjs";
+import { benchScript, DIRECT, envNumber, OUT, ROOT, SERVICE, serviceWorker, startMiniflare } from "./lib/harness.mjs";
 import { measureAlternating } from "./lib/load.mjs";
 import { printTable } from "./lib/report.mjs";
 import { applyMigrations, signup } from "./lib/seed.mjs";
 
-if (Number(process.versions.node.split(".")[0]) < 22) {
-  console.error(`Node ${process.versions.node} is too old: run through \`npm run bench:turn\`.`);
-  process.exit(1);
-}
-
-const ROOT = path.resolve(import.meta.dirname, "..");
-const OUT = path.join(ROOT, "bench", ".out");
-const num = (name, fallback) => {
-  const v = Number(process.env[name]);
-  return Number.isFinite(v) && v > 0 ? v : fallback;
-};
-const SECONDS = num("BENCH_SECONDS", 3);
-const ROUNDS = num("BENCH_ROUNDS", 3);
-const CONNECTIONS = num("BENCH_CONNECTIONS", 16);
-const SERVICE = "workspace-agent-service";
+const { step, check, failures } = benchScript("bench:turn");
+const SECONDS = envNumber("BENCH_SECONDS", 3);
+const ROUNDS = envNumber("BENCH_ROUNDS", 3);
+const CONNECTIONS = envNumber("BENCH_CONNECTIONS", 16);
 const BASELINE = "bench-turn-baseline";
 const MODEL = "bench-mock-model";
 const REPLY = "Noted. This is the mock model's instant answer to your message.";
 const USAGE = { prompt_tokens: 120, completion_tokens: 14, total_tokens: 134 };
 /** A message with this marker makes the mock hold its answer back, for the 409 check. */
 const SLOW = "[slow]";
-
-const started = performance.now();
-const step = (msg) => console.log(`[${((performance.now() - started) / 1000).toFixed(1).padStart(5)} s] ${msg}`);
-const failures = [];
-const check = (ok, what) => {
-  if (!ok) failures.push(what);
-  return ok;
-};
-console.log(
-  `node ${process.versions.node}, ${os.cpus().length} CPUs, load average ${os
-    .loadavg()
-    .map((l) => l.toFixed(2))
-    .join(" ")}`,
-);
 
 // The mock model: OpenAI chat completions on loopback, answering at once. With `stream: true`
 // it streams `chat.completion.chunk` SSE (the text in three deltas, the usage on the last
@@ -110,35 +84,19 @@ const bundle = bundleWorker(ROOT, path.join(OUT, "worker"));
 
 const config = serviceConfig(ROOT);
 const d1Id = config.d1Databases?.DB?.id ?? config.d1Databases?.DB;
-const mf = new Miniflare(
-  convertV4MiniflareOptions({
-    log: new Log(LogLevel.WARN),
-    logRequests: false,
-    cf: false,
-    telemetry: { enabled: false },
-    workers: [
-      {
-        ...config,
-        name: SERVICE,
-        rootPath: ROOT,
-        modules: bundle.modules,
-        modulesRoot: bundle.outDir,
-        bindings: { ...config.bindings, RATE_LIMITS: "off", SIGNUP_MODE: "open", ...llmVars },
-        unsafeDirectSockets: [{ host: "127.0.0.1", port: 0 }],
-      },
-      {
-        name: BASELINE,
-        compatibilityDate: config.compatibilityDate,
-        compatibilityFlags: config.compatibilityFlags,
-        modules: [{ type: "ESModule", path: path.join(ROOT, "bench", "turn-baseline-worker.mjs") }],
-        modulesRoot: path.join(ROOT, "bench"),
-        d1Databases: { DB: d1Id },
-        bindings: llmVars,
-        unsafeDirectSockets: [{ host: "127.0.0.1", port: 0 }],
-      },
-    ],
-  }),
-);
+const mf = startMiniflare([
+  serviceWorker(bundle, config, llmVars),
+  {
+    name: BASELINE,
+    compatibilityDate: config.compatibilityDate,
+    compatibilityFlags: config.compatibilityFlags,
+    modules: [{ type: "ESModule", path: path.join(ROOT, "bench", "turn-baseline-worker.mjs") }],
+    modulesRoot: path.join(ROOT, "bench"),
+    d1Databases: { DB: d1Id },
+    bindings: llmVars,
+    unsafeDirectSockets: DIRECT,
+  },
+]);
 
 /** Turns answered 200 per target, warm-up and checks included: each must have stored two rows. */
 const turns = { ours: 0, baseline: 0 };
