@@ -192,6 +192,20 @@ describe("connectors", () => {
     ]);
   });
 
+  it("limits one address to 10 enrollment attempts a minute (429), other addresses unaffected", async () => {
+    const headers = { "CF-Connecting-IP": "203.0.113.91" };
+    const attempt = (h: Record<string, string> = headers) =>
+      callWith(ca.config, "POST", "/v1/mcp/connectors/enroll", {
+        body: { csr_pem: "not a csr", token: "svc_enroll_unknown" },
+        headers: h,
+      });
+    for (let i = 0; i < 10; i++) expect((await attempt()).status).toBe(403);
+    const limited = await attempt();
+    await expectProblem(limited, 429);
+    expect(limited.headers.get("Retry-After")).toBe("60");
+    expect((await attempt({ "CF-Connecting-IP": "203.0.113.92" })).status).toBe(403);
+  });
+
   it("gives one certificate to two concurrent redemptions of one token", async () => {
     const ws = await signupWorkspace();
     const c = await newConnector(ws.adminToken);
