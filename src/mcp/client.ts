@@ -28,8 +28,9 @@ export const MCP_LIMITS = {
 
 type ListedTool = { name: string; description?: string; inputSchema: Record<string, unknown> };
 
-/** Per isolate: tool lists by server (and the credentials it was listed with). */
+/** Per isolate: tool lists by server (and the credentials it was listed with), the newest 500. */
 const lists = new Map<string, { at: number; tools: ListedTool[] }>();
+const LISTS_KEPT = 500;
 const listKey = (workspaceId: string, t: ServerTarget) =>
   `${workspaceId}\n${t.slug}\n${t.url}\n${Object.keys(t.headers).sort().join(",")}`;
 
@@ -83,7 +84,9 @@ async function serverTools(scope: TurnScope, target: ServerTarget) {
     description: t.description,
     inputSchema: t.inputSchema as Record<string, unknown>,
   }));
+  lists.delete(key); // re-inserted last: the Map's order is the age order
   lists.set(key, { at: Date.now(), tools: listed });
+  if (lists.size > LISTS_KEPT) lists.delete(lists.keys().next().value!);
   return { client, tools: listed };
 }
 
