@@ -431,6 +431,55 @@ describe("triage and reply policies", () => {
     expect((await auditEvents(ws.workspace.id, "email.send"))[0]).toMatchObject({ outcome: "success" });
   });
 
+  it("a reply to our reply continues the thread: the draft sees the earlier mail and what we sent", async () => {
+    const ws = await signupWorkspace();
+    const to = await teamAddress(ws);
+    await patchTeam(ws, { reply_policy: "auto" });
+    const m = model({}, "Order 1042 ships on Friday.");
+    const sender = fakeSender();
+    const first = await mailAndTriage(
+      to,
+      rfc822({ to, subject: "Order 1042", body: "When does order 1042 ship?", messageId: "<q1@sender.test>" }),
+      { email: sender.binding },
+    );
+    const ours = (await replyOf(first))!;
+    const sentId = (await PostalMime.parse(sender.sent[0]!.raw)).messageId;
+    expect(sentId).toBe(`<${ours.id}@mail.localhost>`);
+    expect(ours).toMatchObject({ message_id_header: sentId });
+
+    const followUp = await mailAndTriage(
+      to,
+      rfc822({
+        to,
+        subject: "Re: Order 1042",
+        body: "Can it come sooner?",
+        messageId: "<q2@sender.test>",
+        headers: { "In-Reply-To": sentId!, References: `<q1@sender.test> ${sentId}` },
+      }),
+      { email: sender.binding },
+    );
+    expect(await replyOf(followUp)).toMatchObject({ handling_state: "sent" });
+    const draft = m.requests.at(-1)!.messages.map((x) => ({ role: x.role, content: JSON.stringify(x.content) }));
+    const earlier = draft.findIndex((x) => x.role === "user" && x.content.includes("When does order 1042 ship?"));
+    expect(earlier).toBeGreaterThan(-1);
+    expect(draft[earlier + 1]).toMatchObject({ role: "assistant" });
+    expect(draft[earlier + 1]!.content).toContain("Order 1042 ships on Friday.");
+    expect(draft.at(-1)!.content).toContain("Can it come sooner?");
+
+    // Another workspace's thread, or a mail naming an id we never sent, brings no history.
+    const stranger = await mailAndTriage(
+      to,
+      rfc822({
+        to,
+        body: "Unrelated",
+        headers: { References: "<00000000-0000-0000-0000-000000000000@mail.localhost>" },
+      }),
+      { email: sender.binding },
+    );
+    expect(await replyOf(stranger)).toMatchObject({ handling_state: "sent" });
+    expect(m.requests.at(-1)!.messages.filter((x) => x.role === "assistant")).toHaveLength(0);
+  });
+
   it("never answers with reply_policy never, and spam above the threshold is spam", async () => {
     const ws = await signupWorkspace();
     const to = await teamAddress(ws);

@@ -2,8 +2,9 @@ import { deliverAudit, outboxEntry, outboxStatement, type RecordInput } from "..
 import { parseJsonArray } from "../platform/db";
 import { nowIso } from "../platform/env";
 import { conflict, notFound } from "../platform/problem";
+import { emailDomain } from "./endpoints";
 import type { ReplyRow } from "./schemas";
-import { sendReply } from "./send";
+import { replyMessageId, sendReply } from "./send";
 
 export type MessageRecord = {
   id: string;
@@ -151,6 +152,7 @@ export async function sendAndRecord(env: Env, replyId: string, actor: RecordInpu
   let error: string | null = null;
   try {
     await sendReply(env, {
+      messageId: replyMessageId(replyId, emailDomain(env)),
       from: reply.from_addr,
       to,
       subject: reply.subject,
@@ -172,9 +174,17 @@ export async function sendAndRecord(env: Env, replyId: string, actor: RecordInpu
   });
   await env.DB.batch([
     env.DB.prepare(
-      `UPDATE email_messages SET handling_state = ?2, last_error = ?3, sent_at = ?4, updated_at = ?5
+      `UPDATE email_messages SET handling_state = ?2, last_error = ?3, sent_at = ?4, updated_at = ?5,
+         message_id_header = ?6
        WHERE id = ?1 AND handling_state = 'approved'`,
-    ).bind(replyId, error ? "send_failed" : "sent", error, error ? null : now, now),
+    ).bind(
+      replyId,
+      error ? "send_failed" : "sent",
+      error,
+      error ? null : now,
+      now,
+      error ? null : replyMessageId(replyId, emailDomain(env)),
+    ),
     outboxStatement(env, event, "changes() > 0"),
     env.DB.prepare(
       "UPDATE email_messages SET handling_state = 'replied', updated_at = ?2 WHERE id = ?1 AND ?3 = 0",

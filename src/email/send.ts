@@ -1,6 +1,8 @@
 import { EmailMessage } from "cloudflare:email";
 
 export type OutgoingReply = {
+  /** Our own Message-ID for it (see `replyMessageId`): a reply to it finds its thread by it. */
+  messageId: string;
   from: string;
   to: string;
   subject: string | null;
@@ -10,6 +12,15 @@ export type OutgoingReply = {
   /** Its References (and In-Reply-To) header, to carry the thread on. */
   references: string | null;
 };
+
+/** The Message-ID of the reply stored as `replyId`: `<id@EMAIL_DOMAIN>`, known without storing it. */
+export const replyMessageId = (replyId: string, domain: string) => `<${replyId}@${domain}>`;
+
+/** The ids of our own replies a thread's `References` / `In-Reply-To` names. */
+export function repliesReferenced(references: string | null, domain: string): string[] {
+  const ours = new RegExp(`^<([0-9a-f-]{36})@${domain.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}>$`, "i");
+  return [...new Set((references ?? "").split(/\s+/).flatMap((id) => ours.exec(id)?.[1]?.toLowerCase() ?? []))];
+}
 
 /** `Re: ` once, however many times the thread already said it. */
 export function replySubject(subject: string | null): string {
@@ -34,6 +45,7 @@ export async function composeReply(reply: OutgoingReply): Promise<string> {
     msg.setHeader("In-Reply-To", reply.inReplyTo);
     msg.setHeader("References", [...new Set(references)].join(" "));
   }
+  msg.setHeader("Message-ID", reply.messageId);
   msg.setHeader("Auto-Submitted", "auto-replied");
   msg.addMessage({ contentType: "text/plain", data: reply.body });
   return msg.asRaw();

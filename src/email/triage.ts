@@ -7,11 +7,13 @@ import { agentLanguageModel } from "../llm/model";
 import { baseUrl, nowIso } from "../platform/env";
 import { newId } from "../platform/ids";
 import { ApiError } from "../platform/problem";
+import type { HistoryMessage } from "../runtime/history";
 import { runTurn } from "../runtime/turn";
-import { type EndpointRecord, emailSlugOf, mailboxAddress } from "./endpoints";
+import { type EndpointRecord, emailDomain, emailSlugOf, mailboxAddress } from "./endpoints";
 import { queueTriage, type TriageJob } from "./inbound";
 import { type MessageRecord, sendAndRecord } from "./replies";
 import { type Triage, TriageSchema } from "./schemas";
+import { repliesReferenced } from "./send";
 
 /** Triage spam above this score (0-1) unless the endpoint sets its own `spam_score_max`. */
 export const DEFAULT_SPAM_SCORE_MAX = 0.8;
@@ -20,6 +22,8 @@ export const MAX_TRIAGE_ATTEMPTS = 3;
 const NO_TOOLS: AreaRegistry["tools"] = [];
 /** The start of an email's text the model reads. */
 const BODY_CHARS = 8000;
+/** Earlier exchanges of a thread a draft sees (each: their mail, our sent reply). */
+const THREAD_EXCHANGES = 3;
 
 type Verdict =
   | { state: "no_reply" | "rejected_sender" | "spam" | "escalated"; reason: string; triage?: Triage }
@@ -60,12 +64,41 @@ async function repliesToday(env: Env, endpoint: EndpointRecord, to: string) {
   return { total: row?.total ?? 0, sender: row?.sender ?? 0 };
 }
 
-async function readText(env: Env, message: MessageRecord): Promise<string> {
+async function readText(env: Env, message: Pick<MessageRecord, "rawKey">): Promise<string> {
   const object = message.rawKey ? await env.FILES.get(message.rawKey) : null;
   if (!object) return "";
   const { default: PostalMime } = await import("postal-mime");
   const email = await PostalMime.parse(await object.arrayBuffer());
   return (email.text ?? email.html?.replace(/<[^>]+>/g, " ") ?? "").slice(0, BODY_CHARS);
+}
+
+const asPrompt = (from: string, subject: string | null, text: string) =>
+  `From: ${from}\nSubject: ${subject ?? ""}\n\n${text}`;
+
+/**
+ * The thread so far, oldest first: for each reply of ours the message names in its
+ * `References` / `In-Reply-To` (our Message-IDs are `<reply id@EMAIL_DOMAIN>`), the mail it
+ * answered and what we sent. At most the last THREAD_EXCHANGES, of this mailbox only.
+ */
+async function threadHistory(env: Env, message: MessageRecord): Promise<HistoryMessage[]> {
+  const ids = repliesReferenced(message.referencesHeader, emailDomain(env));
+  if (!ids.length) return [];
+  const { results } = await env.DB.prepare(
+    `SELECT o.body, i.id, i.from_addr, i.subject, i.raw_key FROM email_messages o
+     JOIN email_messages i ON i.id = o.reply_to_id
+     WHERE o.id IN (SELECT value FROM json_each(?1)) AND o.workspace_id = ?2 AND o.endpoint_id = ?3
+       AND o.direction = 'outbound' AND o.handling_state = 'sent'
+     ORDER BY o.sent_at DESC LIMIT ?4`,
+  )
+    .bind(JSON.stringify(ids), message.workspaceId, message.endpointId, THREAD_EXCHANGES)
+    .all<{ body: string; id: string; from_addr: string; subject: string | null; raw_key: string | null }>();
+  const history: HistoryMessage[] = [];
+  for (const r of results.reverse()) {
+    const text = await readText(env, { rawKey: r.raw_key });
+    history.push({ role: "user", content: asPrompt(r.from_addr, r.subject, text) });
+    history.push({ role: "assistant", content: r.body });
+  }
+  return history;
 }
 
 /** The model's reading of a message: category, one-line summary, language, spam score. */
@@ -162,11 +195,12 @@ async function draftReply(env: Env, endpoint: EndpointRecord, message: MessageRe
     conversationId: null,
     turnId: newId(),
     origin: baseUrl(env, "http://localhost"),
-    history: [],
+    // A reply to one of ours continues its thread: the earlier mails and our replies come first.
+    history: await threadHistory(env, message),
     prompt:
       `${endpoint.instructions ? `${endpoint.instructions}\n\n` : ""}` +
       `Write the reply to this email, in ${language}. Answer with the reply's text only: no subject line, ` +
-      `no headers, no placeholders.\n\nFrom: ${message.fromAddr}\nSubject: ${message.subject ?? ""}\n\n${text}`,
+      `no headers, no placeholders.\n\n${asPrompt(message.fromAddr, message.subject, text)}`,
   });
   const outcome = await turn.done;
   if (outcome.finish === "failed" || !outcome.text.trim()) throw new Error("the model did not draft a reply");
