@@ -48,7 +48,7 @@ const header = (email: Email, name: string) =>
  * `X-Auto-Response-Suppress` asking for no automatic reply, and bounces (an empty envelope
  * sender, or a mailer daemon's address).
  */
-export function isAutoSubmitted(email: Email, envelopeFrom = ""): boolean {
+export function isAutoSubmitted(email: Email, envelopeFrom: string): boolean {
   const auto = header(email, "auto-submitted")?.toLowerCase();
   const precedence = header(email, "precedence")?.toLowerCase();
   const suppress = (header(email, "x-auto-response-suppress") ?? "").toLowerCase().split(/[\s,]+/);
