@@ -301,6 +301,17 @@ describe("inbound mail", () => {
     expect((await endpoints(ws)).endpoints[0]).toMatchObject({ unrouted: 1, received: 1, message_count: 1 });
   });
 
+  it("ignores a sub-address tag (team-slug+tag@, team+tag-slug@)", async () => {
+    const ws = await signupWorkspace();
+    const slug = (await endpoints(ws)).tenant_email_slug;
+    for (const to of [`team-${slug}+orders@mail.localhost`, `team+orders-${slug}@mail.localhost`]) {
+      const { queued, rejected } = await deliver(to, rfc822({ to }));
+      expect(rejected).toBeNull();
+      expect(await messageRow(queued[0]!.message_id)).toMatchObject({ unrouted: 0 });
+    }
+    expect((await endpoints(ws)).endpoints[0]).toMatchObject({ received: 2, unrouted: 0 });
+  });
+
   it("routes the previous slug within its 30 days, and not after", async () => {
     const ws = await signupWorkspace();
     const before = await endpoints(ws);

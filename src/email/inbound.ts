@@ -13,8 +13,9 @@ export type TriageJob = { message_id: string };
 
 type Route = { workspaceId: string; endpointId: string; unrouted: boolean };
 
-// The address is `<localpart>-<email slug>@<domain>`; localparts have no hyphen, so the first one splits.
-const ADDRESS = /^([a-z0-9._]+)-([a-z0-9-]+)@(.+)$/;
+// The address is `<localpart>-<email slug>@<domain>`; localparts have no hyphen, so the first one
+// splits. A sub-address tag (RFC 5233: `team-acme+orders@`, or `team+orders-acme@`) is ignored.
+const ADDRESS = /^([a-z0-9._]+)(?:\+[^-@]*)?-([a-z0-9-]+)(?:\+[^@]*)?@(.+)$/;
 
 /**
  * The workspace and endpoint an address names: the current email slug, or a previous one
