@@ -298,7 +298,39 @@ describe("documents the service refuses", () => {
     serve("/oauth/liar.json", goodDoc(`https://${CLIENT_HOST}/oauth/client.json`));
     const { html, token } = await refusedEverywhere(`https://${CLIENT_HOST}/oauth/liar.json`);
     expect(html).toContain("client_id is not the URL");
-    expect(token.error_description).toContain("client_id is not the URL");
+    // The token endpoint never fetches a document no authorization stored: an unknown client.
+    const fetched = fetches.get("/oauth/liar.json");
+    expect(token.error_description).toBe("Unknown or deleted client");
+    expect(fetches.get("/oauth/liar.json")).toBe(fetched);
+  });
+
+  it("an anonymous visitor or caller makes the service fetch nothing and store no client", async () => {
+    const path = "/oauth/anonymous.json";
+    const docUrl = `https://${CLIENT_HOST}${path}`;
+    serve(path, goodDoc(docUrl));
+    const { challenge } = newPkce();
+    const page = await exports.default.fetch(
+      new Request(
+        `${ORIGIN}${authorizePath({ client_id: docUrl, redirect_uri: REDIRECT, response_type: "code", code_challenge: challenge })}`,
+        { redirect: "manual" },
+      ),
+    );
+    expect(page.status).toBe(302);
+    expect(page.headers.get("Location")).toMatch(/^\/v1\/signin\?return_to=/);
+    const consent = await exports.default.fetch(
+      new Request(`${ORIGIN}/v1/oauth/consent`, {
+        method: "POST",
+        body: new URLSearchParams({ client_id: docUrl, redirect_uri: REDIRECT, response_type: "code" }),
+      }),
+    );
+    expect(consent.status).toBe(400);
+    await expectOAuthError(
+      await oauthPost("/v1/oauth/token", { grant_type: "refresh_token", refresh_token: "x", client_id: docUrl }),
+      401,
+      "invalid_client",
+    );
+    expect(fetches.get(path)).toBeUndefined();
+    expect(await env.DB.prepare("SELECT 1 FROM oauth_clients WHERE client_id = ?1").bind(docUrl).first()).toBeNull();
   });
 
   it("a redirect URI the document does not list (exact match, no loopback port leeway)", async () => {

@@ -20,7 +20,7 @@ import {
   consentCsrfValid,
   recordConsent,
 } from "./authorize";
-import { isDocumentClient } from "./client-documents";
+import { isDocumentClient, isDocumentClientId } from "./client-documents";
 import { AuthorizeErrorPage, ConsentPage, ContinuePage, SCOPE_TEXT } from "./pages";
 import { AuthorizeQuerySchema } from "./schemas";
 import { issueCode } from "./tokens";
@@ -124,13 +124,22 @@ async function redirectWithCode(c: Ctx, req: AuthorizeRequest, session: Session,
 
 async function authorize(c: Ctx) {
   const url = new URL(c.req.url);
-  const check = await checkAuthorizeRequest(c.env, url.searchParams, baseUrl(c.env, c.req.url));
+  const signIn = () => c.redirect(`/v1/signin?return_to=${encodeURIComponent(url.pathname + url.search)}`, 302);
+  // A metadata document is fetched for a signed-in user only: an anonymous visitor cannot make
+  // the service fetch URLs or store clients by opening authorization links.
+  const ids = url.searchParams.getAll("client_id");
+  const documentClientId = ids.length === 1 && isDocumentClientId(ids[0]!);
+  const early = documentClientId ? await currentSession(c) : null;
+  if (documentClientId && !early) return signIn();
+
+  // (a document client only gets here signed in)
+  const check = await checkAuthorizeRequest(c.env, url.searchParams, baseUrl(c.env, c.req.url), true);
   if (check.kind === "fatal") return errorPage(c, 400, check.message, check.error);
   if (check.kind === "error") return toClient(c, check.location, 302);
   const req = check.request;
 
-  const session = await currentSession(c);
-  if (!session) return c.redirect(`/v1/signin?return_to=${encodeURIComponent(url.pathname + url.search)}`, 302);
+  const session = early ?? (await currentSession(c));
+  if (!session) return signIn();
 
   // A client known only by its metadata document is asked about every time: anyone can publish one.
   const document = isDocumentClient(req.client);
@@ -192,13 +201,13 @@ authorizeRouter.post("/v1/oauth/consent", limitBody(), async (c) => {
     for (const v of [form[name]].flat()) if (typeof v === "string") query.append(name, v);
   }
   const issuer = baseUrl(c.env, c.req.url);
-  const check = await checkAuthorizeRequest(c.env, query, issuer);
+  const session = await currentSession(c);
+  const check = await checkAuthorizeRequest(c.env, query, issuer, session !== null);
   if (check.kind === "fatal") return errorPage(c, 400, check.message, check.error);
   if (check.kind === "error") return c.redirect(check.location, 303);
   const req = check.request;
 
   // Signed out meanwhile: start the authorization again, through sign-in.
-  const session = await currentSession(c);
   if (!session) return c.redirect(`/v1/oauth/authorize?${new URLSearchParams(req.params)}`, 303);
   const csrf = form.csrf_token;
   if (!consentCsrfValid(session.secret, req, typeof csrf === "string" ? csrf : undefined)) {

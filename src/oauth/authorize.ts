@@ -65,7 +65,16 @@ export function authorizationRedirect(
   return url.href;
 }
 
-export async function checkAuthorizeRequest(env: Env, query: URLSearchParams, issuer: string): Promise<AuthorizeCheck> {
+/**
+ * Judges an authorization request. `signedIn`: whether a user is signed in — a Client ID
+ * Metadata Document never seen before is fetched only then (see `resolveClient`).
+ */
+export async function checkAuthorizeRequest(
+  env: Env,
+  query: URLSearchParams,
+  issuer: string,
+  signedIn: boolean,
+): Promise<AuthorizeCheck> {
   const once = (name: string) => {
     const all = query.getAll(name);
     return all.length === 1 && all[0] !== "" ? all[0] : all.length > 1 ? null : undefined;
@@ -77,7 +86,7 @@ export async function checkAuthorizeRequest(env: Env, query: URLSearchParams, is
     return { kind: "fatal", message: "The request has more than one client_id.", error: "invalid_request" };
   let client: ClientRow | undefined;
   try {
-    client = await resolveClient(env, clientId, issuer);
+    client = await resolveClient(env, clientId, { origin: issuer, fetchNew: signedIn });
   } catch (e) {
     if (e instanceof UnusableClientDocument) return { kind: "fatal", message: e.message, error: "invalid_request" };
     throw e;

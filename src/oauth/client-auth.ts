@@ -34,7 +34,8 @@ export async function authenticateClient(
 
   let client: ClientRow | undefined;
   try {
-    client = await resolveClient(env, clientId, origin);
+    // A document client must have been through the authorization endpoint first.
+    client = await resolveClient(env, clientId, { origin, fetchNew: false });
   } catch (e) {
     if (e instanceof UnusableClientDocument) throw invalidClient(e.message, usedBasic);
     throw e;

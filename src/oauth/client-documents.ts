@@ -222,14 +222,23 @@ const toClientRow = (r: RawClientRow): ClientRow => ({
   documentExpiresAt: r.document_expires_at as string,
 });
 
-/** A client identified by a metadata document: its fresh stored copy, or the document fetched again. */
-async function documentClient(env: Env, url: string, origin?: string): Promise<ClientRow> {
+/**
+ * A client identified by a metadata document: its fresh stored copy, or the document fetched
+ * again. A document never seen before is fetched only when `fetchNew` (the authorization
+ * endpoint, for a signed-in user); elsewhere it is an unknown client (undefined).
+ */
+async function documentClient(
+  env: Env,
+  url: string,
+  opts: { origin?: string; fetchNew: boolean },
+): Promise<ClientRow | undefined> {
   const problem = urlProblem(url);
   if (problem) throw new UnusableClientDocument(url, problem);
   const now = Date.now();
   const stored = await activeClient(env, url);
   if (stored?.documentExpiresAt && Date.parse(stored.documentExpiresAt) > now) return stored;
-  const { doc, maxAgeSeconds } = await fetchClientDocument(env, url, origin);
+  if (!stored && !opts.fetchNew) return undefined;
+  const { doc, maxAgeSeconds } = await fetchClientDocument(env, url, opts.origin);
   const row = await env.DB.prepare(UPSERT_DOCUMENT_CLIENT)
     .bind(
       url,
@@ -250,10 +259,16 @@ async function documentClient(env: Env, url: string, origin?: string): Promise<C
 /**
  * The client a `client_id` names: a registered or first-party client (undefined when unknown
  * or deleted), or a metadata document's client (throws `UnusableClientDocument` when its
- * document cannot be used).
+ * document cannot be used). `fetchNew`: whether a document never seen before may be fetched
+ * (and stored); only the authorization endpoint, once a user is signed in, asks for that, so
+ * nobody anonymous can make the service fetch documents or store clients.
  */
-export async function resolveClient(env: Env, clientId: string, origin?: string): Promise<ClientRow | undefined> {
-  return isDocumentClientId(clientId) ? documentClient(env, clientId, origin) : activeClient(env, clientId);
+export async function resolveClient(
+  env: Env,
+  clientId: string,
+  opts: { origin?: string; fetchNew: boolean },
+): Promise<ClientRow | undefined> {
+  return isDocumentClientId(clientId) ? documentClient(env, clientId, opts) : activeClient(env, clientId);
 }
 
 /** Whether the client is identified by a metadata document (always third-party, always asked for consent). */
