@@ -6,7 +6,7 @@ import { exports } from "cloudflare:workers";
 import * as oauth from "oauth4webapi";
 import { describe, expect, it } from "vitest";
 import { freshIp, ORIGIN } from "./support/api";
-import { postConsent, sessionCookie, signIn } from "./support/oauth";
+import { authorizationUrl, postConsent, sessionCookie, signIn } from "./support/oauth";
 import { signupWorkspace } from "./support/seed";
 
 const fetcher = (url: string, init?: RequestInit) => {
@@ -27,25 +27,6 @@ async function browser(session: string, authorizationUrl: URL): Promise<URL> {
   if (res.status === 200) res = await postConsent(session, await res.text(), "approve");
   expect([302, 303]).toContain(res.status);
   return new URL(res.headers.get("Location")!);
-}
-
-async function authorizationUrl(
-  as: oauth.AuthorizationServer,
-  client: oauth.Client,
-  redirectUri: string,
-  scope?: string,
-) {
-  const codeVerifier = oauth.generateRandomCodeVerifier();
-  const state = oauth.generateRandomState();
-  const url = new URL(as.authorization_endpoint!);
-  url.searchParams.set("client_id", client.client_id);
-  url.searchParams.set("redirect_uri", redirectUri);
-  url.searchParams.set("response_type", "code");
-  url.searchParams.set("code_challenge", await oauth.calculatePKCECodeChallenge(codeVerifier));
-  url.searchParams.set("code_challenge_method", "S256");
-  url.searchParams.set("state", state);
-  if (scope) url.searchParams.set("scope", scope);
-  return { url, codeVerifier, state };
 }
 
 describe("metadata", () => {
@@ -136,7 +117,7 @@ describe("the whole flow with oauth4webapi", () => {
       expect(client.client_secret === undefined).toBe(variant.method === "none");
       const clientAuth = variant.auth(client);
 
-      const { url, codeVerifier, state } = await authorizationUrl(as, client, redirectUri, "agents:read");
+      const { url, codeVerifier, state } = await authorizationUrl(as, client, redirectUri, { scope: "agents:read" });
       const callback = await browser(session, url);
       const params = oauth.validateAuthResponse(as, client, callback, state);
 
@@ -275,12 +256,9 @@ describe("the whole flow with oauth4webapi", () => {
     const as = await discover();
     const client: oauth.Client = { client_id: "svc_client_cli", token_endpoint_auth_method: "none" };
     const redirectUri = "http://127.0.0.1:49152/callback";
-    const { url, codeVerifier, state } = await authorizationUrl(
-      as,
-      client,
-      redirectUri,
-      "agents:read conversations:write",
-    );
+    const { url, codeVerifier, state } = await authorizationUrl(as, client, redirectUri, {
+      scope: "agents:read conversations:write",
+    });
     const first = await fetcher(url.href, { headers: sessionCookie(session) });
     expect(first.status).toBe(302);
     const params = oauth.validateAuthResponse(as, client, new URL(first.headers.get("Location")!), state);

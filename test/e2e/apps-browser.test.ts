@@ -4,11 +4,11 @@
  * page's script runs, but in the sandbox's opaque origin it cannot read the cookies of the
  * origin that serves it.
  */
-import { createServer, type IncomingMessage, type Server } from "node:http";
+import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { type Browser, chromium } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type DevServer, startDevServer } from "./server";
+import { type DevServer, readBody, startDevServer } from "./server";
 
 const PORT = Number(process.env.E2E_APPS_PORT ?? 8793);
 const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
@@ -24,13 +24,6 @@ let dev: DevServer;
 let browser: Browser;
 let model: Server;
 let token: string;
-
-const readBody = (req: IncomingMessage) =>
-  new Promise<string>((resolve) => {
-    let body = "";
-    req.on("data", (c) => (body += c));
-    req.on("end", () => resolve(body));
-  });
 
 /** Calls publish_app on the first step, then answers in words; streams when asked to. */
 function fakeModel(): Promise<{ server: Server; baseUrl: string }> {

@@ -3,23 +3,16 @@
  * (`POST /cdn-cgi/handler/email?from=…&to=…` with the raw message), triaged on the local
  * queue with a fake OpenAI-compatible model, until the draft waits in the review queue.
  */
-import { createServer, type IncomingMessage, type Server } from "node:http";
+import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type DevServer, startDevServer } from "./server";
+import { type DevServer, readBody, startDevServer } from "./server";
 
 const PORT = Number(process.env.E2E_EMAIL_PORT ?? 8797);
 const DRAFT = "Thank you, your order ships on Friday.";
 
 let dev: DevServer;
 let model: Server;
-
-const readBody = (req: IncomingMessage) =>
-  new Promise<string>((resolve) => {
-    let body = "";
-    req.on("data", (c) => (body += c));
-    req.on("end", () => resolve(body));
-  });
 
 /** Triage requests ask for a JSON schema (`response_format`): they get a verdict; the draft gets text. */
 function fakeModel(): Promise<{ server: Server; baseUrl: string }> {

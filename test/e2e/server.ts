@@ -5,6 +5,7 @@
  */
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
+import type { IncomingMessage } from "node:http";
 import { tmpdir } from "node:os";
 import path from "node:path";
 
@@ -76,3 +77,11 @@ export async function startDevServer(port: number, vars: Record<string, string> 
     },
   };
 }
+
+/** The whole body of a request to a fake service the e2e tests run (a model endpoint, say). */
+export const readBody = (req: IncomingMessage) =>
+  new Promise<string>((resolve) => {
+    let body = "";
+    req.on("data", (c) => (body += c));
+    req.on("end", () => resolve(body));
+  });

@@ -5,7 +5,7 @@ import { LATEST_PROTOCOL_VERSION } from "@modelcontextprotocol/sdk/types.js";
 import * as oauth from "oauth4webapi";
 import { expect } from "vitest";
 import { freshIp, ORIGIN } from "./api";
-import { postConsent, REDIRECT, registerClient, sessionCookie, signIn } from "./oauth";
+import { authorizationUrl, postConsent, REDIRECT, registerClient, sessionCookie, signIn } from "./oauth";
 
 export const MCP_URL = `${ORIGIN}/v1/mcp`;
 export const MCP_RESOURCE = `${ORIGIN}/v1/mcp`;
@@ -62,20 +62,12 @@ export async function oauthTokens(
   );
   const registered = await registerClient(adminToken, { scope, client_name: "MCP test client" });
   const client: oauth.Client = { client_id: registered.client_id, token_endpoint_auth_method: "none" };
-  const verifier = oauth.generateRandomCodeVerifier();
-  const url = new URL(as.authorization_endpoint!);
-  url.searchParams.set("client_id", client.client_id);
-  url.searchParams.set("redirect_uri", REDIRECT);
-  url.searchParams.set("response_type", "code");
-  url.searchParams.set("code_challenge", await oauth.calculatePKCECodeChallenge(verifier));
-  url.searchParams.set("code_challenge_method", "S256");
-  url.searchParams.set("scope", scope);
-  if (resource) url.searchParams.set("resource", resource);
+  const { url, codeVerifier: verifier, state } = await authorizationUrl(as, client, REDIRECT, { scope, resource });
   const session = await signIn(email);
   let res = await workerFetch(url.href, { headers: sessionCookie(session) });
   if (res.status === 200) res = await postConsent(session, await res.text(), "approve");
   expect([302, 303]).toContain(res.status);
-  const params = oauth.validateAuthResponse(as, client, new URL(res.headers.get("Location")!), oauth.expectNoState);
+  const params = oauth.validateAuthResponse(as, client, new URL(res.headers.get("Location")!), state);
   const tokenRes = await oauth.authorizationCodeGrantRequest(as, client, oauth.None(), params, REDIRECT, verifier, {
     ...opts,
     additionalParameters: resource ? { resource } : undefined,

@@ -1,3 +1,4 @@
+import * as oauth from "oauth4webapi";
 import { expect } from "vitest";
 import { type ClientInfo, ClientInfoSchema, TokenResponseSchema } from "../../src/oauth/schemas";
 import { pkceChallenge } from "../../src/oauth/tokens";
@@ -161,3 +162,27 @@ export const me = (token: string) => call("GET", "/v1/api/me", { token });
 
 export { auditEvents } from "./audit";
 export { ORIGIN };
+
+/**
+ * An authorization-code request as an oauth4webapi client builds it: PKCE S256, a fresh
+ * state, and `scope` / `resource` when given. Answers the URL and what the client keeps.
+ */
+export async function authorizationUrl(
+  as: oauth.AuthorizationServer,
+  client: oauth.Client,
+  redirectUri: string,
+  opts: { scope?: string; resource?: string } = {},
+) {
+  const codeVerifier = oauth.generateRandomCodeVerifier();
+  const state = oauth.generateRandomState();
+  const url = new URL(as.authorization_endpoint!);
+  url.searchParams.set("client_id", client.client_id);
+  url.searchParams.set("redirect_uri", redirectUri);
+  url.searchParams.set("response_type", "code");
+  url.searchParams.set("code_challenge", await oauth.calculatePKCECodeChallenge(codeVerifier));
+  url.searchParams.set("code_challenge_method", "S256");
+  url.searchParams.set("state", state);
+  if (opts.scope) url.searchParams.set("scope", opts.scope);
+  if (opts.resource) url.searchParams.set("resource", opts.resource);
+  return { url, codeVerifier, state };
+}
