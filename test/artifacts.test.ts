@@ -784,6 +784,27 @@ describe("the multipart reader", () => {
     });
   }
 
+  it("hands out a file's content while its part is still arriving, reading the source only as it is consumed", async () => {
+    // The source sends a part's headers and 64 KiB chunks of content, never its end: a parser
+    // that holds a part until its closing delimiter would wait here for ever.
+    const chunk = new Uint8Array(64 * 1024).fill(7);
+    let pulled = 0;
+    const source = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        controller.enqueue(pulled === 0 ? enc.encode(fileHead()) : chunk);
+        pulled++;
+      },
+    });
+    const reader = new MultipartReader(source, BOUNDARY);
+    expect(await reader.nextPart()).toMatchObject({ name: "file", filename: "big.bin" });
+    let handedOut = 0;
+    for (let i = 0; i < 10; i++) handedOut += (await reader.readChunk())!.length;
+    expect(handedOut).toBeGreaterThan(9 * chunk.length);
+    // a couple of chunks ahead at most (the stream's own read-ahead), not the rest of the body
+    expect(pulled).toBeLessThanOrEqual(13);
+    await reader.cancel();
+  });
+
   it("skips a short preamble and transport padding, ignores the epilogue", async () => {
     const body = enc.encode(
       `preamble text\r\n--${BOUNDARY}  \t\r\nContent-Disposition: form-data; name="a"\r\n\r\nA\r\n--${BOUNDARY}--\r\nepilogue`,

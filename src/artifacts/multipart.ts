@@ -3,6 +3,12 @@
  * after the other from the request stream and each part's content is handed out in chunks
  * as it arrives, so a file is never held whole in memory. Only the bytes that could be the
  * start of the next delimiter are kept back.
+ *
+ * Why not @remix-run/multipart-parser (0.16, the maintained successor of
+ * @mjackson/multipart-parser 0.10): both collect a part's chunks into an array and hand the
+ * part out only once its closing delimiter has arrived, so a 25 MiB file would sit whole in
+ * memory before the first byte reaches R2. (Its raw parse is about twice as fast, 25 MiB
+ * in ~35 ms against ~70 ms in Node 24, but the R2 write, not parsing, bounds an upload.)
  */
 
 /** A body that is not the multipart the route asked for; the route answers 400. */
