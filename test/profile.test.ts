@@ -12,7 +12,7 @@ import { db } from "../src/platform/db";
 import { profileArea } from "../src/profile";
 import { crawlSite, PAGE_LIMIT } from "../src/profile/crawler";
 import { checkDomain } from "../src/profile/domain";
-import { parseRobots, robotsAllow } from "../src/profile/robots";
+import { ALLOW_ALL, DISALLOW_ALL, parseRobots, robotsAllow } from "../src/profile/robots";
 import { BusinessProfileSchema } from "../src/profile/schemas";
 import { CRAWL_QUEUE, inRefreshWindow, refreshProfiles, runCrawl } from "../src/profile/service";
 import { FIXTURES } from "./fixtures/profile";
@@ -279,6 +279,57 @@ describe("robots.txt rules", () => {
     expect(robotsAllow(r, "/files/a.pdf?x")).toBe(true);
     expect(robotsAllow(parseRobots("User-agent: WorkspaceAgentService/1.0\nDisallow: /\n"), "/")).toBe(false);
     expect(robotsAllow(parseRobots("User-agent: *\nDisallow:\n"), "/")).toBe(true);
+  });
+
+  // RFC 9309 §2.2.2: "The most specific match is the match that has the most octets. […] If an
+  // allow rule and a disallow rule are equivalent, then the allow rule SHOULD be used."
+  it("the rule with the most octets wins, wildcards count as written, and allow wins a tie", () => {
+    const r = parseRobots(
+      "User-agent: *\nDisallow: /page\nAllow: /page\nDisallow: /shop/*/cart\nAllow: /shop/*/cart/help\nAllow: /$\nDisallow: /\n",
+    );
+    expect(robotsAllow(r, "/page")).toBe(true);
+    expect(robotsAllow(r, "/shop/eu/cart")).toBe(false);
+    expect(robotsAllow(r, "/shop/eu/cart/help")).toBe(true);
+    expect(robotsAllow(r, "/")).toBe(true);
+    expect(robotsAllow(r, "/about")).toBe(false);
+    // `/*x` (3 octets) is more specific than `/x` (2) though both match
+    const w = parseRobots("User-agent: *\nAllow: /x\nDisallow: /*x\n");
+    expect(robotsAllow(w, "/x")).toBe(false);
+  });
+
+  it("`*` matches any run of characters, `$` anchors only at the end", () => {
+    const r = parseRobots("User-agent: *\nDisallow: /*/private/*.html$\nDisallow: /a$b\n");
+    expect(robotsAllow(r, "/team/private/notes.html")).toBe(false);
+    expect(robotsAllow(r, "/team/private/notes.html?v=2")).toBe(true);
+    expect(robotsAllow(r, "/team/public/notes.html")).toBe(true);
+    expect(robotsAllow(r, "/a$b")).toBe(false);
+    expect(robotsAllow(r, "/a")).toBe(true);
+  });
+
+  // RFC 9309 §2.2.1: "Crawlers MUST use case-insensitive matching to find the group that matches
+  // the product token and then obey the rules of the group. If there is more than one group
+  // matching the user-agent, the matching groups' rules MUST be combined into one group".
+  it("our groups, matched without case and combined, replace the `*` group", () => {
+    const r = parseRobots(
+      "User-agent: *\nDisallow: /\n\nUser-agent: otherbot\nUser-agent: workspaceagentservice\nDisallow: /a # not a\n\r\nUser-agent: WORKSPACEAGENTSERVICE/2.0\r\nDisallow: /b\r\n",
+    );
+    expect(robotsAllow(r, "/")).toBe(true);
+    expect(robotsAllow(r, "/a")).toBe(false);
+    expect(robotsAllow(r, "/b")).toBe(false);
+    expect(robotsAllow(r, "/c")).toBe(true);
+  });
+
+  // RFC 9309 §2.2.2: "Octets in the URI and robots.txt paths outside the range of the ASCII coded
+  // character set, and those in the reserved range defined by RFC 3986, MUST be percent-encoded".
+  it("compares paths percent-encoded, as the crawler's URLs are", () => {
+    const r = parseRobots("User-agent: *\nDisallow: /foo/bar/ツ\nDisallow: /%7euser/\n");
+    expect(robotsAllow(r, "/foo/bar/%E3%83%84")).toBe(false);
+    expect(robotsAllow(r, "/%7Euser/x")).toBe(false);
+  });
+
+  it("the stand-ins for an absent and a failing robots.txt", () => {
+    expect(robotsAllow(ALLOW_ALL, "/anything")).toBe(true);
+    expect(robotsAllow(DISALLOW_ALL, "/")).toBe(false);
   });
 });
 
