@@ -1,6 +1,6 @@
-// What every bench script shares: the Node check, knobs from the environment, a timed step
-// log with the list of failed checks, the machine line; and the Miniflare pieces: the bundled
-// service as a worker (every binding of wrangler.toml), drivers bundled by esbuild, one workerd.
+// What every suite shares: the Node check, knobs from the environment, a timed step log with
+// the list of failed checks, the machine line; and the Miniflare pieces: the bundled service
+// as a worker (every binding of wrangler.toml), baselines and drivers (esbuild), one workerd.
 import { spawnSync } from "node:child_process";
 import os from "node:os";
 import path from "node:path";
@@ -9,6 +9,8 @@ import { convertV4MiniflareOptions, Log, LogLevel, Miniflare } from "miniflare";
 
 export const ROOT = path.resolve(import.meta.dirname, "..", "..");
 export const OUT = path.join(ROOT, "bench", ".out");
+/** The baseline Workers and the drivers around the service's own modules. */
+export const BASELINES = path.join(ROOT, "bench", "baselines");
 export const SERVICE = "workspace-agent-service";
 /** A direct socket per Worker, so requests skip Miniflare's entry router. */
 export const DIRECT = [{ host: "127.0.0.1", port: 0 }];
@@ -19,8 +21,16 @@ export function envNumber(name, fallback) {
   return Number.isFinite(v) && v > 0 ? v : fallback;
 }
 
+/** GET (or `init`) a JSON answer; anything but 2xx throws with the start of the body. */
+export async function getJson(url, init) {
+  const res = await fetch(url, init);
+  const text = await res.text();
+  if (!res.ok) throw new Error(`${init?.method ?? "GET"} ${url} → ${res.status}: ${text.slice(0, 500)}`);
+  return JSON.parse(text);
+}
+
 /**
- * Starts a bench script: refuses Node < 22 (wrangler and Miniflare need it; `npm run <script>`
+ * Starts a bench run: refuses Node < 22 (wrangler and Miniflare need it; `npm run <script>`
  * brings Node 24), prints the machine line, and answers `step` (a log line with the elapsed
  * time) and `check` (records a failed expectation in `failures`).
  */
@@ -48,8 +58,18 @@ export function benchScript(npmScript, machineNote = "") {
   };
 }
 
-/** Bundles a driver Worker (TypeScript importing the service's own modules) with esbuild; answers its path. */
-export function bundleDriver(entry, extraArgs = []) {
+/** A plain-JavaScript Worker of bench/baselines/ as Miniflare modules. */
+export const baselineModules = (file) => ({
+  modules: [{ type: "ESModule", path: path.join(BASELINES, file) }],
+  modulesRoot: BASELINES,
+});
+
+/**
+ * Bundles a driver Worker of bench/baselines/ (TypeScript importing the service's own modules)
+ * with esbuild; answers its path.
+ */
+export function bundleDriver(file, extraArgs = []) {
+  const entry = path.join(BASELINES, file);
   const outfile = path.join(OUT, `${path.basename(entry, path.extname(entry))}.mjs`);
   const run = spawnSync(
     path.join(ROOT, "node_modules", ".bin", "esbuild"),

@@ -1,9 +1,9 @@
 // Bench-only Worker around the service's own inbound path (bundled from src/email/inbound.ts by
-// bench/email.mjs). One request = one message:
+// bench/suites/email.mjs). One request = one message:
 //
 //   POST /receive?to=<address>    receive(): route, raw bytes to R2, row + event in D1, triage job queued
 //   POST /baseline?to=<address>   the least an email handler does: the raw bytes to R2
-import { receive } from "../src/email/inbound";
+import { receive } from "../../src/email/inbound";
 
 export default {
   async fetch(request: Request, env: Env, ctx: ExecutionContext): Promise<Response> {

@@ -1,4 +1,4 @@
-// Baselines for bench/billing.mjs: the same D1 statements as the billing area, raw and
+// Baselines for bench/suites/billing.mjs: the same D1 statements as the billing area, raw and
 // prepared, with nothing around them: no router, no SDK, no validation.
 //
 //   GET /ledger?ws=<id>   the grant-and-balance batch of requireCredits, then the debit insert

@@ -1,4 +1,4 @@
-// Baseline for bench/turn.mjs: the essential work of a conversation turn with raw prepared
+// Baseline for bench/suites/turn.mjs: the essential work of a conversation turn with raw prepared
 // D1 statements and nothing around it (no router, no validation, no AI SDK, no participant
 // check, no claim, no history, no ledger, no audit):
 //

@@ -1,4 +1,4 @@
-// Baseline for bench/artifacts.mjs: a bare R2 `get` streamed back, with nothing around it:
+// Baseline for bench/suites/artifacts.mjs: a bare R2 `get` streamed back, with nothing around it:
 // no router, no authentication, no D1 read, no headers beyond type and length.
 //
 //   GET /get?key=<r2 key>

@@ -1,9 +1,9 @@
 // Bench-only Worker around the service's own ledger module (bundled from src/billing/ledger.ts
-// by bench/billing.mjs): what a paid action costs the caller, `requireCredits` then `debit`.
+// by bench/suites/billing.mjs): what a paid action costs the caller, `requireCredits` then `debit`.
 //
 //   GET /ledger?ws=<workspace id>   requireCredits(ws), then debit(ws, 1, <fresh reference>)
-import { debit, requireCredits } from "../src/billing/ledger";
-import { ApiError } from "../src/platform/problem";
+import { debit, requireCredits } from "../../src/billing/ledger";
+import { ApiError } from "../../src/platform/problem";
 
 export default {
   async fetch(request: Request, env: Env): Promise<Response> {

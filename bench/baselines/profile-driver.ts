@@ -1,20 +1,20 @@
-// Bundled by bench/profile.mjs into a Worker that runs the crawler's extraction (the same
+// Bundled by bench/suites/profile.mjs into a Worker that runs the crawler's extraction (the same
 // code the queue consumer runs, without the network) on the fixture pages, `n` times per
 // request: `GET /?page=wordpress&n=50&mode=ours|baseline`.
 // `baseline` streams the same bytes through an HTMLRewriter with no handlers: the parse alone.
 
-import { analyzeCss, extractPage, fontsOf, logoOf, paletteOf, summaryOf } from "../src/profile/extract";
-import { TechnologyMatcher } from "../src/profile/signatures";
-import brandCss from "../test/fixtures/profile/brand.css";
-import brandHtml from "../test/fixtures/profile/brand.html";
-import nextjsCss from "../test/fixtures/profile/nextjs.css";
-import nextjsHtml from "../test/fixtures/profile/nextjs.html";
-import shopifyHtml from "../test/fixtures/profile/shopify.html";
-import shopifyCss from "../test/fixtures/profile/shopify-base.css";
-import staticCss from "../test/fixtures/profile/static.css";
-import staticHtml from "../test/fixtures/profile/static.html";
-import wordpressHtml from "../test/fixtures/profile/wordpress.html";
-import wordpressCss from "../test/fixtures/profile/wordpress-style.css";
+import { analyzeCss, extractPage, fontsOf, logoOf, paletteOf, summaryOf } from "../../src/profile/extract";
+import { TechnologyMatcher } from "../../src/profile/signatures";
+import brandCss from "../../test/fixtures/profile/brand.css";
+import brandHtml from "../../test/fixtures/profile/brand.html";
+import nextjsCss from "../../test/fixtures/profile/nextjs.css";
+import nextjsHtml from "../../test/fixtures/profile/nextjs.html";
+import shopifyHtml from "../../test/fixtures/profile/shopify.html";
+import shopifyCss from "../../test/fixtures/profile/shopify-base.css";
+import staticCss from "../../test/fixtures/profile/static.css";
+import staticHtml from "../../test/fixtures/profile/static.html";
+import wordpressHtml from "../../test/fixtures/profile/wordpress.html";
+import wordpressCss from "../../test/fixtures/profile/wordpress-style.css";
 
 const PAGES: Record<string, { html: string; css: string }> = {
   wordpress: { html: wordpressHtml, css: wordpressCss },
