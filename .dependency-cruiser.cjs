@@ -1,6 +1,7 @@
 // The architecture, as rules that `npm test` checks. Layers, bottom to top:
 //
-//   platform, db          env, D1 access, problems, ids, crypto; the table definitions
+//   platform, db          env, D1 access, problems, ids, crypto; db/schema.ts gathers every table
+//   <area>/tables.ts      an area's D1 tables: they import only other tables files
 //   auth                  who is calling: credentials → caller, scopes, roles
 //   identity              the one owner of users, sessions and personal access tokens
 //   http                  the route contract: apiRoute, guards, errors, the Area type, audit(c, …)
@@ -11,6 +12,7 @@
 // and the Worker uses them (their clients, types, and the audit `record`).
 // Every other folder of src/ is an area (its name is captured as $1).
 const AREAS = "(?!(?:platform|db|auth|identity|http)/)([^/]+)";
+const TABLES = "^src/[^/]+/tables\\.ts$";
 
 module.exports = {
   forbidden: [
@@ -25,10 +27,25 @@ module.exports = {
     },
     {
       name: "platform-knows-no-one",
-      comment: "platform and db are the bottom: no auth, no route contract, no area, no object",
+      comment:
+        "platform and db are the bottom: no auth, no route contract, no area (nor db/schema, which re-exports the areas), no object",
       severity: "error",
       from: { path: "^src/(platform|db)/" },
-      to: { path: "^(src/(?!platform/|db/)|durable-objects/)" },
+      to: { path: "^(src/(?!platform/|db/)|durable-objects/|src/db/schema\\.ts$)" },
+    },
+    {
+      name: "tables-know-only-tables",
+      comment: "a tables file is the bottom layer wherever it lives: it references other tables files only",
+      severity: "error",
+      from: { path: TABLES },
+      to: { path: "^(src|durable-objects)/", pathNot: `${TABLES}|^src/db/columns\\.ts$` },
+    },
+    {
+      name: "tables-through-the-schema",
+      comment: "code reads tables from src/db/schema, never from an area's tables file (only tables files do)",
+      severity: "error",
+      from: { path: "^(src|durable-objects)/", pathNot: TABLES },
+      to: { path: TABLES },
     },
     {
       name: "auth-knows-tables-and-platform",
@@ -39,7 +56,7 @@ module.exports = {
     {
       name: "identity-below-the-routes",
       severity: "error",
-      from: { path: "^src/identity/" },
+      from: { path: "^src/identity/", pathNot: TABLES },
       to: { path: "^(src/(?!platform/|db/|auth/|identity/)|durable-objects/)" },
     },
     {
@@ -73,7 +90,9 @@ module.exports = {
   options: {
     tsConfig: { fileName: "tsconfig.json" },
     tsPreCompilationDeps: true,
-    doNotFollow: { path: "node_modules" },
+    // src/db/schema.ts only re-exports the areas' tables files: followed, it would make every
+    // folder that reads a table depend on every area. The tables files are checked themselves.
+    doNotFollow: { path: ["node_modules", "^src/db/schema\\.ts$"] },
     exclude: { path: "^durable-objects/audit-log/migrations/" },
   },
 };

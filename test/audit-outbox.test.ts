@@ -3,7 +3,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { auditLog } from "../durable-objects/audit-log/client";
 import { deliverAudit, outboxEntry, outboxInsert } from "../durable-objects/audit-log/record";
-import { deliverOutbox, parkedCount } from "../src/audit/outbox";
+import { deliverOutbox, pendingCount } from "../src/audit/outbox";
 import worker from "../src/index";
 import { db } from "../src/platform/db";
 import { call } from "./support/api";
@@ -72,7 +72,7 @@ describe("audit outbox: a change and its event commit together", () => {
     );
     expect(res.ok).toBe(false); // the injected abort is a constraint error
     expect(await agentCount(ws.workspace.id, "doomed")).toBe(0);
-    expect(await parkedCount(env, ws.workspace.id)).toBe(0);
+    expect(await pendingCount(env, ws.workspace.id)).toBe(0);
     expect(await auditEvents(ws.workspace.id, "agent.create")).toHaveLength(0);
   });
 
@@ -97,7 +97,7 @@ describe("audit outbox: a change and its event commit together", () => {
     const def = agents.find((a) => a.is_default)!;
     const res = await call("DELETE", `/v1/agents/${def.id}`, { token: ws.adminToken });
     expect(res.status).toBe(400);
-    expect(await parkedCount(env, ws.workspace.id)).toBe(0);
+    expect(await pendingCount(env, ws.workspace.id)).toBe(0);
     expect(await auditEvents(ws.workspace.id, "agent.disable")).toHaveLength(0);
   });
 
@@ -109,13 +109,13 @@ describe("audit outbox: a change and its event commit together", () => {
     });
     expect(res.status).toBe(200);
     const { id } = (await res.json()) as { id: string };
-    expect(await parkedCount(env, ws.workspace.id)).toBe(1);
+    expect(await pendingCount(env, ws.workspace.id)).toBe(1);
 
     const list = (await (await call("GET", "/v1/admin/audit?kind=agent.create", { token: ws.adminToken })).json()) as {
       events: { target: string }[];
     };
     expect(list.events.map((e) => e.target)).toEqual([`agent:${id}`]);
-    expect(await parkedCount(env, ws.workspace.id)).toBe(0);
+    expect(await pendingCount(env, ws.workspace.id)).toBe(0);
   });
 });
 
@@ -130,7 +130,7 @@ describe("audit outbox: delivery", () => {
       });
       expect(res.status).toBe(200);
     }
-    expect(await parkedCount(env, ws.workspace.id)).toBe(2);
+    expect(await pendingCount(env, ws.workspace.id)).toBe(2);
 
     await deliverOutbox({ ...env, AUDIT_LOG: unreachableAuditLog } as unknown as Env);
     const row = await env.DB.prepare("SELECT attempts, last_error FROM audit_outbox WHERE workspace_id = ? LIMIT 1")
@@ -141,7 +141,7 @@ describe("audit outbox: delivery", () => {
 
     await runCron();
     await runCron();
-    expect(await parkedCount(env, ws.workspace.id)).toBe(0);
+    expect(await pendingCount(env, ws.workspace.id)).toBe(0);
     const created = await auditEvents(ws.workspace.id, "agent.create");
     expect(created.map((e) => e.details.slug)).toEqual(["outage-2", "outage-1"]);
     const after = await verify(ws.adminToken);
@@ -162,7 +162,7 @@ describe("audit outbox: delivery", () => {
     // A Worker that appended but lost its delete: the row comes back and is skipped, then removed.
     await outboxInsert(d, entries[0]!).run();
     expect(await log.deliver(ws.workspace.id)).toBe(1);
-    expect(await parkedCount(env, ws.workspace.id)).toBe(0);
+    expect(await pendingCount(env, ws.workspace.id)).toBe(0);
     const events = await auditEvents(ws.workspace.id, "race.event");
     expect(events.map((e) => e.target).sort()).toEqual(entries.map((e) => JSON.parse(e.event).target).sort());
     expect((await verify(ws.adminToken)).ok).toBe(true);
@@ -197,7 +197,7 @@ describe("audit outbox: delivery", () => {
     for (let i = 0; i < rows.length; i += 50)
       await d.batch(rows.slice(i, i + 50).map((r) => outboxInsert(d, r)) as never);
     await deliverOutbox(env); // signup's own after-response delivery may take part of the backlog
-    expect(await parkedCount(env, ws.workspace.id)).toBe(0);
+    expect(await pendingCount(env, ws.workspace.id)).toBe(0);
     const events = await auditEvents(ws.workspace.id, "backlog.event");
     expect(events).toHaveLength(200); // one page
     const { total } = (await (

@@ -6,7 +6,7 @@ import { deliverAudit } from "../durable-objects/audit-log/record";
 import type { Attachment, BrowserSession } from "../durable-objects/browser-session";
 import { CLOSE, LIMITS, PING_FRAME, PONG_FRAME } from "../durable-objects/protocol";
 import { runEraseSteps } from "../src/admin/erase-service";
-import { deliverOutbox, parkedCount } from "../src/audit/outbox";
+import { deliverOutbox, pendingCount } from "../src/audit/outbox";
 import { browserArea } from "../src/browser";
 import { auditEvents } from "./support/audit";
 import { connectExtension, eventually, sessionOf, TINY_PNG } from "./support/browser";
@@ -292,7 +292,7 @@ describe("BrowserSession: audit", () => {
     });
     expect(await stub.disconnect("token revoked")).toBe(true);
     expect(await ext.closed).toEqual({ code: CLOSE.ended, reason: "token revoked" });
-    expect(await parkedCount(env, ws.workspace.id)).toBe(1);
+    expect(await pendingCount(env, ws.workspace.id)).toBe(1);
     const chain = await auditLog(env, ws.workspace.id).list(
       { days: 0, kind: "browser.disconnect" },
       { page: 1, pageSize: 5 },
@@ -306,7 +306,7 @@ describe("BrowserSession: audit", () => {
       intent: "disconnect",
       details: { cause: "ended", code: CLOSE.ended },
     });
-    expect(await parkedCount(env, ws.workspace.id)).toBe(0);
+    expect(await pendingCount(env, ws.workspace.id)).toBe(0);
   });
 });
 

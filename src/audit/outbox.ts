@@ -37,7 +37,8 @@ export async function deliverOutbox(env: Env, maxWorkspaces = 100): Promise<numb
   return delivered;
 }
 
-export async function parkedCount(env: Env, workspaceId: string): Promise<number> {
+/** How many of the workspace's events wait in the outbox, not yet in its chain. */
+export async function pendingCount(env: Env, workspaceId: string): Promise<number> {
   const row = await db(env)
     .select({ n: sql<number>`count(*)` })
     .from(auditOutbox)

@@ -1,8 +1,7 @@
 import type { BatchItem } from "drizzle-orm/batch";
 import { type DrizzleD1Database, drizzle } from "drizzle-orm/d1";
-import * as schema from "../db/schema";
 
-export type Db = DrizzleD1Database<typeof schema>;
+export type Db = DrizzleD1Database;
 
 /**
  * A statement a caller adds to a service's batch, made from what the service wrote (for
@@ -16,7 +15,7 @@ const cache = new WeakMap<D1Database, Db>();
 export function db(env: Env): Db {
   let d = cache.get(env.DB);
   if (!d) {
-    d = drizzle(env.DB, { schema });
+    d = drizzle(env.DB);
     cache.set(env.DB, d);
   }
   return d;

@@ -1,0 +1,75 @@
+/** Conversations, who may read and post in them, and their messages. */
+import { index, integer, primaryKey, sqliteTable, text } from "drizzle-orm/sqlite-core";
+import { agents } from "../agents/tables";
+import { createdAt } from "../db/columns";
+import { users } from "../identity/tables";
+import { workspaces } from "../workspace/tables";
+
+export const conversations = sqliteTable(
+  "conversations",
+  {
+    id: text("id").primaryKey(),
+    workspaceId: text("workspace_id")
+      .notNull()
+      .references(() => workspaces.id),
+    title: text("title"),
+    mode: text("mode", { enum: ["standard", "fast"] }).notNull(),
+    agentId: text("agent_id")
+      .notNull()
+      .references(() => agents.id),
+    createdBy: text("created_by")
+      .notNull()
+      .references(() => users.id),
+    /** Set while a turn runs (its assistant message id); a conditional UPDATE claims it, so turns never overlap. */
+    turnId: text("turn_id"),
+    turnStartedAt: text("turn_started_at"),
+    createdAt: createdAt(),
+    lastMessageAt: text("last_message_at").notNull(),
+  },
+  (t) => [index("conversations_workspace_idx").on(t.workspaceId, t.id)],
+);
+
+/** Who may read and post: the creator, everyone who posted, and those added. */
+export const conversationParticipants = sqliteTable(
+  "conversation_participants",
+  {
+    conversationId: text("conversation_id")
+      .notNull()
+      .references(() => conversations.id, { onDelete: "cascade" }),
+    userId: text("user_id")
+      .notNull()
+      .references(() => users.id),
+    workspaceId: text("workspace_id").notNull(),
+    /** Copied from the conversation, so "my conversations, newest first" is one index range. */
+    lastMessageAt: text("last_message_at").notNull(),
+    addedAt: text("added_at").notNull(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.conversationId, t.userId] }),
+    index("participants_user_recent_idx").on(t.userId, t.lastMessageAt, t.conversationId),
+  ],
+);
+
+export const messages = sqliteTable(
+  "messages",
+  {
+    id: text("id").primaryKey(),
+    conversationId: text("conversation_id")
+      .notNull()
+      .references(() => conversations.id, { onDelete: "cascade" }),
+    workspaceId: text("workspace_id").notNull(),
+    role: text("role", { enum: ["user", "assistant"] }).notNull(),
+    authorUserId: text("author_user_id").references(() => users.id),
+    agentId: text("agent_id").references(() => agents.id),
+    content: text("content").notNull(),
+    /** JSON `[{ name, ok }]`. */
+    toolCalls: text("tool_calls").notNull().default("[]"),
+    /** JSON array of artifact ids. */
+    artifactIds: text("artifact_ids").notNull().default("[]"),
+    inputTokens: integer("input_tokens").notNull().default(0),
+    outputTokens: integer("output_tokens").notNull().default(0),
+    credits: integer("credits").notNull().default(0),
+    createdAt: createdAt(),
+  },
+  (t) => [index("messages_conversation_idx").on(t.conversationId, t.id)],
+);

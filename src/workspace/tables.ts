@@ -1,0 +1,25 @@
+import { sqliteTable, text } from "drizzle-orm/sqlite-core";
+import { createdAt } from "../db/columns";
+
+export const workspaces = sqliteTable("workspaces", {
+  id: text("id").primaryKey(),
+  name: text("name").notNull(),
+  /** URL handle; globally unique. */
+  slug: text("slug").notNull().unique(),
+  /** Current email slug (mailbox addresses are `<localpart>-<email_slug>@<domain>`). */
+  emailSlug: text("email_slug").notNull(),
+  createdAt: createdAt(),
+});
+
+/**
+ * Registry of email slugs, current and retired. A retired slug keeps routing to its
+ * workspace (and stays unavailable to others) until `routes_until`.
+ */
+export const emailSlugs = sqliteTable("email_slugs", {
+  slug: text("slug").primaryKey(),
+  workspaceId: text("workspace_id")
+    .notNull()
+    .references(() => workspaces.id),
+  routesUntil: text("routes_until"),
+  createdAt: createdAt(),
+});
