@@ -196,6 +196,49 @@ describe("POST /v1/account/tokens", () => {
     expect(await tokensOf(member.user.id)).toEqual(before);
   });
 
+  it("answers junk, oversized and mistyped posts with a 4xx, never a 5xx, and creates nothing", async () => {
+    const ws = await signupWorkspace();
+    const b = await signedIn(ws.email);
+    const csrf = await b.csrf("/v1/account");
+    const before = await tokensOf(ws.user.id);
+    const KB100 = "x".repeat(100_000);
+    const bodies: [string, string, string | undefined][] = [
+      ["JSON", JSON.stringify({ csrf_token: csrf, name: "x", scopes: ["agents:read"] }), "application/json"],
+      ["broken form", "%%%%=&&&", "application/x-www-form-urlencoded"],
+      ["100 KB name", `csrf_token=${csrf}&name=${KB100}&scopes=agents:read`, "application/x-www-form-urlencoded"],
+      [
+        "10 000 scopes",
+        `csrf_token=${csrf}&name=x${"&scopes=agents:read".repeat(10_000)}`,
+        "application/x-www-form-urlencoded",
+      ],
+      ["huge expiry", `csrf_token=${csrf}&name=x&scopes=agents:read&expires_in_days=1e308`, undefined],
+      [
+        "a file for a field",
+        `--x\r\nContent-Disposition: form-data; name="csrf_token"\r\n\r\n${csrf}\r\n` +
+          `--x\r\nContent-Disposition: form-data; name="name"; filename="a.txt"\r\nContent-Type: text/plain\r\n\r\nhi\r\n--x--\r\n`,
+        "multipart/form-data; boundary=x",
+      ],
+      [
+        "truncated multipart",
+        '--x\r\nContent-Disposition: form-data; name="name"\r\n\r\n',
+        "multipart/form-data; boundary=x",
+      ],
+      ["no body", "", undefined],
+      ["over 1 MiB", `csrf_token=${csrf}&name=${"x".repeat(1024 * 1024 + 10)}`, "application/x-www-form-urlencoded"],
+    ];
+    for (const [label, rawBody, type] of bodies) {
+      const headers: Record<string, string> = {
+        Cookie: [...b.cookies].map(([k, v]) => `${k}=${v}`).join("; "),
+        Origin: ORIGIN,
+        ...(type ? { "Content-Type": type } : {}),
+      };
+      const res = await call("POST", "/v1/account/tokens", { rawBody, headers });
+      expect(res.status, label).toBeGreaterThanOrEqual(400);
+      expect(res.status, label).toBeLessThan(500);
+    }
+    expect(await tokensOf(ws.user.id)).toEqual(before);
+  });
+
   it("without a session, 303s to sign-in and creates nothing", async () => {
     const ws = await signupWorkspace();
     const before = await tokensOf(ws.user.id);

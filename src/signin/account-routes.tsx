@@ -65,9 +65,9 @@ accountPageRouter.post(`${ACCOUNT_PAGE}/tokens`, limitBody(), async (c) => {
   if (!caller) return toSignIn(c);
   const body = await c.req.parseBody({ all: true }).catch(() => ({}) as Record<string, unknown>);
   const input: TokenFormInput = {
-    name: typeof body.name === "string" ? body.name : undefined,
+    name: typeof body.name === "string" ? body.name.slice(0, 100) : undefined,
     scopes: list(body.scopes).filter((s): s is string => typeof s === "string"),
-    expiresInDays: typeof body.expires_in_days === "string" ? body.expires_in_days : undefined,
+    expiresInDays: typeof body.expires_in_days === "string" ? body.expires_in_days.slice(0, 10) : undefined,
   };
   if (!csrfValid(c, body.csrf_token))
     return renderAccount(c, caller, 403, input, "Your form expired. Please try again.");
