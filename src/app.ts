@@ -7,6 +7,7 @@ import { agentsArea } from "./agents";
 import { appsArea } from "./apps";
 import { artifactsArea } from "./artifacts";
 import { auditArea } from "./audit";
+import { SESSION_COOKIE } from "./auth/resolve";
 import { billingArea } from "./billing";
 import { browserArea } from "./browser";
 import { conversationsArea } from "./conversations";
@@ -15,7 +16,7 @@ import { healthArea } from "./health";
 import { type Area, registryOf } from "./http/area";
 import { deliverAuditAfterResponse } from "./http/audit";
 import type { AreaRegistry } from "./http/registry";
-import { BEARER, createRouter, limitBody } from "./http/route";
+import { BEARER, createRouter, limitBody, SESSION } from "./http/route";
 import { mcpArea } from "./mcp";
 import { mcpServerArea } from "./mcp-server";
 import { memoryArea } from "./memory";
@@ -76,6 +77,13 @@ export function createApp(registry: AreaRegistry = registryOf(AREAS)) {
     scheme: "bearer",
     description:
       "A personal access token (svc_pat_…) or an OAuth access token (svc_at_…). Scopes are listed per operation.",
+  });
+  app.openAPIRegistry.registerComponent("securitySchemes", SESSION, {
+    type: "apiKey",
+    in: "cookie",
+    name: SESSION_COOKIE,
+    description:
+      "The browser's sign-in session, set by the sign-in page; accepted only by the operations that list it. A state change made with it must come from this service's own origin.",
   });
   app.doc31("/v1/openapi.json", (c) => ({
     openapi: "3.1.0",

@@ -3,33 +3,8 @@ import { describe, expect, it } from "vitest";
 import { MeSchema } from "../src/account/schemas";
 import { call, parse } from "./support/api";
 import { auditEvents } from "./support/audit";
+import { Browser } from "./support/pages";
 import { PASSWORD, signupWorkspace } from "./support/seed";
-
-/** A browser: keeps cookies between calls. */
-class Browser {
-  cookies = new Map<string, string>();
-  async request(method: string, path: string, form?: Record<string, string>) {
-    const headers: Record<string, string> = { Cookie: [...this.cookies].map(([k, v]) => `${k}=${v}`).join("; ") };
-    let rawBody: string | undefined;
-    if (form) {
-      rawBody = new URLSearchParams(form).toString();
-      headers["Content-Type"] = "application/x-www-form-urlencoded";
-    }
-    const res = await call(method, path, { headers, rawBody });
-    for (const c of res.headers.getSetCookie()) {
-      const [pair] = c.split(";");
-      const [name, ...rest] = pair!.split("=");
-      const value = rest.join("=");
-      if (/Max-Age=0|expires=Thu, 01 Jan 1970/i.test(c) || value === "") this.cookies.delete(name!);
-      else this.cookies.set(name!, value);
-    }
-    return res;
-  }
-  async csrf(path = "/v1/signin") {
-    const page = await (await this.request("GET", path)).text();
-    return /name="csrf_token" value="([^"]+)"/.exec(page)![1]!;
-  }
-}
 
 describe("browser sign-in", () => {
   it("renders a form with the documented fields and frame-busting headers", async () => {
@@ -89,9 +64,22 @@ describe("browser sign-in", () => {
         csrf_token,
       });
       expect(res.status).toBe(303);
-      expect(res.headers.get("Location")).toBe("/v1/api/me");
+      expect(res.headers.get("Location")).toBe("/v1/account");
     },
   );
+
+  it("without a return_to, sends the person to the signed-in account page", async () => {
+    const ws = await signupWorkspace();
+    const b = new Browser();
+    const res = await b.request("POST", "/v1/signin", {
+      email: ws.email,
+      password: PASSWORD,
+      csrf_token: await b.csrf(),
+    });
+    expect(res.status).toBe(303);
+    expect(res.headers.get("Location")).toBe("/v1/account");
+    expect((await b.request("GET", "/v1/account")).status).toBe(200);
+  });
 
   it("gives the same answer for a wrong password and an unknown email, and sets no session", async () => {
     const ws = await signupWorkspace();

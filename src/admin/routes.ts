@@ -1,7 +1,7 @@
 import { auditItem } from "../http/audit";
 import { apiRoute, createRouter, jsonBody, jsonResponse } from "../http/route";
 import { UserSchema } from "../identity/schemas";
-import { createToken, listTokens, revokeToken } from "../identity/tokens";
+import { createToken, listTokens, revokeToken, tokenCreateEvent } from "../identity/tokens";
 import { createUser, listUsers } from "../identity/users";
 import { problemResponse } from "../platform/problem";
 import { EraseRequestSchema, ErasureSummarySchema } from "./erase-schemas";
@@ -82,13 +82,7 @@ adminRouter.openapi(
         scopes: body.scopes,
         expiresInDays: body.expires_in_days,
       },
-      (t) =>
-        auditItem(c, {
-          kind: "token.create",
-          target: `token:${t.id}`,
-          subjectUserId: t.user_id,
-          details: { name: t.name, scopes: t.scopes, user_id: t.user_id, expires_at: t.expires_at },
-        }),
+      (t) => auditItem(c, tokenCreateEvent(t)),
     );
     const { last_used_at: _l, revoked_at: _r, ...created } = info;
     return c.json({ ...created, token }, 201);

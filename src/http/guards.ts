@@ -1,10 +1,11 @@
 import type { Context, MiddlewareHandler } from "hono";
 import { getCookie } from "hono/cookie";
-import { isAdmin } from "../auth/caller";
+import { type Caller, isAdmin } from "../auth/caller";
 import { bearerToken, type Resolved, resolveBearer, resolveSession, SESSION_COOKIE } from "../auth/resolve";
 import { apiResource, resourceMetadataUrl, usableAt } from "../auth/resources";
 import type { Scope } from "../auth/scopes";
 import { baseUrl } from "../platform/env";
+import { crossOriginWrite } from "../platform/pages";
 import { ApiError } from "../platform/problem";
 import { audit } from "./audit";
 import type { AppEnv } from "./context";
@@ -80,27 +81,82 @@ export function authenticateBearer(resource: ResourceRef): MiddlewareHandler<App
 }
 
 /**
- * Resolves `Authorization: Bearer` (PAT or OAuth access token) or the `svc_session` cookie
- * into `c.var.caller`. Missing, unknown, expired or revoked credentials are 401, and so is an
- * OAuth token bound to another resource than the API (the MCP server's, say).
+ * Resolves `Authorization: Bearer` (PAT or OAuth access token) into `c.var.caller`. Missing,
+ * unknown, expired or revoked credentials are 401, and so is an OAuth token bound to another
+ * resource than the API (the MCP server's, say). The browser's sign-in session cookie is not a
+ * credential here: a request carrying only the cookie is answered like one carrying nothing.
  */
-export const authenticate: MiddlewareHandler<AppEnv> = async (c, next) => {
-  const header = c.req.header("Authorization");
-  let resolved = null;
-  if (header !== undefined) {
-    const token = bearerToken(header);
-    if (token) resolved = await resolveBearer(c.env, c.var.areas.bearerKinds, token);
-    if (!resolved)
-      throw unauthorized(c.env, c.req.url, "The access token is missing, malformed, unknown, expired or revoked", true);
-    checkAudience(c, resolved, API);
-  } else {
-    const cookie = getCookie(c, SESSION_COOKIE);
-    if (cookie) resolved = await resolveSession(c.env, cookie);
-    if (!resolved) throw unauthorized(c.env, c.req.url, "Authentication required", !!cookie);
-  }
+export const authenticate: MiddlewareHandler<AppEnv> = credentials(false);
+
+/**
+ * `authenticate`, and also the `svc_session` cookie when no Authorization header is sent, for
+ * the few routes that opt in (see `apiRoute`'s `session` option). A cookie-authenticated
+ * request that changes state must come from our own origin (see `sessionCaller`).
+ */
+export const authenticateWithSession: MiddlewareHandler<AppEnv> = credentials(true);
+
+function credentials(acceptSession: boolean): MiddlewareHandler<AppEnv> {
+  return async (c, next) => {
+    const header = c.req.header("Authorization");
+    if (header !== undefined) {
+      const token = bearerToken(header);
+      const resolved = token ? await resolveBearer(c.env, c.var.areas.bearerKinds, token) : null;
+      if (!resolved)
+        throw unauthorized(
+          c.env,
+          c.req.url,
+          "The access token is missing, malformed, unknown, expired or revoked",
+          true,
+        );
+      checkAudience(c, resolved, API);
+      setCaller(c, resolved);
+      return next();
+    }
+    const cookie = getCookie(c, SESSION_COOKIE) !== undefined;
+    if (!acceptSession) {
+      const detail = cookie
+        ? "Authentication required: this route takes a bearer token, not the browser's sign-in session"
+        : "Authentication required";
+      throw unauthorized(c.env, c.req.url, detail, false);
+    }
+    if (!(await sessionCaller(c))) throw unauthorized(c.env, c.req.url, "Authentication required", cookie);
+    await next();
+  };
+}
+
+/**
+ * The caller of the request's live `svc_session` cookie, made the request's caller; null
+ * without one. A state change started by another origin is refused (see `refuseCrossOrigin`)
+ * before anything is written, the session's `last_used_at` included.
+ */
+export async function sessionCaller(c: Context<AppEnv>): Promise<Caller | null> {
+  const cookie = getCookie(c, SESSION_COOKIE);
+  const resolved = cookie ? await resolveSession(c.env, cookie) : null;
+  if (!resolved) return null;
+  c.set("caller", resolved.caller);
+  await refuseCrossOrigin(c);
   setCaller(c, resolved);
-  await next();
-};
+  return resolved.caller;
+}
+
+/**
+ * A state change started by another origin (a page on a sibling subdomain is "same-site" for
+ * the cookie, so SameSite=Lax lets it through) is refused with 403 and audited.
+ */
+export async function refuseCrossOrigin(c: Context<AppEnv>): Promise<void> {
+  if (!crossOriginWrite(c)) return;
+  await audit(c, {
+    kind: "access.denied",
+    outcome: "denied",
+    target: `route:${c.req.method} ${c.req.routePath}`,
+    intent: "same_origin",
+  });
+  throw new ApiError(
+    403,
+    "cross_origin_request",
+    "A request signed in with the browser session must come from this service's own pages",
+  );
+}
 
 /** Makes a resolved credential the request's caller; its `last_used_at` is written after the response. */
 export function setCaller(c: Context<AppEnv>, resolved: Resolved): void {

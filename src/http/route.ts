@@ -5,12 +5,14 @@ import type { Scope } from "../auth/scopes";
 import { ApiError, fieldErrors, problemResponse } from "../platform/problem";
 import type { AppEnv } from "./context";
 import { type ErrorFormat, errorHandler, OAuthError } from "./errors";
-import { authenticate, requireAdmin, requireScope } from "./guards";
+import { authenticate, authenticateWithSession, requireAdmin, requireScope } from "./guards";
 
 /** Who may call a route: public, any authenticated caller, a scope, or a workspace admin. */
 export type Access = "public" | "authenticated" | "admin" | { scope: Scope };
 
 export const BEARER = "bearer";
+/** The browser's sign-in session cookie, accepted only where a route says `session: true`. */
+export const SESSION = "session";
 
 function securityFor(access: Access): RouteConfig["security"] {
   if (access === "public") return [];
@@ -19,11 +21,11 @@ function securityFor(access: Access): RouteConfig["security"] {
   return [{ [BEARER]: [access.scope] }];
 }
 
-function middlewareFor(access: Access): MiddlewareHandler<AppEnv>[] {
+function middlewareFor(access: Access, auth = authenticate): MiddlewareHandler<AppEnv>[] {
   if (access === "public") return [];
-  if (access === "authenticated") return [authenticate];
-  if (access === "admin") return [authenticate, requireAdmin];
-  return [authenticate, requireScope(access.scope)];
+  if (access === "authenticated") return [auth];
+  if (access === "admin") return [auth, requireAdmin];
+  return [auth, requireScope(access.scope)];
 }
 
 const authErrors = (access: Access) =>
@@ -99,22 +101,34 @@ export function contractRoute<const R extends RouteConfig>(route: R, options: Ro
   return createRoute({ ...route, middleware: [limit, ...own], responses: responses as R["responses"] });
 }
 
+/** What a route definition may add to `RouteConfig`, read by `apiRoute` and not passed on. */
+export type AccessOptions = {
+  /**
+   * The route also takes the browser's sign-in session (the `svc_session` cookie) when no
+   * Authorization header is sent; a state change made with it must come from our own origin.
+   * Every other route takes bearer tokens only.
+   */
+  session?: boolean;
+};
+
 /**
  * An OpenAPI route whose `security` (documentation) and guard middleware (enforcement)
  * come from one `access` declaration, so the two cannot drift apart.
  */
-export function apiRoute<const R extends Omit<RouteConfig, "security" | "middleware">>(
+export function apiRoute<const R extends Omit<RouteConfig, "security" | "middleware"> & AccessOptions>(
   access: Access,
   route: R,
   extraMiddleware: MiddlewareHandler<AppEnv>[] = [],
   options: RouteOptions = {},
 ) {
+  const { session, ...config } = route;
+  const security = securityFor(access);
   return contractRoute(
     {
-      ...route,
-      security: securityFor(access),
-      middleware: [...middlewareFor(access), ...extraMiddleware],
-      responses: { ...authErrors(access), ...route.responses },
+      ...config,
+      security: session && security?.length ? [...security, { [SESSION]: [] }] : security,
+      middleware: [...middlewareFor(access, session ? authenticateWithSession : authenticate), ...extraMiddleware],
+      responses: { ...authErrors(access), ...config.responses },
     },
     options,
   );

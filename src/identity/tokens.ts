@@ -49,6 +49,14 @@ export function patInsert(
   return { token, row, statement: d.insert(apiTokens).values(row) };
 }
 
+/** The audit event of a token's creation, the same from the admin API and from the account page. */
+export const tokenCreateEvent = (t: TokenInfo) => ({
+  kind: "token.create",
+  target: `token:${t.id}`,
+  subjectUserId: t.user_id,
+  details: { name: t.name, scopes: t.scopes, user_id: t.user_id, expires_at: t.expires_at },
+});
+
 export async function createToken(
   env: Env,
   workspaceId: string,

@@ -6,6 +6,7 @@ import { grantableFor, isScope, roleCeiling } from "../auth/scopes";
 import { audit, auditEntry } from "../http/audit";
 import type { AppEnv } from "../http/context";
 import { renderError } from "../http/errors";
+import { refuseCrossOrigin } from "../http/guards";
 import { contractRoute, limitBody } from "../http/route";
 import { baseUrl } from "../platform/env";
 import { PAGE_HEADERS } from "../platform/pages";
@@ -218,6 +219,7 @@ authorizeRouter.post("/v1/oauth/consent", limitBody(), async (c) => {
     );
   }
   c.set("caller", session.caller);
+  await refuseCrossOrigin(c);
   const decision = form.decision;
   const event = {
     target: `oauth_client:${req.client.clientId}`,

@@ -45,6 +45,7 @@ const TOO_LARGE = oauthError("invalid_request: the request body exceeds 1 MiB");
 
 registrationRouter.openapi(
   apiRoute("authenticated", {
+    session: true, // the spec names "a valid session or token" of the account
     method: "post",
     path: "/v1/oauth/register",
     tags: TAGS,
@@ -58,6 +59,7 @@ registrationRouter.openapi(
       201: jsonResponse(ClientInfoSchema, "The registered client, with its secrets"),
       400: oauthError("invalid_redirect_uri, invalid_client_metadata or client_limit_reached"),
       401: oauthError("Missing or invalid credentials"),
+      403: oauthError("cross_origin_request: the browser session, from another origin"),
       413: TOO_LARGE,
     },
   }),

@@ -1,5 +1,11 @@
+import { Hono } from "hono";
 import type { Area } from "../http/area";
+import type { AppEnv } from "../http/context";
+import { accountPageRouter } from "./account-routes";
 import { signinRouter } from "./routes";
 
-/** The sign-in and sign-out pages (browser sessions). */
-export const signinArea: Area = { name: "signin", router: signinRouter };
+/** The browser pages of a person: sign-in, sign-out and the signed-in account page (session cookie). */
+export const signinArea: Area = {
+  name: "signin",
+  router: new Hono<AppEnv>().route("/", signinRouter).route("/", accountPageRouter),
+};

@@ -8,7 +8,8 @@ import { rateLimit } from "../http/rate-limit";
 import { limitBody } from "../http/route";
 import { SESSION_TTL_SECONDS, signIn, signOut } from "../identity/sessions";
 import { db } from "../platform/db";
-import { csrfToken, csrfValid, PAGE_HEADERS } from "../platform/pages";
+import { crossOriginWrite, csrfToken, csrfValid, PAGE_HEADERS } from "../platform/pages";
+import { ApiError } from "../platform/problem";
 import { SigninPage } from "./pages";
 import { safeReturnTo } from "./service";
 
@@ -79,6 +80,8 @@ signinRouter.post("/v1/signin", limitBody(), rateLimit("SIGNIN_LIMITER"), async 
 });
 
 signinRouter.post("/v1/signout", limitBody(), async (c) => {
+  // Another origin may not sign the person out either (the cookie is SameSite=Lax, not Strict).
+  if (crossOriginWrite(c)) throw new ApiError(403, "cross_origin_request", "Sign out from this service's own pages");
   const cookie = getCookie(c, SESSION_COOKIE);
   if (cookie)
     await signOut(c.env, cookie, (session) =>

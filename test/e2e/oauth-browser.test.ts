@@ -1,6 +1,7 @@
 /**
- * The sign-in and consent pages as a person uses them: Chromium (Debian's /usr/bin/chromium,
- * driven by playwright-core) against `wrangler dev`, landing on a real loopback callback.
+ * The sign-in, consent and account pages as a person uses them: Chromium (Debian's
+ * /usr/bin/chromium, driven by playwright-core) against `wrangler dev`, landing on a real
+ * loopback callback.
  */
 import { createHash, randomBytes } from "node:crypto";
 import { createServer, type Server } from "node:http";
@@ -205,5 +206,37 @@ describe("OAuth in a real browser", () => {
     expect(res.status).toBe(400);
     expect(res.headers.get("x-frame-options")).toBe("DENY");
     expect(res.headers.get("content-security-policy")).toContain("frame-ancestors 'none'");
+  });
+});
+
+describe("The signed-in account page in a real browser", () => {
+  it("signs in, shows who you are, creates a token shown once, and signs out", async () => {
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    await page.goto(`${dev.origin}/v1/account`);
+    await signInOnPage(page);
+
+    await page.waitForURL(`${dev.origin}/v1/account`);
+    const body = await page.locator("body").textContent();
+    expect(body).toContain(account.email);
+    expect(body).toContain("Eve Edge");
+    expect(body).toContain("E2E Workspace");
+    expect(await page.getByRole("link", { name: "API reference" }).getAttribute("href")).toBe("/v1/docs");
+
+    await page.getByLabel("Name", { exact: true }).fill("Playwright token");
+    await page.getByLabel("agents:read", { exact: true }).check();
+    await page.getByRole("button", { name: "Create token" }).click();
+    await page.waitForURL(`${dev.origin}/v1/account/tokens`);
+    const token = (await page.locator("#token").textContent())?.trim() ?? "";
+    expect(token).toMatch(/^svc_pat_[A-Za-z0-9_-]{43}$/);
+    const me = await api("/v1/api/me", { token });
+    expect(me.status).toBe(200);
+    expect(await me.json()).toMatchObject({ auth: "pat", scopes: ["agents:read"], user: { email: account.email } });
+
+    await page.getByRole("button", { name: "Sign out" }).click();
+    await page.waitForURL(/\/v1\/signin$/);
+    await page.goto(`${dev.origin}/v1/account`);
+    await page.waitForURL(/\/v1\/signin\?return_to=%2Fv1%2Faccount$/);
+    await context.close();
   });
 });

@@ -54,6 +54,7 @@ export async function postConsent(
   html: string,
   decision: "approve" | "deny",
   override: Record<string, string> = {},
+  headers: Record<string, string> = {},
 ) {
   const form = new URLSearchParams();
   for (const m of html.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)"\/?>/g)) {
@@ -71,7 +72,7 @@ export async function postConsent(
   form.set("decision", decision);
   return call("POST", "/v1/oauth/consent", {
     rawBody: form.toString(),
-    headers: { "Content-Type": "application/x-www-form-urlencoded", ...sessionCookie(session) },
+    headers: { "Content-Type": "application/x-www-form-urlencoded", ...sessionCookie(session), ...headers },
   });
 }
 
