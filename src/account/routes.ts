@@ -1,6 +1,7 @@
+import { auditAlone, auditInBatch } from "../audit/events";
 import { ErasureSummarySchema } from "../admin/erase-schemas";
 import { eraseUser } from "../admin/erase-service";
-import { audit, auditItem } from "../http/audit";
+import { callerEvent } from "../http/audit";
 import { rateLimit } from "../http/rate-limit";
 import { apiRoute, createRouter, jsonBody, jsonResponse } from "../http/route";
 import { reauthenticated } from "../identity/sessions";
@@ -38,7 +39,7 @@ accountRouter.openapi(
       c.env,
       { workspaceName: body.workspace_name, email: body.email, password: body.password, name: body.name },
       ({ workspace, user }) =>
-        auditItem(c, {
+        auditInBatch(c.env, callerEvent(c, {
           kind: "workspace.signup",
           workspaceId: workspace.id,
           actor: { kind: "user", id: user.id },
@@ -46,7 +47,7 @@ accountRouter.openapi(
           intent: "create",
           subjectUserId: user.id,
           details: { workspace_name: workspace.name, slug: workspace.slug, email: user.email, name: user.name },
-        }),
+        })),
     );
     return c.json(result, 201);
   },
@@ -109,12 +110,12 @@ accountRouter.openapi(
     const caller = c.var.caller;
     const who = { ...caller, workspaceId: caller.workspace.id };
     if (!(await reauthenticated(c.env, who, body.password))) {
-      await audit(c, {
+      await auditAlone(c.env, callerEvent(c, {
         kind: "access.denied",
         outcome: "denied",
         target: `route:${c.req.method} ${c.req.routePath}`,
         intent: "reauthenticate",
-      });
+      }));
       throw new ApiError(
         403,
         "reauthentication_required",
@@ -128,11 +129,11 @@ accountRouter.openapi(
       caller.userId,
       { self: true },
       (s) =>
-        auditItem(c, {
+        auditInBatch(c.env, callerEvent(c, {
           kind: "user.erase",
           target: `user:${caller.userId}`,
           details: { counts: s.counts, self: true },
-        }),
+        })),
     );
     return c.json(summary, 200);
   },

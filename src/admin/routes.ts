@@ -1,4 +1,5 @@
-import { auditItem } from "../http/audit";
+import { auditInBatch } from "../audit/events";
+import { callerEvent } from "../http/audit";
 import { apiRoute, createRouter, jsonBody, jsonResponse } from "../http/route";
 import { UserSchema } from "../identity/schemas";
 import { createToken, listTokens, revokeToken, tokenCreateEvent } from "../identity/tokens";
@@ -44,12 +45,12 @@ adminRouter.openapi(
   async (c) => {
     const body = c.req.valid("json");
     const user = await createUser(c.env, c.var.caller.workspace.id, body, (u) =>
-      auditItem(c, {
+      auditInBatch(c.env, callerEvent(c, {
         kind: "user.create",
         target: `user:${u.id}`,
         subjectUserId: u.id,
         details: { email: u.email, name: u.name, role: u.role },
-      }),
+      })),
     );
     return c.json(user, 201);
   },
@@ -82,7 +83,7 @@ adminRouter.openapi(
         scopes: body.scopes,
         expiresInDays: body.expires_in_days,
       },
-      (t) => auditItem(c, tokenCreateEvent(t)),
+      (t) => auditInBatch(c.env, callerEvent(c, tokenCreateEvent(t))),
     );
     const { last_used_at: _l, revoked_at: _r, ...created } = info;
     return c.json({ ...created, token }, 201);
@@ -115,12 +116,12 @@ adminRouter.openapi(
   }),
   async (c) => {
     await revokeToken(c.env, c.var.caller.workspace.id, c.req.valid("param").id, (t) =>
-      auditItem(c, {
+      auditInBatch(c.env, callerEvent(c, {
         kind: "token.revoke",
         target: `token:${t.id}`,
         subjectUserId: t.user_id,
         details: { name: t.name, user_id: t.user_id },
-      }),
+      })),
     );
     return c.body(null, 204);
   },
@@ -153,7 +154,7 @@ adminRouter.openapi(
       c.var.caller.workspace.id,
       id,
       { self: false },
-      (s) => auditItem(c, { kind: "user.erase", target: `user:${id}`, details: { counts: s.counts, self: false } }),
+      (s) => auditInBatch(c.env, callerEvent(c, { kind: "user.erase", target: `user:${id}`, details: { counts: s.counts, self: false } })),
     );
     return c.json(summary, 200);
   },

@@ -1,4 +1,4 @@
-import { auditEntry } from "../http/audit";
+import { callerEvent } from "../http/audit";
 import { apiRoute, createRouter, jsonResponse } from "../http/route";
 import { problemResponse } from "../platform/problem";
 import {
@@ -59,7 +59,7 @@ catalogueRouter.openapi(
       c.env,
       c.var.caller.workspace.id,
       slug,
-      auditEntry(c, { kind: "skill.install", target: `skill:${slug}`, details: { slug } }),
+      callerEvent(c, { kind: "skill.install", target: `skill:${slug}`, details: { slug } }),
     );
     return c.json(entry, 200);
   },
@@ -87,7 +87,7 @@ catalogueRouter.openapi(
       c.env,
       c.var.caller.workspace.id,
       slug,
-      auditEntry(c, { kind: "skill.uninstall", target: `skill:${slug}`, details: { slug } }),
+      callerEvent(c, { kind: "skill.uninstall", target: `skill:${slug}`, details: { slug } }),
     );
     return c.json(entry, 200);
   },
@@ -128,7 +128,7 @@ catalogueRouter.openapi(
       c.env,
       c.var.caller.workspace.id,
       slug,
-      auditEntry(c, { kind: "mcp.install", target: `mcp_server:${slug}`, details: { slug } }),
+      callerEvent(c, { kind: "mcp.install", target: `mcp_server:${slug}`, details: { slug } }),
     );
     return c.json(entry, 200);
   },
@@ -156,7 +156,7 @@ catalogueRouter.openapi(
       c.env,
       c.var.caller.workspace.id,
       slug,
-      auditEntry(c, { kind: "mcp.uninstall", target: `mcp_server:${slug}`, details: { slug } }),
+      callerEvent(c, { kind: "mcp.uninstall", target: `mcp_server:${slug}`, details: { slug } }),
     );
     return c.json(entry, 200);
   },

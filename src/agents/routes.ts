@@ -1,5 +1,6 @@
 import type { Context } from "hono";
-import { audit, auditEntry } from "../http/audit";
+import { type AuditDetails, type AuditEventOf, type AuditKind, auditAlone } from "../audit/events";
+import { callerEvent } from "../http/audit";
 import type { AppEnv } from "../http/context";
 import { apiRoute, createRouter, jsonBody, jsonResponse, MiB } from "../http/route";
 import { imageModel, languageModel } from "../llm/model";
@@ -50,13 +51,14 @@ const idErrors = {
 const agentResponse = (description: string) => jsonResponse(AgentRowSchema, description);
 const origin = (c: Context<AppEnv>) => baseUrl(c.env, c.req.url);
 /** An audit event about one agent; the intent defaults to the kind's verb. */
-const agentEvent = (kind: string, id: string, details: Record<string, unknown>, intent?: string) => ({
+const agentEvent = <K extends AuditKind>(kind: K, id: string, details: AuditDetails<K>, intent?: string) =>
+  ({
   kind,
   target: `agent:${id}`,
   agentId: id,
   intent,
   details,
-});
+}) as AuditEventOf;
 
 agentsRouter.openapi(
   apiRoute(
@@ -104,7 +106,7 @@ agentsRouter.openapi(
         return url;
       },
       (id) =>
-        auditEntry(
+        callerEvent(
           c,
           agentEvent("agent.create", id, {
             slug: body.slug,
@@ -150,7 +152,7 @@ agentsRouter.openapi(
   async (c) => {
     const { id } = c.req.valid("param");
     const { after } = await updateAgent(c.env, c.var.caller.workspace.id, id, c.req.valid("json"), (change) =>
-      auditEntry(
+      callerEvent(
         c,
         agentEvent("agent.update", id, {
           fields: change.changed,
@@ -177,7 +179,7 @@ agentsRouter.openapi(
   async (c) => {
     const { id } = c.req.valid("param");
     const { agent } = await disableAgent(c.env, c.var.caller.workspace.id, id, (details) =>
-      auditEntry(c, agentEvent("agent.disable", id, details)),
+      callerEvent(c, agentEvent("agent.disable", id, details)),
     );
     return c.json(agent, 200);
   },
@@ -196,7 +198,7 @@ agentsRouter.openapi(
   async (c) => {
     const { id } = c.req.valid("param");
     const { agent } = await enableAgent(c.env, c.var.caller.workspace.id, id, (details) =>
-      auditEntry(c, agentEvent("agent.enable", id, details)),
+      callerEvent(c, agentEvent("agent.enable", id, details)),
     );
     return c.json(agent, 200);
   },
@@ -216,7 +218,7 @@ agentsRouter.openapi(
   async (c) => {
     const { id } = c.req.valid("param");
     const { agent } = await makeDefault(c.env, c.var.caller.workspace.id, id, (slug) =>
-      auditEntry(c, agentEvent("agent.default", id, { slug }, "make_default")),
+      callerEvent(c, agentEvent("agent.default", id, { slug }, "make_default")),
     );
     return c.json(agent, 200);
   },
@@ -257,7 +259,7 @@ agentsRouter.openapi(
       workspaceId,
       id,
       url,
-      auditEntry(
+      callerEvent(
         c,
         agentEvent(
           "agent.avatar",
@@ -307,7 +309,7 @@ agentsRouter.openapi(
       workspaceId,
       id,
       url,
-      auditEntry(
+      callerEvent(
         c,
         agentEvent(
           "agent.avatar",
@@ -359,7 +361,7 @@ for (const kind of ["skills", "mcp_servers"] as const) {
       const { id } = c.req.valid("param");
       const body = c.req.valid("json") as { skills?: string[]; mcp_servers?: string[] };
       const { after } = await putSubset(c.env, c.var.caller.workspace.id, id, kind, body[kind] ?? [], (change) =>
-        auditEntry(
+        callerEvent(
           c,
           agentEvent(
             kind === "skills" ? "agent.skills" : "agent.mcp",
@@ -413,14 +415,14 @@ agentsRouter.openapi(
       .filter((s) => s.installed && (enabled.length === 0 || enabled.includes(s.slug)))
       .map((s) => s.name);
     const draft = await draftInstructions(model, { agent, workspaceName: caller.workspace.name, profile, skills });
-    await audit(
-      c,
-      agentEvent(
+    await auditAlone(
+      c.env,
+      callerEvent(c, agentEvent(
         "agent.suggest",
         id,
         { profile_used: profile !== null, draft_length: draft.length },
         "suggest_instructions",
-      ),
+      )),
     );
     return c.json({ draft }, 200);
   },

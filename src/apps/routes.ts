@@ -1,9 +1,10 @@
+import { auditAlone } from "../audit/events";
 import type { Context } from "hono";
 import { getCookie } from "hono/cookie";
 import { isAdmin } from "../auth/caller";
 import { bearerToken, resolveBearer, resolveSession, SESSION_COOKIE } from "../auth/resolve";
 import { apiResource, usableAt } from "../auth/resources";
-import { audit, auditEntry } from "../http/audit";
+import { callerEvent } from "../http/audit";
 import type { AppEnv } from "../http/context";
 import { apiRoute, createRouter, jsonResponse } from "../http/route";
 import { baseUrl } from "../platform/env";
@@ -76,7 +77,7 @@ appsRouter.openapi(
       { userId: caller.userId, admin: isAdmin(caller) },
       id,
       (app) =>
-        auditEntry(c, {
+        callerEvent(c, {
           kind: "app.destroy",
           target: `app:${app.id}`,
           conversationId: app.conversationId,
@@ -84,7 +85,7 @@ appsRouter.openapi(
         }),
     ).catch(async (error: unknown) => {
       if (error instanceof ApiError && error.status === 403)
-        await audit(c, { kind: "app.destroy", outcome: "denied", target: `app:${id}` });
+        await auditAlone(c.env, callerEvent(c, { kind: "app.destroy", outcome: "denied", target: `app:${id}` }));
       throw error;
     });
     return c.json(toApp(origin(c), caller.workspace.slug, row), 200);

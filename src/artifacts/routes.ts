@@ -1,6 +1,7 @@
+import { auditAlone } from "../audit/events";
 import { z } from "@hono/zod-openapi";
 import type { Context } from "hono";
-import { audit, auditEntry } from "../http/audit";
+import { callerEvent } from "../http/audit";
 import type { AppEnv } from "../http/context";
 import { apiRoute, createRouter, jsonResponse } from "../http/route";
 import { baseUrl } from "../platform/env";
@@ -75,7 +76,7 @@ artifactsRouter.openapi(
       { workspaceId: caller.workspace.id, conversationId, userId: caller.userId, boundary },
       body,
       (r) =>
-        auditEntry(c, {
+        callerEvent(c, {
           kind: "artifact.create",
           intent: "upload",
           target: `artifact:${r.id}`,
@@ -193,7 +194,7 @@ artifactsRouter.openapi(
     const { id } = c.req.valid("param");
     const caller = c.var.caller;
     const row = await deleteArtifact(c.env, caller.workspace.id, caller.userId, id, (r) =>
-      auditEntry(c, {
+      callerEvent(c, {
         kind: "artifact.delete",
         target: `artifact:${r.id}`,
         conversationId: r.conversationId,
@@ -201,7 +202,7 @@ artifactsRouter.openapi(
       }),
     ).catch(async (error: unknown) => {
       if (error instanceof ApiError && error.status === 403)
-        await audit(c, { kind: "artifact.delete", outcome: "denied", target: `artifact:${id}` });
+        await auditAlone(c.env, callerEvent(c, { kind: "artifact.delete", outcome: "denied", target: `artifact:${id}` }));
       throw error;
     });
     return c.json({ id: row.id, deleted: true as const }, 200);

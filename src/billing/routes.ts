@@ -1,5 +1,6 @@
+import { auditAlone } from "../audit/events";
 import type { Context } from "hono";
-import { audit, auditEntry, deliverAfterResponse } from "../http/audit";
+import { callerEvent } from "../http/audit";
 import type { AppEnv } from "../http/context";
 import { apiRoute, createRouter, jsonBody, jsonResponse } from "../http/route";
 import { baseUrl } from "../platform/env";
@@ -33,7 +34,7 @@ const requestKey = (c: Context<AppEnv>) => c.get("requestId");
 
 /** The event of a Stripe customer created for the workspace, written with the link to it. */
 const customerEvent = (c: Context<AppEnv>) => (customerId: string) =>
-  auditEntry(c, {
+  callerEvent(c, {
     kind: "billing.customer",
     target: `workspace:${c.var.caller.workspace.id}`,
     intent: "create_customer",
@@ -132,12 +133,12 @@ billingRouter.openapi(
       requestKey(c),
       customerEvent(c),
     );
-    await audit(c, {
+    await auditAlone(c.env, callerEvent(c, {
       kind: "billing.checkout",
       target: `plan:${plan_slug}`,
       intent: "checkout",
       details: { plan_slug, session_id: r.sessionId },
-    });
+    }));
     return c.json({ url: r.url }, 200);
   },
 );
@@ -158,12 +159,12 @@ billingRouter.openapi(
   }),
   async (c) => {
     const r = await startPortal(c.env, c.var.caller.workspace.id, origin(c), requestKey(c), customerEvent(c));
-    await audit(c, {
+    await auditAlone(c.env, callerEvent(c, {
       kind: "billing.portal",
       target: `workspace:${c.var.caller.workspace.id}`,
       intent: "open_portal",
       details: { session_id: r.sessionId },
-    });
+    }));
     return c.json({ url: r.url }, 200);
   },
 );
@@ -189,12 +190,12 @@ billingRouter.openapi(
   async (c) => {
     const { pack_slug } = c.req.valid("json");
     const r = await startTopup(c.env, c.var.caller.workspace.id, pack_slug, origin(c), requestKey(c), customerEvent(c));
-    await audit(c, {
+    await auditAlone(c.env, callerEvent(c, {
       kind: "billing.topup",
       target: `pack:${pack_slug}`,
       intent: "topup",
       details: { pack_slug, session_id: r.sessionId },
-    });
+    }));
     return c.json({ url: r.url }, 200);
   },
 );

@@ -1,5 +1,5 @@
 import type { Context } from "hono";
-import { auditEntry, callerActor } from "../http/audit";
+import { callerActor, callerEvent } from "../http/audit";
 import type { AppEnv } from "../http/context";
 import { apiRoute, createRouter, jsonBody, jsonResponse } from "../http/route";
 import { baseUrl } from "../platform/env";
@@ -35,7 +35,7 @@ const params = { params: ConversationIdParamSchema };
 const notParticipant = problemResponse("No such conversation, or the caller does not take part in it");
 const target = (id: string) => `conversation:${id}`;
 const createdEvent = (c: Context<AppEnv>, conversation: Conversation) =>
-  auditEntry(c, {
+  callerEvent(c, {
     kind: "conversation.create",
     target: target(conversation.id),
     agentId: conversation.agent_id,
@@ -160,7 +160,7 @@ conversationsRouter.openapi(
       c.var.caller.workspace.id,
       c.var.caller.userId,
       id,
-      auditEntry(c, { kind: "conversation.delete", target: target(id), conversationId: id }),
+      callerEvent(c, { kind: "conversation.delete", target: target(id), conversationId: id }),
     );
     return c.json({ id, deleted: true as const }, 200);
   },
@@ -192,7 +192,7 @@ conversationsRouter.openapi(
       c.var.caller.userId,
       id,
       user_id,
-      auditEntry(c, {
+      callerEvent(c, {
         kind: "conversation.participant.add",
         target: target(id),
         conversationId: id,

@@ -1,4 +1,4 @@
-import { auditEntry, callerActor } from "../http/audit";
+import { callerActor, callerEvent } from "../http/audit";
 import { apiRoute, createRouter, jsonBody, jsonResponse } from "../http/route";
 import { problemResponse } from "../platform/problem";
 import { createEndpoint, deleteEndpoint, listEndpoints, updateEndpoint } from "./endpoints";
@@ -62,7 +62,7 @@ emailRouter.openapi(
   async (c) => {
     const body = c.req.valid("json");
     const endpoint = await createEndpoint(c.env, c.var.caller.workspace.id, body, (id) =>
-      auditEntry(c, endpointEvent("email.endpoint.create", id, { localpart: body.localpart })),
+      callerEvent(c, endpointEvent("email.endpoint.create", id, { localpart: body.localpart })),
     );
     return c.json(endpoint, 201);
   },
@@ -86,7 +86,7 @@ emailRouter.openapi(
   async (c) => {
     const { id } = c.req.valid("param");
     const endpoint = await updateEndpoint(c.env, c.var.caller.workspace.id, id, c.req.valid("json"), (fields) =>
-      auditEntry(c, endpointEvent("email.endpoint.update", id, { fields })),
+      callerEvent(c, endpointEvent("email.endpoint.update", id, { fields })),
     );
     return c.json(endpoint, 200);
   },
@@ -113,7 +113,7 @@ emailRouter.openapi(
       c.env,
       c.var.caller.workspace.id,
       id,
-      auditEntry(c, endpointEvent("email.endpoint.delete", id, {})),
+      callerEvent(c, endpointEvent("email.endpoint.delete", id, {})),
     );
     return c.body(null, 204);
   },

@@ -1,3 +1,4 @@
+import { auditAlone } from "../audit/events";
 import type { Context, MiddlewareHandler } from "hono";
 import { getCookie } from "hono/cookie";
 import { type Caller, isAdmin } from "../auth/caller";
@@ -7,7 +8,7 @@ import type { Scope } from "../auth/scopes";
 import { baseUrl } from "../platform/env";
 import { crossOriginWrite } from "../platform/pages";
 import { ApiError } from "../platform/problem";
-import { audit } from "./audit";
+import { callerEvent } from "./audit";
 import type { AppEnv } from "./context";
 
 /** Which protected resource a route belongs to, for its 401 challenge and the token's audience. */
@@ -145,12 +146,12 @@ export async function sessionCaller(c: Context<AppEnv>): Promise<Caller | null> 
  */
 export async function refuseCrossOrigin(c: Context<AppEnv>): Promise<void> {
   if (!crossOriginWrite(c)) return;
-  await audit(c, {
+  await auditAlone(c.env, callerEvent(c, {
     kind: "access.denied",
     outcome: "denied",
     target: `route:${c.req.method} ${c.req.routePath}`,
     intent: "same_origin",
-  });
+  }));
   throw new ApiError(
     403,
     "cross_origin_request",
@@ -179,12 +180,12 @@ export function requireScope(scope: Scope): MiddlewareHandler<AppEnv> {
 /** The caller must be a workspace admin whose credential carries the `admin` scope; a refusal is audited. */
 export const requireAdmin: MiddlewareHandler<AppEnv> = async (c, next) => {
   if (!isAdmin(c.var.caller)) {
-    await audit(c, {
+    await auditAlone(c.env, callerEvent(c, {
       kind: "access.denied",
       outcome: "denied",
       target: `route:${c.req.method} ${c.req.routePath}`,
       intent: "admin",
-    });
+    }));
     throw new ApiError(403, "admin_required", "This action requires a workspace admin", undefined, {
       "WWW-Authenticate": `Bearer error="insufficient_scope", scope="admin"`,
     });

@@ -2,7 +2,7 @@ import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/
 import type { Context, MiddlewareHandler } from "hono";
 import { cors } from "hono/cors";
 import { MCP_PATH, mcpResource, resourceMetadataUrl } from "../auth/resources";
-import { auditEntry, callerActor } from "../http/audit";
+import { callerActor, callerEvent } from "../http/audit";
 import type { AppEnv } from "../http/context";
 import { authenticateBearer, type ResourceRef } from "../http/guards";
 import { apiRoute, BEARER, contractRoute, createRouter, jsonResponse, ownBody } from "../http/route";
@@ -85,7 +85,7 @@ const toolContext = (c: Context<AppEnv>): ToolContext => {
     env: c.env,
     caller,
     origin,
-    event: (input) => auditEntry(c, input),
+    event: (input) => callerEvent(c, input),
     turn: {
       env: c.env,
       providers: c.var.areas.tools,

@@ -1,4 +1,4 @@
-import { auditEntry, deliverAfterResponse } from "../http/audit";
+import { callerEvent } from "../http/audit";
 import { rateLimit } from "../http/rate-limit";
 import { apiRoute, createRouter, jsonBody, jsonResponse } from "../http/route";
 import { problemResponse } from "../platform/problem";
@@ -40,7 +40,7 @@ mcpRouter.openapi(
   }),
   async (c) => {
     const custom = await createCustom(c.env, c.var.caller.workspace.id, c.req.valid("json"), (created) =>
-      auditEntry(c, {
+      callerEvent(c, {
         kind: "mcp.custom.create",
         target: `mcp_server:${created.slug}`,
         details: { slug: created.slug, url: created.url, authenticated: created.header_names.length > 0 },
@@ -79,7 +79,7 @@ mcpRouter.openapi(
   }),
   async (c) => {
     await deleteCustom(c.env, c.var.caller.workspace.id, c.req.valid("param").slug, (slug) =>
-      auditEntry(c, { kind: "mcp.custom.delete", target: `mcp_server:${slug}`, details: { slug } }),
+      callerEvent(c, { kind: "mcp.custom.delete", target: `mcp_server:${slug}`, details: { slug } }),
     );
     return c.body(null, 204);
   },
@@ -103,7 +103,7 @@ mcpRouter.openapi(
   async (c) => {
     const { name } = c.req.valid("json");
     const created = await createConnector(c.env, c.var.caller.workspace.id, name, (id) =>
-      auditEntry(c, { kind: "mcp.connector.create", target: `mcp_connector:${id}`, details: { name } }),
+      callerEvent(c, { kind: "mcp.connector.create", target: `mcp_connector:${id}`, details: { name } }),
     );
     return c.json(created, 201);
   },
@@ -140,7 +140,7 @@ mcpRouter.openapi(
       c.env,
       c.var.caller.workspace.id,
       id,
-      auditEntry(c, { kind: "mcp.connector.revoke", target: `mcp_connector:${id}`, details: {} }),
+      callerEvent(c, { kind: "mcp.connector.revoke", target: `mcp_connector:${id}`, details: {} }),
     );
     return c.body(null, 204);
   },

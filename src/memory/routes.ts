@@ -1,5 +1,5 @@
 import type { Context } from "hono";
-import { auditEntry } from "../http/audit";
+import { callerEvent } from "../http/audit";
 import type { AppEnv } from "../http/context";
 import { apiRoute, createRouter, jsonBody, jsonResponse } from "../http/route";
 import { problemResponse } from "../platform/problem";
@@ -61,7 +61,7 @@ memoryRouter.openapi(
       c.env,
       owner,
       id,
-      auditEntry(c, {
+      callerEvent(c, {
         kind: "memory.fact.delete",
         target: `memory_fact:${id}`,
         intent: "delete",
@@ -115,7 +115,7 @@ memoryRouter.openapi(
       c.req.valid("param").agent_slug,
       c.req.valid("json").reason,
       (agent) =>
-        auditEntry(c, {
+        callerEvent(c, {
           kind: "memory.freeze",
           target: `agent:${agent.id}`,
           agentId: agent.id,
@@ -149,7 +149,7 @@ memoryRouter.openapi(
   async (c) => {
     const owner = ownerOf(c);
     const { agentSlug } = await unfreezeAgent(c.env, owner, c.req.valid("param").agent_slug, (agent) =>
-      auditEntry(c, {
+      callerEvent(c, {
         kind: "memory.unfreeze",
         target: agent.id ? `agent:${agent.id}` : `agent_slug:${agent.slug}`,
         agentId: agent.id,

@@ -1,9 +1,10 @@
+import { auditAlone } from "../audit/events";
 import { OpenAPIHono } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import { getCookie } from "hono/cookie";
 import { resolveSession, SESSION_COOKIE } from "../auth/resolve";
 import { grantableFor, isScope, roleCeiling } from "../auth/scopes";
-import { audit, auditEntry } from "../http/audit";
+import { callerEvent } from "../http/audit";
 import type { AppEnv } from "../http/context";
 import { renderError } from "../http/errors";
 import { refuseCrossOrigin } from "../http/guards";
@@ -227,7 +228,7 @@ authorizeRouter.post("/v1/oauth/consent", limitBody(), async (c) => {
     details: { client_id: req.client.clientId, client_name: req.client.name, scopes: req.scopes },
   };
   if (decision === "deny") {
-    await audit(c, { kind: "oauth.consent.deny", outcome: "denied", intent: "deny", ...event });
+    await auditAlone(c.env, callerEvent(c, { kind: "oauth.consent.deny", outcome: "denied", intent: "deny", ...event }));
     return c.redirect(
       authorizationRedirect(req.redirectUri, issuer, {
         error: "access_denied",
@@ -246,7 +247,7 @@ authorizeRouter.post("/v1/oauth/consent", limitBody(), async (c) => {
       clientId: req.client.clientId,
       scopes: req.scopes,
     },
-    auditEntry(c, { kind: "oauth.consent.grant", intent: "approve", ...event }),
+    callerEvent(c, { kind: "oauth.consent.grant", intent: "approve", ...event }),
   );
   return redirectWithCode(c, req, session, 303);
 });

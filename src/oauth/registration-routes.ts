@@ -1,6 +1,6 @@
 import type { Context, MiddlewareHandler } from "hono";
 import { bearerToken } from "../auth/resolve";
-import { auditEntry, deliverAfterResponse, outboxEntry } from "../http/audit";
+import { callerEvent } from "../http/audit";
 import type { AppEnv } from "../http/context";
 import { NO_STORE, OAuthError } from "../http/errors";
 import { apiRoute, contractRoute, createRouter, jsonBody, jsonResponse, ownBody } from "../http/route";
@@ -71,7 +71,7 @@ registrationRouter.openapi(
       c.req.valid("json"),
       baseUrl(c.env, c.req.url),
       (client) =>
-        auditEntry(c, {
+        callerEvent(c, {
           kind: "oauth.client.register",
           target: `oauth_client:${client.client_id}`,
           intent: "register",
@@ -164,7 +164,7 @@ registrationRouter.openapi(
     const base = baseUrl(c.env, c.req.url);
     const updated = await updateClient(c.env, before, update, (after) => {
       const info = toClientInfo(after, base);
-      return auditEntry(c, {
+      return callerEvent(c, {
         kind: "oauth.client.update",
         workspaceId: before.workspaceId!,
         actor: { kind: "oauth_client", id: before.clientId },
@@ -193,7 +193,7 @@ registrationRouter.openapi(
     const client = managedClient(c);
     const actor = { kind: "oauth_client" as const, id: client.clientId };
     const revoked = await disableClient(c.env, client, {
-      deleted: auditEntry(c, {
+      deleted: callerEvent(c, {
         kind: "oauth.client.delete",
         workspaceId: client.workspaceId!,
         actor,

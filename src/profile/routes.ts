@@ -1,4 +1,4 @@
-import { auditEntry } from "../http/audit";
+import { callerEvent } from "../http/audit";
 import { apiRoute, createRouter, jsonBody, jsonResponse } from "../http/route";
 import { problemResponse } from "../platform/problem";
 import { BusinessProfileSchema, BusinessProfileUpdateSchema } from "./schemas";
@@ -43,7 +43,7 @@ profileRouter.openapi(
   async (c) => {
     const workspaceId = c.var.caller.workspace.id;
     const outcome = await updateProfile(c.env, workspaceId, c.req.valid("json"), (change) =>
-      auditEntry(c, {
+      callerEvent(c, {
         kind: "profile.update",
         target: `workspace:${workspaceId}`,
         intent: "update",

@@ -1,8 +1,9 @@
+import { auditInBatch } from "../audit/events";
 import { type Context, Hono } from "hono";
 import { z } from "zod";
 import type { Caller } from "../auth/caller";
 import { GRANTABLE_SCOPES, roleCeiling } from "../auth/scopes";
-import { auditItem } from "../http/audit";
+import { callerEvent } from "../http/audit";
 import type { AppEnv } from "../http/context";
 import { sessionCaller } from "../http/guards";
 import { limitBody } from "../http/route";
@@ -84,7 +85,7 @@ accountPageRouter.post(`${ACCOUNT_PAGE}/tokens`, limitBody(), async (c) => {
         scopes: form.data.scopes,
         expiresInDays: form.data.expires_in_days,
       },
-      (t) => auditItem(c, tokenCreateEvent(t)),
+      (t) => auditInBatch(c.env, callerEvent(c, tokenCreateEvent(t))),
     );
     return c.html(
       <TokenCreatedPage token={token} name={info.name} scopes={info.scopes} expiresAt={info.expires_at} />,

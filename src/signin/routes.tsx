@@ -1,8 +1,9 @@
+import { auditAlone, auditInBatch } from "../audit/events";
 import { Hono } from "hono";
 import { deleteCookie, getCookie, setCookie } from "hono/cookie";
 import { z } from "zod";
 import { SESSION_COOKIE } from "../auth/resolve";
-import { audit, auditEntry, auditItem, outboxInsertIf, PREVIOUS_STATEMENT_CHANGED } from "../http/audit";
+import { callerEvent } from "../http/audit";
 import type { AppEnv } from "../http/context";
 import { rateLimit } from "../http/rate-limit";
 import { limitBody } from "../http/route";
@@ -45,19 +46,19 @@ signinRouter.post("/v1/signin", limitBody(), rateLimit("SIGNIN_LIMITER"), async 
     return render(403, "Your sign-in form expired. Please try again.", form.data.email);
 
   const outcome = await signIn(c.env, form.data.email, form.data.password, (s) =>
-    auditItem(c, {
+    auditInBatch(c.env, callerEvent(c, {
       kind: "session.signin",
       workspaceId: s.workspaceId,
       actor: { kind: "user", id: s.userId },
       target: `session:${s.sessionId}`,
       subjectUserId: s.userId,
       details: { email: form.data.email },
-    }),
+    })),
   );
   if (!outcome.ok) {
     // Known accounts get the failure in their workspace's log; unknown emails have no workspace.
     if (outcome.workspaceId && outcome.userId) {
-      await audit(c, {
+      await auditAlone(c.env, callerEvent(c, {
         kind: "session.signin",
         outcome: "denied",
         workspaceId: outcome.workspaceId,
@@ -65,7 +66,7 @@ signinRouter.post("/v1/signin", limitBody(), rateLimit("SIGNIN_LIMITER"), async 
         target: `user:${outcome.userId}`,
         subjectUserId: outcome.userId,
         details: { email: form.data.email, reason: "bad_credentials" },
-      });
+      }));
     }
     return render(401, WRONG_CREDENTIALS, form.data.email);
   }
@@ -87,7 +88,7 @@ signinRouter.post("/v1/signout", limitBody(), async (c) => {
     await signOut(c.env, cookie, (session) =>
       outboxInsertIf(
         db(c.env),
-        auditEntry(c, {
+        callerEvent(c, {
           kind: "session.signout",
           workspaceId: session.workspaceId,
           actor: { kind: "user", id: session.userId },

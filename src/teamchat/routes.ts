@@ -1,7 +1,8 @@
+import { auditAlone } from "../audit/events";
 import { z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import { html } from "hono/html";
-import { audit, auditEntry, deliverAfterResponse, outboxEntry } from "../http/audit";
+import { callerEvent } from "../http/audit";
 import type { AppEnv } from "../http/context";
 import { apiRoute, createRouter, jsonBody, jsonResponse, MiB } from "../http/route";
 import { baseUrl } from "../platform/env";
@@ -108,7 +109,7 @@ teamchatRouter.openapi(
   }),
   async (c) => {
     await uninstall(c.env, c.var.caller.workspace.id, ({ teamId, revoked }) =>
-      auditEntry(c, {
+      callerEvent(c, {
         kind: "teamchat.uninstall",
         target: `slack_team:${teamId}`,
         intent: "uninstall",
@@ -158,22 +159,22 @@ teamchatRouter.openapi(
       message,
     ).catch(async (e: unknown) => {
       if (e instanceof ApiError && e.code === "bot_not_in_channel")
-        await audit(c, {
+        await auditAlone(c.env, callerEvent(c, {
           kind: "teamchat.deliver",
           outcome: "error",
           target: `artifact:${id}`,
           intent: "deliver",
           details: { channel_id, slack_error: e.code },
-        });
+        }));
       throw e;
     });
-    await audit(c, {
+    await auditAlone(c.env, callerEvent(c, {
       kind: "teamchat.deliver",
       target: `artifact:${id}`,
       intent: "deliver",
       conversationId: delivery.conversationId,
       details: { channel_id: delivery.channelId, file_id: delivery.fileId, size: delivery.size },
-    });
+    }));
     return c.json({ delivered: true as const, channel_id: delivery.channelId, file_id: delivery.fileId }, 200);
   },
 );
@@ -274,7 +275,7 @@ teamchatRouter.get("/v1/integrations/slack/callback", async (c) => {
   if (q.error || !q.code || q.code.length > 512) return page(c, 400, "Install cancelled", FAILURES.denied);
   try {
     await completeInstall(c.env, origin(c), redeemed.state, q.code, (install) =>
-      auditEntry(c, {
+      callerEvent(c, {
         workspaceId: redeemed.state.workspaceId,
         actor: { kind: "user", id: redeemed.state.userId },
         kind: "teamchat.install",

@@ -1,4 +1,5 @@
-import { auditItem } from "../http/audit";
+import { auditInBatch } from "../audit/events";
+import { callerEvent } from "../http/audit";
 import { apiRoute, createRouter, jsonBody, jsonResponse } from "../http/route";
 import { problemResponse } from "../platform/problem";
 import { AvailabilitySchema, RenameResultSchema, SetSlugRequestSchema, SlugQuerySchema } from "./schemas";
@@ -33,12 +34,12 @@ workspaceRouter.openapi(
   }),
   async (c) => {
     const result = await renameWorkspace(c.env, c.var.caller.workspace.id, c.req.valid("json").slug, (r) =>
-      auditItem(c, {
+      auditInBatch(c.env, callerEvent(c, {
         kind: "workspace.slug",
         target: `workspace:${c.var.caller.workspace.id}`,
         intent: "rename",
         details: { ...r },
-      }),
+      })),
     );
     return c.json(result, 200);
   },
