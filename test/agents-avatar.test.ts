@@ -233,6 +233,25 @@ describe("POST /v1/agents/{id}/avatar/generate", () => {
     });
   });
 
+  it('debits no credits: "The platform bears the cost."', async () => {
+    const ledger = () =>
+      env.DB.prepare("SELECT id, amount, kind, reference FROM credit_ledger WHERE workspace_id = ?1 ORDER BY id")
+        .bind(ws.workspace.id)
+        .all()
+        .then((r) => r.results);
+    const credits = async () =>
+      (await (await call("GET", "/v1/api/billing/credits", { token: ws.adminToken })).json()) as { balance: number };
+    // Read once first: the month's free grant is made lazily at the first read.
+    const balanceBefore = (await credits()).balance;
+    const before = await ledger();
+    fakeLlm.imageB64 = IMAGES.gif;
+    expect((await generate({ prompt: "a paper crane" })).status).toBe(200);
+    expect(fakeLlm.requests).toHaveLength(1);
+    expect(await ledger()).toEqual(before);
+    expect((await credits()).balance).toBe(balanceBefore);
+    expect((await ledger()).filter((e) => e.kind === "usage")).toEqual([]);
+  });
+
   it("works with no body at all, using a default look", async () => {
     fakeLlm.imageB64 = IMAGES.png;
     const res = await generate(undefined);

@@ -1,6 +1,7 @@
 import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
 import {
+  AgentListSchema,
   AgentMcpServersSchema,
   AgentSkillsSchema,
   McpServerCatalogueSchema,
@@ -8,7 +9,7 @@ import {
   SkillCatalogueSchema,
   SkillEntrySchema,
 } from "../src/agents/schemas";
-import { createAgent } from "./support/agents";
+import { createAgent, getAgent } from "./support/agents";
 import { call, expectProblem, parse } from "./support/api";
 import { auditEvents } from "./support/audit";
 import { addUser, signupWorkspace } from "./support/seed";
@@ -32,6 +33,7 @@ const KINDS = [
     notInstalled: "skill_not_installed",
     audit: { install: "skill.install", uninstall: "skill.uninstall", subset: "agent.skills" },
     target: "skill",
+    removed: { reason: "only_skill_removed", detail: "skill" },
   },
   {
     name: "MCP servers",
@@ -47,6 +49,7 @@ const KINDS = [
     notInstalled: "mcp_server_not_installed",
     audit: { install: "mcp.install", uninstall: "mcp.uninstall", subset: "agent.mcp" },
     target: "mcp_server",
+    removed: { reason: "only_mcp_server_removed", detail: "mcp_server" },
   },
 ];
 
@@ -125,11 +128,27 @@ for (const k of KINDS) {
 
       const subset = async (token: string, id: string) =>
         (await (await call("GET", `/v1/agents/${id}/${k.agentPath}`, { token })).json()) as Record<string, string[]>;
+      // An agent that had others simply loses this one, and stays enabled.
       expect(await subset(w.adminToken, both.id)).toEqual({ [k.key]: [k.b] });
-      // left empty, which means "everything installed"
+      expect((await getAgent(w.adminToken, both.id)).status).toBe("enabled");
+      // Its only one: "An empty list means that the agent uses all skills, or all MCP servers, installed for
+      // the workspace", so it would be widened to everything; it is disabled instead.
       expect(await subset(w.adminToken, only.id)).toEqual({ [k.key]: [] });
+      expect((await getAgent(w.adminToken, only.id)).status).toBe("disabled");
       expect(await subset(w.adminToken, other2.id)).toEqual({ [k.key]: [k.b] });
       expect(await subset(other.adminToken, foreign.id)).toEqual({ [k.key]: [k.a] });
+      expect((await getAgent(other.adminToken, foreign.id)).status).toBe("enabled");
+      const disabled = await auditEvents(w.workspace.id, "agent.disable");
+      expect(disabled.map((e) => [e.target, e.agent_id, e.intent, e.actor_id, e.details])).toEqual([
+        [
+          `agent:${only.id}`,
+          only.id,
+          "disable",
+          w.user.id,
+          { slug: "only", changed: true, reason: k.removed.reason, [k.removed.detail]: k.a },
+        ],
+      ]);
+      expect(await auditEvents(w.workspace.id, "agent.widen")).toEqual([]);
 
       const again = await call("DELETE", `${k.catalogue}/${k.a}`, { token: w.adminToken });
       expect(again.status).toBe(200);
@@ -142,6 +161,62 @@ for (const k of KINDS) {
         .bind(w.workspace.id)
         .all<{ slug: string }>();
       expect(results.map((r) => r.slug)).toEqual([k.b]);
+    });
+
+    it("the default agent, which cannot be disabled, widens to every installed entry, with an agent.widen event", async () => {
+      const w = await signupWorkspace();
+      for (const s of [k.a, k.b])
+        expect((await call("PUT", `${k.catalogue}/${s}`, { token: w.adminToken })).status).toBe(200);
+      const { agents } = await parse(await call("GET", "/v1/agents", { token: w.adminToken }), AgentListSchema);
+      const assistant = agents.find((a) => a.is_default)!;
+      const put = await call("PUT", `/v1/agents/${assistant.id}/${k.agentPath}`, {
+        token: w.adminToken,
+        body: { [k.key]: [k.a] },
+      });
+      expect(put.status).toBe(200);
+      expect((await call("DELETE", `${k.catalogue}/${k.a}`, { token: w.adminToken })).status).toBe(200);
+      const after = await getAgent(w.adminToken, assistant.id);
+      expect(after).toMatchObject({ status: "enabled", is_default: true });
+      expect(
+        await (await call("GET", `/v1/agents/${assistant.id}/${k.agentPath}`, { token: w.adminToken })).json(),
+      ).toEqual({ [k.key]: [] });
+      const widened = await auditEvents(w.workspace.id, "agent.widen");
+      expect(widened.map((e) => [e.target, e.agent_id, e.intent, e.details])).toEqual([
+        [
+          `agent:${assistant.id}`,
+          assistant.id,
+          "widen",
+          { slug: assistant.slug, reason: k.removed.reason, [k.removed.detail]: k.a },
+        ],
+      ]);
+      expect(await auditEvents(w.workspace.id, "agent.disable")).toEqual([]);
+    });
+
+    it("disables the agent in the uninstall's own batch: when its event cannot be written, nothing changes", async () => {
+      const w = await signupWorkspace();
+      for (const s of [k.a, k.b])
+        expect((await call("PUT", `${k.catalogue}/${s}`, { token: w.adminToken })).status).toBe(200);
+      const only = await createAgent(w.adminToken, { slug: "only", display_name: "Only", [k.key]: [k.a] });
+      await env.DB.prepare(
+        `CREATE TRIGGER fail_disable_event BEFORE INSERT ON audit_outbox
+         WHEN NEW.workspace_id = '${w.workspace.id}' AND NEW.event LIKE '%"agent.disable"%'
+         BEGIN SELECT RAISE(ABORT, 'injected failure'); END`,
+      ).run();
+      try {
+        const res = await call("DELETE", `${k.catalogue}/${k.a}`, { token: w.adminToken });
+        expect(res.status).toBe(500);
+      } finally {
+        await env.DB.prepare("DROP TRIGGER fail_disable_event").run();
+      }
+      expect(await getAgent(w.adminToken, only.id)).toMatchObject({ status: "enabled" });
+      expect(await (await call("GET", `/v1/agents/${only.id}/${k.agentPath}`, { token: w.adminToken })).json()).toEqual(
+        {
+          [k.key]: [k.a],
+        },
+      );
+      const installed = (await list(w.adminToken)).filter((e) => e.installed).map((e) => e.slug);
+      expect(installed).toContain(k.a);
+      expect(await auditEvents(w.workspace.id, k.audit.uninstall)).toEqual([]);
     });
   });
 

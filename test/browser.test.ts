@@ -434,7 +434,8 @@ describe("POST /v1/agent-browser/ask: the turn, through the configured OpenAI-co
     const ws = await signupWorkspace();
     const ext = await connectExtension(ws.adminToken);
     script({ status: 500 });
-    await expectProblem(await ask(ws.adminToken, { prompt: "hi" }), 502, "model_failed");
+    const problem = await expectProblem(await ask(ws.adminToken, { prompt: "hi" }), 502, "model_error");
+    expect(problem).toMatchObject({ detail: "scripted failure", provider_status: 500 });
     expect(ext.backlog).toBe(0);
   });
 

@@ -1,6 +1,7 @@
 import { env } from "cloudflare:workers";
 import { readUIMessageStream, type UIMessageChunk } from "ai";
-import { afterEach, describe, expect, it } from "vitest";
+import { HttpResponse, http } from "msw";
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { balance, debit } from "../src/billing/ledger";
 import {
   AskResponseSchema,
@@ -10,9 +11,11 @@ import {
   DeletedSchema,
   TurnResponseSchema,
 } from "../src/conversations/schemas";
+import { createAgent } from "./support/agents";
 import { call, expectProblem, parse } from "./support/api";
 import { auditEvents } from "./support/audit";
 import { eventually } from "./support/browser";
+import { callWith, LLM_BASE_URL, LLM_ENV, llmServer } from "./support/fake-llm";
 import { fakeLlm } from "./support/scripted-llm";
 import { addUser, signupWorkspace } from "./support/seed";
 
@@ -254,7 +257,10 @@ describe("conversations: turns", () => {
     const ws = await signupWorkspace();
     const conversation = await start(ws.adminToken);
     script({ status: 500 });
-    await expectProblem(await post(ws.adminToken, conversation.id, "hi"), 502, "model_failed");
+    // Retried once (a 5xx may pass), then shown as the provider said it.
+    const problem = await expectProblem(await post(ws.adminToken, conversation.id, "hi"), 502, "model_error");
+    expect(problem).toMatchObject({ detail: "scripted failure", provider_status: 500 });
+    expect(llm!.requests).toHaveLength(2);
     expect((await messageRows(conversation.id)).map((m) => m.role)).toEqual(["user"]);
     expect(await usageEntries(ws.workspace.id)).toEqual([]);
     llm?.restore();
@@ -425,5 +431,98 @@ describe("conversations: erasure", () => {
       .bind(alone.id)
       .first<{ n: number }>();
     expect(gone!.n).toBe(0);
+  });
+});
+
+// "A model provider's refusal is shown, not hidden: 502 `model_error` (stream: an `error` chunk)
+// with the provider's status and message (no secrets)"
+describe("a model provider's refusal", () => {
+  const refusal = (model: string) => ({
+    error: { message: `The model \`${model}\` does not exist`, type: "invalid_request_error", code: "model_not_found" },
+  });
+  const sent: { model: string }[] = [];
+  beforeAll(() => llmServer.listen({ onUnhandledRequest: "error" }));
+  afterEach(() => {
+    llmServer.resetHandlers();
+    sent.length = 0;
+  });
+  afterAll(() => llmServer.close());
+
+  /** A workspace whose agent pins a model the fake OpenAI-compatible provider does not offer (404). */
+  async function pinnedToAMissingModel() {
+    const ws = await signupWorkspace();
+    await createAgent(ws.adminToken, { slug: "pinned", display_name: "Pinned", model: "llama-3.3-70b" });
+    const conversation = await start(ws.adminToken, { agent_slug: "pinned" });
+    llmServer.use(
+      http.post(`${LLM_BASE_URL}/chat/completions`, async ({ request }) => {
+        const body = (await request.json()) as { model: string };
+        sent.push(body);
+        return HttpResponse.json(refusal(body.model), { status: 404 });
+      }),
+    );
+    const postWith = (headers: Record<string, string> = {}) =>
+      callWith(LLM_ENV, "POST", `/v1/api/conversations/${conversation.id}/messages`, {
+        token: ws.adminToken,
+        body: { content: "hi" },
+        headers,
+      });
+    return { ws, conversation, postWith };
+  }
+
+  it("answers 502 model_error with the provider's message and status; the pinned model went verbatim, nothing billed", async () => {
+    const { ws, conversation, postWith } = await pinnedToAMissingModel();
+    const logged = vi.spyOn(console, "error").mockImplementation(() => {});
+    let errors: string[];
+    let res: Response;
+    try {
+      res = await postWith();
+      errors = logged.mock.calls.map((args) => args.join(" "));
+    } finally {
+      logged.mockRestore();
+    }
+    const problem = await expectProblem(res, 502, "model_error");
+    expect(problem).toMatchObject({
+      detail: "The model `llama-3.3-70b` does not exist",
+      provider_status: 404,
+    });
+    // A 404 is not retried, and the agent's model is sent as it is.
+    expect(sent).toEqual([expect.objectContaining({ model: "llama-3.3-70b" })]);
+    expect(await usageEntries(ws.workspace.id)).toEqual([]);
+    expect((await messageRows(conversation.id)).map((m) => m.role)).toEqual(["user"]);
+    // Logged with the provider's status and message, never the key.
+    const line = errors.find((e) => e.includes("model call failed"));
+    expect(JSON.parse(line!)).toMatchObject({
+      provider_status: 404,
+      error: "The model `llama-3.3-70b` does not exist",
+    });
+    expect(errors.join("\n")).not.toContain(LLM_ENV.LLM_API_KEY);
+  });
+
+  it("a streaming request gets an error chunk carrying the provider's message; nothing billed", async () => {
+    const { ws, conversation, postWith } = await pinnedToAMissingModel();
+    const res = await postWith({ Accept: "text/event-stream" });
+    expect(res.status).toBe(200);
+    const chunks: UIMessageChunk[] = [];
+    const reader = res.body!.pipeThrough(new TextDecoderStream()).pipeThrough(sseChunks()).getReader();
+    for (let r = await reader.read(); !r.done; r = await reader.read()) chunks.push(r.value);
+    expect(chunks).toContainEqual({ type: "error", errorText: "The model `llama-3.3-70b` does not exist" });
+    await eventually(async () => (await messageRows(conversation.id)).length === 1);
+    expect(await usageEntries(ws.workspace.id)).toEqual([]);
+    // The conversation is free again for the next message.
+    expect((await postWith()).status).toBe(502);
+  });
+
+  it("blanks the API key wherever a provider echoes it", async () => {
+    const { postWith } = await pinnedToAMissingModel();
+    llmServer.use(
+      http.post(`${LLM_BASE_URL}/chat/completions`, () =>
+        HttpResponse.json(
+          { error: { message: `Incorrect API key provided: ${LLM_ENV.LLM_API_KEY}`, type: "invalid_request_error" } },
+          { status: 401 },
+        ),
+      ),
+    );
+    const problem = await expectProblem(await postWith(), 502, "model_error");
+    expect(problem).toMatchObject({ detail: "Incorrect API key provided: [redacted]", provider_status: 401 });
   });
 });

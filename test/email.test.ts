@@ -11,6 +11,7 @@ import { replySubject } from "../src/email/send";
 import { consumeTriage, matchesPattern, triageMessage } from "../src/email/triage";
 import { registryOf } from "../src/http/area";
 import worker from "../src/index";
+import { createAgent } from "./support/agents";
 import { call, expectProblem, parse } from "./support/api";
 import { auditEvents } from "./support/audit";
 import { eventually } from "./support/browser";
@@ -664,6 +665,66 @@ describe("triage and reply policies", () => {
       const rows = await parse(await call("GET", "/v1/api/email/replies", { token: ws.adminToken }), ReplyListSchema);
       return rows.rows.length === 1;
     }, 15_000);
+  });
+});
+
+// "enabled → disabled by DELETE /v1/agents/{id}: Agent stops routing on every surface";
+// "disabled → enabled by POST /v1/agents/{id}/enable: Routing restored on all surfaces".
+describe("which agent answers a mailbox", () => {
+  const agentOf = async (inboundId: string) => (await replyOf(inboundId))?.agent_id ?? null;
+
+  it("a mailbox that names no agent falls back to the default agent, never to a disabled one", async () => {
+    const ws = await signupWorkspace();
+    const to = await teamAddress(ws);
+    const { agents } = (await (await call("GET", "/v1/agents", { token: ws.adminToken })).json()) as {
+      agents: { id: string; is_default: boolean }[];
+    };
+    const assistant = agents.find((a) => a.is_default)!;
+    const retired = await createAgent(ws.adminToken, { slug: "retired", display_name: "Retired" });
+    expect((await call("DELETE", `/v1/agents/${retired.id}`, { token: ws.adminToken })).status).toBe(200);
+    model({});
+    expect(await agentOf(await mailAndTriage(to, rfc822({ to })))).toBe(assistant.id);
+    // The fallback follows the default flag, and the flag is never on a disabled agent.
+    const next = await createAgent(ws.adminToken, { slug: "next", display_name: "Next" });
+    expect((await call("POST", `/v1/agents/${next.id}/default`, { token: ws.adminToken })).status).toBe(200);
+    await expectProblem(await call("POST", `/v1/agents/${retired.id}/default`, { token: ws.adminToken }), 400);
+    expect(await agentOf(await mailAndTriage(to, rfc822({ to })))).toBe(next.id);
+    const replies = await env.DB.prepare("SELECT count(*) AS n FROM email_messages WHERE agent_id = ?1")
+      .bind(retired.id)
+      .first<{ n: number }>();
+    expect(replies!.n).toBe(0);
+  });
+
+  it("mail to a disabled agent's mailbox is kept but reaches no agent (no draft, no debit); enabling restores it", async () => {
+    const ws = await signupWorkspace();
+    const sales = await createAgent(ws.adminToken, { slug: "sales", display_name: "Sales" });
+    const created = await call("POST", "/v1/api/email/endpoints", {
+      token: ws.adminToken,
+      body: { localpart: "sales", agent_id: sales.id },
+    });
+    expect(created.status).toBe(201);
+    const to = (await parse(created, EndpointSchema)).address;
+    expect((await call("DELETE", `/v1/agents/${sales.id}`, { token: ws.adminToken })).status).toBe(200);
+
+    const m = model({});
+    const id = await mailAndTriage(to, rfc822({ to }));
+    expect(await messageRow(id)).toMatchObject({ handling_state: "no_reply", raw_key: expect.any(String) });
+    expect(await replyOf(id)).toBeNull();
+    // Nobody drafts in its place: no model call at all.
+    expect(m.requests).toHaveLength(0);
+    const debits = await env.DB.prepare(
+      "SELECT count(*) AS n FROM credit_ledger WHERE workspace_id = ?1 AND kind = 'usage'",
+    )
+      .bind(ws.workspace.id)
+      .first<{ n: number }>();
+    expect(debits!.n).toBe(0);
+    const [event] = await auditEvents(ws.workspace.id, "email.triage");
+    expect(event!.details).toMatchObject({ state: "no_reply", reason: "agent_disabled", agent_id: sales.id });
+
+    expect((await call("POST", `/v1/agents/${sales.id}/enable`, { token: ws.adminToken })).status).toBe(200);
+    const again = await mailAndTriage(to, rfc822({ to }));
+    expect(await messageRow(again)).toMatchObject({ handling_state: "awaiting_review" });
+    expect(await agentOf(again)).toBe(sales.id);
   });
 });
 

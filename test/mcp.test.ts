@@ -7,6 +7,7 @@ import { McpServerCatalogueSchema } from "../src/agents/schemas";
 import { ConversationSchema, TurnResponseSchema } from "../src/conversations/schemas";
 import { mcpToolName } from "../src/mcp/client";
 import { CustomListSchema, CustomSchema } from "../src/mcp/schemas";
+import { createAgent, getAgent } from "./support/agents";
 import { call, expectProblem, parse } from "./support/api";
 import { auditEvents } from "./support/audit";
 import { fakeLlm, toolMessages } from "./support/scripted-llm";
@@ -142,6 +143,54 @@ describe("custom MCP integrations", () => {
     expect(made).toMatchObject({ target: "mcp_server:t:crm", details: { authenticated: true } });
     expect(JSON.stringify(await auditEvents(ws.workspace.id))).not.toContain("crm-secret-123");
     expect(await auditEvents(ws.workspace.id, "mcp.custom.delete")).toHaveLength(1);
+    // The default agent cannot be disabled: losing its only server widens it, on the record.
+    const [widened] = await auditEvents(ws.workspace.id, "agent.widen");
+    expect(widened).toMatchObject({
+      target: `agent:${id}`,
+      agent_id: id,
+      details: { reason: "only_mcp_server_removed", mcp_server: "t:crm" },
+    });
+  });
+
+  // "An empty list means that the agent uses all skills, or all MCP servers, installed for the workspace":
+  // deleting an agent's only server must not widen it to every server silently.
+  it("disables a non-default agent whose only enabled server it deletes; one that had others just loses it", async () => {
+    const ws = await signupWorkspace();
+    for (const slug of ["crm", "erp"])
+      expect((await addCustom(ws.adminToken, { slug, name: slug, url: `https://${slug}.mcp.test/mcp` })).status).toBe(
+        201,
+      );
+    const only = await createAgent(ws.adminToken, { slug: "crm-only", display_name: "CRM", mcp_servers: ["t:crm"] });
+    const both = await createAgent(ws.adminToken, {
+      slug: "crm-erp",
+      display_name: "Both",
+      mcp_servers: ["t:crm", "t:erp"],
+    });
+    expect((await call("DELETE", "/v1/mcp/custom/crm", { token: ws.adminToken })).status).toBe(204);
+
+    const mcpOf = async (agentId: string) =>
+      (await (await call("GET", `/v1/agents/${agentId}/mcp`, { token: ws.adminToken })).json()) as unknown;
+    expect(await getAgent(ws.adminToken, only.id)).toMatchObject({ status: "disabled" });
+    expect(await mcpOf(only.id)).toEqual({ mcp_servers: [] });
+    expect(await getAgent(ws.adminToken, both.id)).toMatchObject({ status: "enabled" });
+    expect(await mcpOf(both.id)).toEqual({ mcp_servers: ["t:erp"] });
+    // A disabled agent answers nowhere, as after DELETE /v1/agents/{id}.
+    await expectProblem(
+      await call("POST", "/v1/api/conversations", { token: ws.adminToken, body: { agent_slug: "crm-only" } }),
+      400,
+      "agent_disabled",
+    );
+
+    const disabled = await auditEvents(ws.workspace.id, "agent.disable");
+    expect(disabled.map((e) => [e.target, e.agent_id, e.actor_id, e.details])).toEqual([
+      [
+        `agent:${only.id}`,
+        only.id,
+        ws.user.id,
+        { slug: "crm-only", changed: true, reason: "only_mcp_server_removed", mcp_server: "t:crm" },
+      ],
+    ]);
+    expect(await auditEvents(ws.workspace.id, "agent.widen")).toEqual([]);
   });
 });
 

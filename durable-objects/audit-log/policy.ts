@@ -26,7 +26,9 @@ export const AUDIT_DETAIL_FIELDS: Readonly<Record<string, readonly string[]>> = 
   // agents
   "agent.create": ["slug", "display_name", "aliases", "runtime_profile", "model", "avatar"],
   "agent.update": ["fields", "slug", "previous_slug"],
-  "agent.disable": ["slug", "changed"],
+  // `reason` and what was removed when an uninstall or delete took an agent's only skill or MCP server
+  "agent.disable": ["slug", "changed", "reason", "skill", "mcp_server"],
+  "agent.widen": ["slug", "reason", "skill", "mcp_server"],
   "agent.enable": ["slug", "changed"],
   "agent.default": ["slug", "previous_default_id"],
   "agent.avatar": ["source", "content_type", "size", "sha256"],

@@ -16,6 +16,7 @@ import {
   SkillCatalogueSchema,
   SkillEntrySchema,
 } from "./schemas";
+import { onlyOneRemoved } from "./subsets";
 
 /** The platform's skill and MCP-server catalogues, with install and uninstall per workspace. */
 export const catalogueRouter = createRouter();
@@ -72,8 +73,8 @@ catalogueRouter.openapi(
     tags: ["Skills and MCP servers"],
     summary: "Uninstall a skill from the workspace",
     description:
-      "Idempotent. The skill is removed from every agent's enabled subset in the same transaction; an " +
-      "agent left with an empty subset uses every installed skill.",
+      "Idempotent. The skill is removed from every agent's enabled subset in the same transaction. " +
+      onlyOneRemoved("skill", "only_skill_removed"),
     request: slugParams,
     responses: {
       400: problemResponse("`validation_failed`: a slug longer than 100 characters"),
@@ -88,6 +89,7 @@ catalogueRouter.openapi(
       c.var.caller.workspace.id,
       slug,
       callerEvent(c, { kind: "skill.uninstall", target: `skill:${slug}`, details: { slug } }),
+      (event) => callerEvent(c, event),
     );
     return c.json(entry, 200);
   },
@@ -141,8 +143,8 @@ catalogueRouter.openapi(
     tags: ["Skills and MCP servers"],
     summary: "Uninstall an MCP server from the workspace",
     description:
-      "Idempotent. The server is removed from every agent's enabled subset in the same transaction; an " +
-      "agent left with an empty subset uses every installed server.",
+      "Idempotent. The server is removed from every agent's enabled subset in the same transaction. " +
+      onlyOneRemoved("MCP server", "only_mcp_server_removed"),
     request: slugParams,
     responses: {
       400: problemResponse("`validation_failed`: a slug longer than 100 characters"),
@@ -157,6 +159,7 @@ catalogueRouter.openapi(
       c.var.caller.workspace.id,
       slug,
       callerEvent(c, { kind: "mcp.uninstall", target: `mcp_server:${slug}`, details: { slug } }),
+      (event) => callerEvent(c, event),
     );
     return c.json(entry, 200);
   },

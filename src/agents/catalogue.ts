@@ -6,7 +6,7 @@ import { nowIso } from "../platform/env";
 import { notFound } from "../platform/problem";
 import { skillStatus } from "../skills/availability";
 import type { McpServerEntry, SkillEntry } from "./schemas";
-import { removeFromEverySubset } from "./subsets";
+import { type AgentEventFor, removeFromEverySubset } from "./subsets";
 
 /**
  * The platform's skill and MCP-server catalogues, seen from one workspace (with an
@@ -111,18 +111,19 @@ export async function installSkill(
 
 /**
  * Uninstalls a skill and removes it from every agent's subset, in one batch. Idempotent.
- * An agent whose subset held only this skill is left with an empty subset, which means
- * every installed skill.
+ * An agent whose subset held only this skill is disabled, or widened if it is the default
+ * agent (see `removeFromEverySubset`), each with its event.
  */
 export async function uninstallSkill(
   env: Env,
   workspaceId: string,
   slug: string,
   event: OutboxEntry,
+  agentEvent: AgentEventFor,
 ): Promise<InstallResult<SkillEntry>> {
   const s = await skillEntry(env, slug);
   const d = db(env);
-  const [, deleted, updated] = await d.batch([
+  const [, deleted, , , , updated] = await d.batch([
     outboxInsertIf(d, event, sql`1`, {
       changed: jsonBoolean(skillInstalled(workspaceId, slug)),
       agents_updated: agentsHolding(workspaceId, "skills", slug),
@@ -131,7 +132,7 @@ export async function uninstallSkill(
       .delete(workspaceSkills)
       .where(and(eq(workspaceSkills.workspaceId, workspaceId), eq(workspaceSkills.slug, slug)))
       .returning({ slug: workspaceSkills.slug }),
-    removeFromEverySubset(d, workspaceId, "skills", slug),
+    ...removeFromEverySubset(d, workspaceId, "skills", slug, agentEvent),
   ]);
   return {
     entry: { slug: s.slug, name: s.name, description: s.description, installed: false, ...skillStatus(env, s.slug) },
@@ -163,15 +164,17 @@ export async function installMcpServer(
   };
 }
 
+/** As `uninstallSkill`, for a platform MCP server. */
 export async function uninstallMcpServer(
   env: Env,
   workspaceId: string,
   slug: string,
   event: OutboxEntry,
+  agentEvent: AgentEventFor,
 ): Promise<InstallResult<McpServerEntry>> {
   const s = await mcpServerEntry(env, slug);
   const d = db(env);
-  const [, deleted, updated] = await d.batch([
+  const [, deleted, , , , updated] = await d.batch([
     outboxInsertIf(d, event, sql`1`, {
       changed: jsonBoolean(serverInstalled(workspaceId, slug)),
       agents_updated: agentsHolding(workspaceId, "mcp_servers", slug),
@@ -180,7 +183,7 @@ export async function uninstallMcpServer(
       .delete(workspaceMcpServers)
       .where(and(eq(workspaceMcpServers.workspaceId, workspaceId), eq(workspaceMcpServers.slug, slug)))
       .returning({ slug: workspaceMcpServers.slug }),
-    removeFromEverySubset(d, workspaceId, "mcp_servers", slug),
+    ...removeFromEverySubset(d, workspaceId, "mcp_servers", slug, agentEvent),
   ]);
   return {
     entry: { slug: s.slug, name: s.name, description: s.description, url: s.url, installed: false, custom: false },

@@ -1,6 +1,6 @@
-import { and, eq, sql } from "drizzle-orm";
-import { agents, workspaceMcpServers, workspaceSkills } from "../db/schema";
-import { type OutboxEntry, outboxInsertIf, PREVIOUS_STATEMENT_CHANGED } from "../http/audit";
+import { and, eq, type SQL, sql } from "drizzle-orm";
+import { agents, auditOutbox, workspaceMcpServers, workspaceSkills } from "../db/schema";
+import { type AuditInput, type OutboxEntry, outboxInsertIf, PREVIOUS_STATEMENT_CHANGED } from "../http/audit";
 import { type Db, db, parseJsonArray } from "../platform/db";
 import { nowIso } from "../platform/env";
 import { badRequest, notFound } from "../platform/problem";
@@ -82,22 +82,95 @@ export function keepInstalledOnly(d: Db, agentId: string, kind: SubsetKind) {
     .where(eq(agents.id, agentId));
 }
 
-/** Removes one slug from the subset of every agent of the workspace (on uninstall). */
-export function removeFromEverySubset(d: Db, workspaceId: string, kind: SubsetKind, slug: string) {
+/** Builds an audit event with the request's actor (`auditEntry` of the route). */
+export type AgentEventFor = (input: AuditInput) => OutboxEntry;
+
+const REMOVED: Record<SubsetKind, { reason: string; detail: string }> = {
+  skills: { reason: "only_skill_removed", detail: "skill" },
+  mcp_servers: { reason: "only_mcp_server_removed", detail: "mcp_server" },
+};
+
+/**
+ * One copy of `entry` per agent of the workspace matching `where` (over `agents a`), naming
+ * that agent as target, with `fields` (JSON paths) set from SQL over its row.
+ */
+function eventPerAgent(d: Db, entry: OutboxEntry, workspaceId: string, where: SQL, fields: Record<string, SQL> = {}) {
+  let event = sql`json_set(${entry.event}, '$.target', 'agent:' || a.id, '$.agentId', a.id, '$.details.slug', a.slug)`;
+  for (const [path, value] of Object.entries(fields)) event = sql`json_set(${event}, ${path}, ${value})`;
+  return d.insert(auditOutbox).select(
+    sql`SELECT ${entry.id} || ':' || a.id, a.workspace_id, ${event}, ${entry.createdAt}, 0, NULL
+        FROM agents a WHERE a.workspace_id = ${workspaceId} AND ${where}`,
+  );
+}
+
+/** What removing an agent's only enabled skill or server does, for the route descriptions. */
+export const onlyOneRemoved = (noun: string, reason: string) =>
+  `An agent that had others simply loses this one. An agent for which it was the only enabled ${noun} is not ` +
+  `widened to every installed ${noun} (what an empty subset means): it is disabled, as \`DELETE /v1/agents/{id}\` ` +
+  `does, with an \`agent.disable\` event of reason \`${reason}\`; give it ${noun}s again before enabling it. The ` +
+  `default agent cannot be disabled: it widens to every installed ${noun}, recorded as an \`agent.widen\` event.`;
+
+/**
+ * Removes one slug from the subset of every agent of the workspace (on uninstall or delete),
+ * as statements for the caller's batch. An agent for which it was the only one is never
+ * widened silently to everything installed (what an empty subset means): a non-default agent
+ * is disabled (`agent.disable`, reason `only_skill_removed` / `only_mcp_server_removed`); the
+ * default agent, which cannot be disabled, widens with an `agent.widen` event naming what was
+ * removed. The events are read before the updates, while the subsets still hold the slug.
+ */
+export function removeFromEverySubset(
+  d: Db,
+  workspaceId: string,
+  kind: SubsetKind,
+  slug: string,
+  eventFor: AgentEventFor,
+) {
   const { sqlColumn } = TABLES[kind];
-  return d
-    .update(agents)
-    .set({
-      [kind === "skills" ? "skills" : "mcpServers"]:
-        sql`(SELECT json_group_array(j.value) FROM json_each(agents.${sqlColumn}) j WHERE j.value <> ${slug})`,
-    })
-    .where(
-      and(
-        eq(agents.workspaceId, workspaceId),
-        sql`EXISTS (SELECT 1 FROM json_each(agents.${sqlColumn}) j WHERE j.value = ${slug})`,
+  const onlyThis = (row: SQL) =>
+    sql`EXISTS (SELECT 1 FROM json_each(${row}.${sqlColumn}) j WHERE j.value = ${slug})
+      AND NOT EXISTS (SELECT 1 FROM json_each(${row}.${sqlColumn}) j WHERE j.value <> ${slug})`;
+  const { reason, detail } = REMOVED[kind];
+  const details = { reason, [detail]: slug };
+  const wasEnabled = sql`json(CASE WHEN a.status = 'enabled' THEN 'true' ELSE 'false' END)`;
+  return [
+    eventPerAgent(
+      d,
+      eventFor({ kind: "agent.disable", details }),
+      workspaceId,
+      sql`a.is_default = 0 AND ${onlyThis(sql.raw("a"))}`,
+      { "$.details.changed": wasEnabled },
+    ),
+    eventPerAgent(
+      d,
+      eventFor({ kind: "agent.widen", details }),
+      workspaceId,
+      sql`a.is_default = 1 AND ${onlyThis(sql.raw("a"))}`,
+    ),
+    d
+      .update(agents)
+      .set({ status: "disabled", updatedAt: nowIso() })
+      .where(
+        and(
+          eq(agents.workspaceId, workspaceId),
+          eq(agents.isDefault, false),
+          eq(agents.status, "enabled"),
+          onlyThis(sql.raw("agents")),
+        ),
       ),
-    )
-    .returning({ id: agents.id });
+    d
+      .update(agents)
+      .set({
+        [kind === "skills" ? "skills" : "mcpServers"]:
+          sql`(SELECT json_group_array(j.value) FROM json_each(agents.${sqlColumn}) j WHERE j.value <> ${slug})`,
+      })
+      .where(
+        and(
+          eq(agents.workspaceId, workspaceId),
+          sql`EXISTS (SELECT 1 FROM json_each(agents.${sqlColumn}) j WHERE j.value = ${slug})`,
+        ),
+      )
+      .returning({ id: agents.id }),
+  ] as const;
 }
 
 export async function getSubset(env: Env, workspaceId: string, agentId: string, kind: SubsetKind): Promise<string[]> {

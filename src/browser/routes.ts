@@ -100,7 +100,9 @@ browserRouter.openapi(
           "for the user (`browser_not_connected`, without a challenge)",
       ),
       404: problemResponse("No such agent in the workspace"),
-      502: problemResponse("The language model failed"),
+      502: problemResponse(
+        "The model provider refused or failed the call (`model_error`: `detail` is its message, `provider_status` its HTTP status)",
+      ),
       503: problemResponse("No language model configured"),
     },
   }),

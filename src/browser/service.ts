@@ -9,6 +9,7 @@ import type { AgentRow } from "../agents/schemas";
 import { listAgents } from "../agents/service";
 import type { Caller } from "../auth/caller";
 import { patStillLive } from "../auth/resolve";
+import { logModelFailure, modelError, modelFailure } from "../llm/errors";
 import { languageModel } from "../llm/model";
 import { composeSystemPrompt } from "../llm/system-prompt";
 import { newId } from "../platform/ids";
@@ -184,8 +185,9 @@ export async function askBrowser(env: Env, caller: Caller, input: AskRequest, de
       const f = failureReply(failure);
       return finish(f.reply, f.finish);
     }
-    console.error(JSON.stringify({ level: "error", msg: "browser ask: model call failed", error: String(e) }));
-    throw new ApiError(502, "model_failed", "The language model did not answer");
+    const provider = modelFailure(env, e);
+    logModelFailure("browser ask: model call failed", provider);
+    throw modelError(provider);
   } finally {
     clearTimeout(timer);
   }

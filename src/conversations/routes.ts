@@ -2,6 +2,7 @@ import type { Context } from "hono";
 import { callerActor, callerEvent } from "../http/audit";
 import type { AppEnv } from "../http/context";
 import { apiRoute, createRouter, jsonBody, jsonResponse } from "../http/route";
+import { modelFailure } from "../llm/errors";
 import { baseUrl } from "../platform/env";
 import { problemResponse } from "../platform/problem";
 import {
@@ -15,6 +16,7 @@ import {
   CreateConversationRequestSchema,
   DeletedSchema,
   ListQuerySchema,
+  ModelErrorProblemSchema,
   PostMessageRequestSchema,
   TurnResponseSchema,
 } from "./schemas";
@@ -215,7 +217,10 @@ conversationsRouter.openapi(
       description:
         "Runs one agent turn (at most 12 steps, 120 s). JSON by default; with `Accept: text/event-stream` the turn " +
         "streams in the AI SDK UI message stream protocol (`x-vercel-ai-ui-message-stream: v1`). The reply is stored " +
-        "and billed when the turn ends, also when the client stops reading. One turn at a time per conversation.",
+        "and billed when the turn ends, also when the client stops reading. One turn at a time per conversation. " +
+        "The agent's `model` goes to the provider as it is; a provider's refusal (an unknown model, a rejected " +
+        "request) is a 502 `model_error` whose `detail` is the provider's message and `provider_status` its HTTP " +
+        "status, nothing is billed, and a stream carries it as an `error` chunk.",
       request: { ...params, body: jsonBody(PostMessageRequestSchema) },
       responses: {
         200: {
@@ -229,7 +234,10 @@ conversationsRouter.openapi(
         402: problemResponse("Out of credits (`insufficient_credits`, with `balance` and `packs`)"),
         404: problemResponse("No such conversation for the caller, or no such agent"),
         409: problemResponse("Another turn is running in this conversation (`turn_in_progress`)"),
-        502: problemResponse("The language model did not answer (`model_failed`)"),
+        502: {
+          description: "The model provider refused or failed the call (`model_error`); nothing is billed",
+          content: { "application/problem+json": { schema: ModelErrorProblemSchema } },
+        },
         503: problemResponse("No language model is configured (`model_not_configured`)"),
       },
     },
@@ -238,7 +246,12 @@ conversationsRouter.openapi(
     const { id } = c.req.valid("param");
     const turn = await postMessage(turnContext(c), id, c.req.valid("json"));
     if (c.req.header("Accept")?.includes("text/event-stream")) {
-      return turn.stream.toUIMessageStreamResponse({ generateMessageId: () => turn.turnId }) as never;
+      return turn.stream.toUIMessageStreamResponse({
+        generateMessageId: () => turn.turnId,
+        // The provider's refusal, as the JSON answer gives it; tool errors stay as the model saw them.
+        onError: (error) => modelFailure(c.env, error).message,
+        redactToolErrors: false,
+      }) as never;
     }
     return c.json({ user_message: turn.userMessage, reply: await turn.reply }, 200);
   },

@@ -1,4 +1,5 @@
 import { z } from "@hono/zod-openapi";
+import { ProblemSchema } from "../platform/problem";
 
 const Id = z.uuid();
 
@@ -98,3 +99,14 @@ export const ListQuerySchema = z.object({
     .optional()
     .openapi({ param: { name: "cursor", in: "query" }, description: "`next_cursor` of the previous page" }),
 });
+
+/** The 502 of a turn whose model did not answer: the provider's own message and status. */
+export const ModelErrorProblemSchema = ProblemSchema.extend({
+  code: z.literal("model_error"),
+  detail: z.string().openapi({ description: "The provider's message, e.g. The model `x` does not exist" }),
+  provider_status: z
+    .number()
+    .int()
+    .optional()
+    .openapi({ description: "The provider's HTTP status; absent when it never answered" }),
+}).openapi("ModelErrorProblem");

@@ -1,6 +1,7 @@
 import { deliverAudit, outboxEntry, outboxStatement, type RecordInput } from "../../durable-objects/audit-log/record";
 import { type AgentRecord, agentCapabilities, toAgentRow } from "../agents/service";
 import { debitStatement, requireCredits } from "../billing/ledger";
+import { modelError } from "../llm/errors";
 import { agentLanguageModel } from "../llm/model";
 import { ApiError } from "../platform/problem";
 import type { ToolProvider } from "../platform/turn-tools";
@@ -88,7 +89,7 @@ async function settle(
   const { env, workspace } = ctx;
   if (outcome.finish === "failed") {
     await releaseTurn(env, conversationId, turnId);
-    throw new ApiError(502, "model_failed", "The language model did not answer");
+    throw modelError(outcome.failure);
   }
   const event = outboxEntry(workspace.id, {
     kind: "conversation.turn",

@@ -79,7 +79,11 @@ const EndpointSettings = {
   agent_id: z
     .uuid()
     .nullable()
-    .openapi({ description: "The agent that answers (default: the workspace's default agent)" }),
+    .openapi({
+      description:
+        "The agent that answers (default: the workspace's default agent). While that agent is disabled, the " +
+        "mailbox's mail is kept but not answered (`no_reply`, reason `agent_disabled`); no other agent answers in its place.",
+    }),
   enabled: z.boolean(),
   reply_policy: z.enum(REPLY_POLICIES),
   sender_policy: z.enum(SENDER_POLICIES),

@@ -26,8 +26,13 @@ const BODY_CHARS = 8000;
 const THREAD_EXCHANGES = 3;
 
 type Verdict =
-  | { state: "no_reply" | "rejected_sender" | "spam" | "escalated"; reason: string; triage?: Triage }
-  | { state: "reply"; review: boolean; reason: string; triage: Triage };
+  | {
+      state: "no_reply" | "rejected_sender" | "spam" | "escalated";
+      reason: string;
+      triage?: Triage;
+      agentId?: string;
+    }
+  | { state: "reply"; review: boolean; reason: string; triage: Triage; agent: AgentRecord };
 
 /** Glob of an address (`*@acme.com`, `ada@acme.com`), case-insensitive. */
 export function matchesPattern(address: string, pattern: string): boolean {
@@ -120,6 +125,8 @@ async function triageWithModel(env: Env, message: MessageRecord, text: string): 
 async function decide(env: Env, endpoint: EndpointRecord, message: MessageRecord, text: string): Promise<Verdict> {
   if (!endpoint.enabled) return { state: "no_reply", reason: "endpoint_disabled" };
   if (message.unrouted) return { state: "no_reply", reason: "unrouted" };
+  const agent = await endpointAgent(env, endpoint);
+  if (agent.status !== "enabled") return { state: "no_reply", reason: "agent_disabled", agentId: agent.id };
   // `members` and `allowlist` trust the From address; a DMARC failure says it may be forged.
   if (endpoint.senderPolicy !== "anyone" && message.dmarc === "fail")
     return { state: "rejected_sender", reason: "dmarc_fail" };
@@ -142,7 +149,7 @@ async function decide(env: Env, endpoint: EndpointRecord, message: MessageRecord
   // A DMARC failure may be a forged sender: a person reads the reply before it goes.
   const review =
     endpoint.replyPolicy === "review" || action === "review" || action === "escalate" || message.dmarc === "fail";
-  return { state: "reply", review, reason: message.dmarc === "fail" ? "dmarc_fail" : action, triage };
+  return { state: "reply", review, reason: message.dmarc === "fail" ? "dmarc_fail" : action, triage, agent };
 }
 
 /** The endpoint's review owner: the first of `deliver_to`, else the workspace's first admin. */
@@ -165,17 +172,25 @@ async function reviewOwner(env: Env, endpoint: EndpointRecord): Promise<string> 
   return admin.id;
 }
 
+/**
+ * The agent that answers a mailbox: the one it names, else the workspace's default agent (which
+ * is always enabled). A named agent that is disabled is returned as it is, and its mail goes
+ * unanswered: a disabled agent answers on no surface, and its mailbox is not handed to another.
+ */
 async function endpointAgent(env: Env, endpoint: EndpointRecord): Promise<AgentRecord> {
-  if (endpoint.agentId) {
-    const agent = await getAgentRecord(env, endpoint.workspaceId, endpoint.agentId).catch(() => null);
-    if (agent?.status === "enabled") return agent;
-  }
-  return resolveAgent(env, endpoint.workspaceId);
+  if (!endpoint.agentId) return resolveAgent(env, endpoint.workspaceId);
+  return getAgentRecord(env, endpoint.workspaceId, endpoint.agentId);
 }
 
 /** The agent's draft: one turn with the endpoint's instructions, the mail as the prompt. */
-async function draftReply(env: Env, endpoint: EndpointRecord, message: MessageRecord, text: string, triage: Triage) {
-  const agent = await endpointAgent(env, endpoint);
+async function draftReply(
+  env: Env,
+  endpoint: EndpointRecord,
+  agent: AgentRecord,
+  message: MessageRecord,
+  text: string,
+  triage: Triage,
+) {
   const model = agentLanguageModel(env, toAgentRow(agent));
   if (!model) throw new ApiError(503, "model_not_configured", "No language model is configured");
   await requireCredits(env, endpoint.workspaceId);
@@ -268,14 +283,18 @@ export async function triageMessage(env: Env, messageId: string, retry: boolean)
     });
 
   if (verdict.state !== "reply" || !endpoint) {
-    await env.DB.batch([inboundUpdate(verdict.state), outboxStatement(env, event(verdict.state))]);
+    const agentId = verdict.state !== "reply" ? verdict.agentId : undefined;
+    await env.DB.batch([
+      inboundUpdate(verdict.state),
+      outboxStatement(env, event(verdict.state, agentId ? { agent_id: agentId } : {})),
+    ]);
     await deliverAudit(env, message.workspaceId);
     return;
   }
 
   let drafted: Awaited<ReturnType<typeof draftReply>>;
   try {
-    drafted = await draftReply(env, endpoint, message, text, verdict.triage);
+    drafted = await draftReply(env, endpoint, verdict.agent, message, text, verdict.triage);
   } catch (error) {
     if (error instanceof ApiError && (error.status === 402 || error.status === 503)) {
       await env.DB.batch([inboundUpdate("no_reply"), outboxStatement(env, event("no_reply", { reason: error.code }))]);

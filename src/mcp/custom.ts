@@ -1,5 +1,5 @@
 import { and, asc, eq, inArray } from "drizzle-orm";
-import { removeFromEverySubset } from "../agents/subsets";
+import { type AgentEventFor, removeFromEverySubset } from "../agents/subsets";
 import { mcpCustomIntegrations, mcpServers, workspaceMcpServers } from "../db/schema";
 import { type OutboxEntry, outboxInsert, outboxInsertIf, PREVIOUS_STATEMENT_CHANGED } from "../http/audit";
 import { db, isUniqueViolation } from "../platform/db";
@@ -74,13 +74,16 @@ export async function createCustom(
 
 /**
  * Deletes an integration (`t:<slug>` or `<slug>`): its row (credentials included), its install
- * and every agent's enablement, in one batch. A platform catalogue slug is 400 `not_custom`.
+ * and every agent's enablement, in one batch; an agent for which it was the only enabled server
+ * is disabled, or widened if it is the default agent (see `removeFromEverySubset`). A platform
+ * catalogue slug is 400 `not_custom`.
  */
 export async function deleteCustom(
   env: Env,
   workspaceId: string,
   given: string,
   event: (slug: string) => OutboxEntry,
+  agentEvent: AgentEventFor,
 ): Promise<void> {
   const slug = given.startsWith(CUSTOM_PREFIX) ? given.slice(CUSTOM_PREFIX.length) : given;
   const d = db(env);
@@ -103,7 +106,7 @@ export async function deleteCustom(
     d
       .delete(workspaceMcpServers)
       .where(and(eq(workspaceMcpServers.workspaceId, workspaceId), eq(workspaceMcpServers.slug, full))),
-    removeFromEverySubset(d, workspaceId, "mcp_servers", full),
+    ...removeFromEverySubset(d, workspaceId, "mcp_servers", full, agentEvent),
   ]);
 }
 

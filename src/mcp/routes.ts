@@ -1,3 +1,4 @@
+import { onlyOneRemoved } from "../agents/subsets";
 import { callerEvent } from "../http/audit";
 import { rateLimit } from "../http/rate-limit";
 import { apiRoute, createRouter, jsonBody, jsonResponse } from "../http/route";
@@ -69,6 +70,7 @@ mcpRouter.openapi(
     summary: "Delete a custom MCP server",
     description:
       "Removes the integration, its stored credentials, its install and every agent's enablement of it, together. " +
+      `${onlyOneRemoved("MCP server", "only_mcp_server_removed")} ` +
       "A platform server's slug is a 400 (`not_custom`).",
     request: { params: CustomSlugParamSchema },
     responses: {
@@ -78,8 +80,12 @@ mcpRouter.openapi(
     },
   }),
   async (c) => {
-    await deleteCustom(c.env, c.var.caller.workspace.id, c.req.valid("param").slug, (slug) =>
-      callerEvent(c, { kind: "mcp.custom.delete", target: `mcp_server:${slug}`, details: { slug } }),
+    await deleteCustom(
+      c.env,
+      c.var.caller.workspace.id,
+      c.req.valid("param").slug,
+      (slug) => callerEvent(c, { kind: "mcp.custom.delete", target: `mcp_server:${slug}`, details: { slug } }),
+      (event) => callerEvent(c, event),
     );
     return c.body(null, 204);
   },

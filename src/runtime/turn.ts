@@ -1,4 +1,5 @@
 import { isStepCount, type LanguageModel, type StepResult, streamText, type ToolSet } from "ai";
+import { logModelFailure, type ModelFailure, modelFailure } from "../llm/errors";
 import { composeSystemPrompt, type PromptAgent } from "../llm/system-prompt";
 import type { ToolProvider, TurnScope } from "../platform/turn-tools";
 import { turnCredits } from "./credits";
@@ -36,6 +37,8 @@ export type TurnOutcome = {
   toolCalls: ToolCallSummary[];
   artifactIds: string[];
   usage: { input_tokens: number; output_tokens: number; credits: number };
+  /** What the provider said when the model call failed (also on a partial answer). */
+  failure: ModelFailure | null;
 };
 
 /** A tool that fails, or takes longer than 30 s, answers the model with an error instead of failing the turn. */
@@ -160,8 +163,8 @@ export async function runTurn(req: TurnRequest) {
         : steps.length >= MAX_STEPS && steps.at(-1)?.finishReason === "tool-calls"
           ? "step_limit"
           : "answered";
-    if (failure && finish !== "deadline")
-      console.error(JSON.stringify({ level: "error", msg: "turn: model call failed", error: String(failure) }));
+    const provider = failure && finish !== "deadline" ? modelFailure(req.env, failure) : null;
+    if (provider) logModelFailure("turn: model call failed", provider);
     const fallback: Record<TurnOutcome["finish"], string> = {
       answered: "I have no answer to that.",
       step_limit: `I stopped after ${MAX_STEPS} steps without finishing; try a narrower request.`,
@@ -182,6 +185,7 @@ export async function runTurn(req: TurnRequest) {
         output_tokens: output,
         credits: finish === "failed" ? 0 : turnCredits(req.profile, input, output),
       },
+      failure: provider,
     };
   })();
   return { result, done };
