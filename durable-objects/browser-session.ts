@@ -1,7 +1,6 @@
 import { DurableObject } from "cloudflare:workers";
 import { z } from "zod";
 import { nowIso } from "../src/platform/env";
-import { record } from "./audit-log/record";
 import {
   CLOSE,
   CommandFrameSchema,

@@ -14,7 +14,6 @@ import { conversationsArea } from "./conversations";
 import { emailArea } from "./email";
 import { healthArea } from "./health";
 import { type Area, registryOf } from "./http/area";
-import { deliverAuditAfterResponse } from "./http/audit";
 import type { AreaRegistry } from "./http/registry";
 import { BEARER, createRouter, limitBody, SESSION } from "./http/route";
 import { mcpArea } from "./mcp";
@@ -69,7 +68,6 @@ export function createApp(registry: AreaRegistry = registryOf(AREAS)) {
     c.set("areas", registry);
     return next();
   });
-  app.use(deliverAuditAfterResponse);
   for (const area of AREAS) if (area.router) app.route("/", area.router);
 
   app.openAPIRegistry.registerComponent("securitySchemes", BEARER, {

@@ -148,7 +148,7 @@ for (const k of KINDS) {
           { slug: "only", changed: true, reason: k.removed.reason, [k.removed.detail]: k.a },
         ],
       ]);
-      expect(await auditEvents(w.workspace.id, "agent.widen")).toEqual([]);
+      expect(await auditEvents(w.workspace.id, "agent.subset_widened")).toEqual([]);
 
       const again = await call("DELETE", `${k.catalogue}/${k.a}`, { token: w.adminToken });
       expect(again.status).toBe(200);
@@ -163,7 +163,7 @@ for (const k of KINDS) {
       expect(results.map((r) => r.slug)).toEqual([k.b]);
     });
 
-    it("the default agent, which cannot be disabled, widens to every installed entry, with an agent.widen event", async () => {
+    it("the default agent, which cannot be disabled, widens to every installed entry, with an agent.subset_widened event", async () => {
       const w = await signupWorkspace();
       for (const s of [k.a, k.b])
         expect((await call("PUT", `${k.catalogue}/${s}`, { token: w.adminToken })).status).toBe(200);
@@ -180,7 +180,7 @@ for (const k of KINDS) {
       expect(
         await (await call("GET", `/v1/agents/${assistant.id}/${k.agentPath}`, { token: w.adminToken })).json(),
       ).toEqual({ [k.key]: [] });
-      const widened = await auditEvents(w.workspace.id, "agent.widen");
+      const widened = await auditEvents(w.workspace.id, "agent.subset_widened");
       expect(widened.map((e) => [e.target, e.agent_id, e.intent, e.details])).toEqual([
         [
           `agent:${assistant.id}`,

@@ -144,7 +144,7 @@ describe("custom MCP integrations", () => {
     expect(JSON.stringify(await auditEvents(ws.workspace.id))).not.toContain("crm-secret-123");
     expect(await auditEvents(ws.workspace.id, "mcp.custom.delete")).toHaveLength(1);
     // The default agent cannot be disabled: losing its only server widens it, on the record.
-    const [widened] = await auditEvents(ws.workspace.id, "agent.widen");
+    const [widened] = await auditEvents(ws.workspace.id, "agent.subset_widened");
     expect(widened).toMatchObject({
       target: `agent:${id}`,
       agent_id: id,
@@ -190,7 +190,7 @@ describe("custom MCP integrations", () => {
         { slug: "crm-only", changed: true, reason: "only_mcp_server_removed", mcp_server: "t:crm" },
       ],
     ]);
-    expect(await auditEvents(ws.workspace.id, "agent.widen")).toEqual([]);
+    expect(await auditEvents(ws.workspace.id, "agent.subset_widened")).toEqual([]);
   });
 });
 

@@ -1,6 +1,6 @@
-import { auditAlone, auditInBatch } from "../audit/events";
 import { ErasureSummarySchema } from "../admin/erase-schemas";
 import { eraseUser } from "../admin/erase-service";
+import { auditAlone, auditInBatch } from "../audit/events";
 import { callerEvent } from "../http/audit";
 import { rateLimit } from "../http/rate-limit";
 import { apiRoute, createRouter, jsonBody, jsonResponse } from "../http/route";
@@ -39,15 +39,18 @@ accountRouter.openapi(
       c.env,
       { workspaceName: body.workspace_name, email: body.email, password: body.password, name: body.name },
       ({ workspace, user }) =>
-        auditInBatch(c.env, callerEvent(c, {
-          kind: "workspace.signup",
-          workspaceId: workspace.id,
-          actor: { kind: "user", id: user.id },
-          target: `workspace:${workspace.id}`,
-          intent: "create",
-          subjectUserId: user.id,
-          details: { workspace_name: workspace.name, slug: workspace.slug, email: user.email, name: user.name },
-        })),
+        auditInBatch(
+          c.env,
+          callerEvent(c, {
+            kind: "workspace.signup",
+            workspaceId: workspace.id,
+            actor: { kind: "user", id: user.id },
+            target: `workspace:${workspace.id}`,
+            intent: "create",
+            subjectUserId: user.id,
+            details: { workspace_name: workspace.name, slug: workspace.slug, email: user.email, name: user.name },
+          }),
+        ),
     );
     return c.json(result, 201);
   },
@@ -110,12 +113,15 @@ accountRouter.openapi(
     const caller = c.var.caller;
     const who = { ...caller, workspaceId: caller.workspace.id };
     if (!(await reauthenticated(c.env, who, body.password))) {
-      await auditAlone(c.env, callerEvent(c, {
-        kind: "access.denied",
-        outcome: "denied",
-        target: `route:${c.req.method} ${c.req.routePath}`,
-        intent: "reauthenticate",
-      }));
+      await auditAlone(
+        c.env,
+        callerEvent(c, {
+          kind: "access.denied",
+          outcome: "denied",
+          target: `route:${c.req.method} ${c.req.routePath}`,
+          intent: "reauthenticate",
+        }),
+      );
       throw new ApiError(
         403,
         "reauthentication_required",
@@ -129,11 +135,14 @@ accountRouter.openapi(
       caller.userId,
       { self: true },
       (s) =>
-        auditInBatch(c.env, callerEvent(c, {
-          kind: "user.erase",
-          target: `user:${caller.userId}`,
-          details: { counts: s.counts, self: true },
-        })),
+        auditInBatch(
+          c.env,
+          callerEvent(c, {
+            kind: "user.erase",
+            target: `user:${caller.userId}`,
+            details: { counts: s.counts, self: true },
+          }),
+        ),
     );
     return c.json(summary, 200);
   },

@@ -45,12 +45,15 @@ adminRouter.openapi(
   async (c) => {
     const body = c.req.valid("json");
     const user = await createUser(c.env, c.var.caller.workspace.id, body, (u) =>
-      auditInBatch(c.env, callerEvent(c, {
-        kind: "user.create",
-        target: `user:${u.id}`,
-        subjectUserId: u.id,
-        details: { email: u.email, name: u.name, role: u.role },
-      })),
+      auditInBatch(
+        c.env,
+        callerEvent(c, {
+          kind: "user.create",
+          target: `user:${u.id}`,
+          subjectUserId: u.id,
+          details: { email: u.email, name: u.name, role: u.role },
+        }),
+      ),
     );
     return c.json(user, 201);
   },
@@ -116,12 +119,15 @@ adminRouter.openapi(
   }),
   async (c) => {
     await revokeToken(c.env, c.var.caller.workspace.id, c.req.valid("param").id, (t) =>
-      auditInBatch(c.env, callerEvent(c, {
-        kind: "token.revoke",
-        target: `token:${t.id}`,
-        subjectUserId: t.user_id,
-        details: { name: t.name, user_id: t.user_id },
-      })),
+      auditInBatch(
+        c.env,
+        callerEvent(c, {
+          kind: "token.revoke",
+          target: `token:${t.id}`,
+          subjectUserId: t.user_id,
+          details: { name: t.name, user_id: t.user_id },
+        }),
+      ),
     );
     return c.body(null, 204);
   },
@@ -154,7 +160,11 @@ adminRouter.openapi(
       c.var.caller.workspace.id,
       id,
       { self: false },
-      (s) => auditInBatch(c.env, callerEvent(c, { kind: "user.erase", target: `user:${id}`, details: { counts: s.counts, self: false } })),
+      (s) =>
+        auditInBatch(
+          c.env,
+          callerEvent(c, { kind: "user.erase", target: `user:${id}`, details: { counts: s.counts, self: false } }),
+        ),
     );
     return c.json(summary, 200);
   },

@@ -1,6 +1,6 @@
 import { and, asc, eq, sql } from "drizzle-orm";
+import { type AuditEventInput, auditInBatch, jsonBoolean } from "../audit/events";
 import { mcpCustomIntegrations, mcpServers, skills, workspaceMcpServers, workspaceSkills } from "../db/schema";
-import { jsonBoolean, type OutboxEntry, outboxInsertIf } from "../http/audit";
 import { db } from "../platform/db";
 import { nowIso } from "../platform/env";
 import { notFound } from "../platform/problem";
@@ -90,12 +90,14 @@ export async function installSkill(
   env: Env,
   workspaceId: string,
   slug: string,
-  event: OutboxEntry,
+  event: AuditEventInput,
 ): Promise<InstallResult<SkillEntry>> {
   const s = await skillEntry(env, slug);
   const d = db(env);
   const [, inserted] = await d.batch([
-    outboxInsertIf(d, event, sql`1`, { changed: jsonBoolean(sql`NOT ${skillInstalled(workspaceId, slug)}`) }),
+    auditInBatch(env, event, {
+      detailsFromSql: { changed: jsonBoolean(sql`NOT ${skillInstalled(workspaceId, slug)}`) },
+    }),
     d
       .insert(workspaceSkills)
       .values({ workspaceId, slug, installedAt: nowIso() })
@@ -118,15 +120,17 @@ export async function uninstallSkill(
   env: Env,
   workspaceId: string,
   slug: string,
-  event: OutboxEntry,
+  event: AuditEventInput,
   agentEvent: AgentEventFor,
 ): Promise<InstallResult<SkillEntry>> {
   const s = await skillEntry(env, slug);
   const d = db(env);
   const [, deleted, , , , updated] = await d.batch([
-    outboxInsertIf(d, event, sql`1`, {
-      changed: jsonBoolean(skillInstalled(workspaceId, slug)),
-      agents_updated: agentsHolding(workspaceId, "skills", slug),
+    auditInBatch(env, event, {
+      detailsFromSql: {
+        changed: jsonBoolean(skillInstalled(workspaceId, slug)),
+        agents_updated: agentsHolding(workspaceId, "skills", slug),
+      },
     }),
     d
       .delete(workspaceSkills)
@@ -145,12 +149,14 @@ export async function installMcpServer(
   env: Env,
   workspaceId: string,
   slug: string,
-  event: OutboxEntry,
+  event: AuditEventInput,
 ): Promise<InstallResult<McpServerEntry>> {
   const s = await mcpServerEntry(env, slug);
   const d = db(env);
   const [, inserted] = await d.batch([
-    outboxInsertIf(d, event, sql`1`, { changed: jsonBoolean(sql`NOT ${serverInstalled(workspaceId, slug)}`) }),
+    auditInBatch(env, event, {
+      detailsFromSql: { changed: jsonBoolean(sql`NOT ${serverInstalled(workspaceId, slug)}`) },
+    }),
     d
       .insert(workspaceMcpServers)
       .values({ workspaceId, slug, installedAt: nowIso() })
@@ -169,15 +175,17 @@ export async function uninstallMcpServer(
   env: Env,
   workspaceId: string,
   slug: string,
-  event: OutboxEntry,
+  event: AuditEventInput,
   agentEvent: AgentEventFor,
 ): Promise<InstallResult<McpServerEntry>> {
   const s = await mcpServerEntry(env, slug);
   const d = db(env);
   const [, deleted, , , , updated] = await d.batch([
-    outboxInsertIf(d, event, sql`1`, {
-      changed: jsonBoolean(serverInstalled(workspaceId, slug)),
-      agents_updated: agentsHolding(workspaceId, "mcp_servers", slug),
+    auditInBatch(env, event, {
+      detailsFromSql: {
+        changed: jsonBoolean(serverInstalled(workspaceId, slug)),
+        agents_updated: agentsHolding(workspaceId, "mcp_servers", slug),
+      },
     }),
     d
       .delete(workspaceMcpServers)

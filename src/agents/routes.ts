@@ -53,12 +53,12 @@ const origin = (c: Context<AppEnv>) => baseUrl(c.env, c.req.url);
 /** An audit event about one agent; the intent defaults to the kind's verb. */
 const agentEvent = <K extends AuditKind>(kind: K, id: string, details: AuditDetails<K>, intent?: string) =>
   ({
-  kind,
-  target: `agent:${id}`,
-  agentId: id,
-  intent,
-  details,
-}) as AuditEventOf;
+    kind,
+    target: `agent:${id}`,
+    agentId: id,
+    intent,
+    details,
+  }) as AuditEventOf;
 
 agentsRouter.openapi(
   apiRoute(
@@ -417,12 +417,15 @@ agentsRouter.openapi(
     const draft = await draftInstructions(model, { agent, workspaceName: caller.workspace.name, profile, skills });
     await auditAlone(
       c.env,
-      callerEvent(c, agentEvent(
-        "agent.suggest",
-        id,
-        { profile_used: profile !== null, draft_length: draft.length },
-        "suggest_instructions",
-      )),
+      callerEvent(
+        c,
+        agentEvent(
+          "agent.suggest",
+          id,
+          { profile_used: profile !== null, draft_length: draft.length },
+          "suggest_instructions",
+        ),
+      ),
     );
     return c.json({ draft }, 200);
   },

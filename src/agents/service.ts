@@ -1,6 +1,6 @@
 import { and, asc, desc, eq, inArray, ne, sql } from "drizzle-orm";
+import { type AuditEventInput, auditInBatch, PREVIOUS_STATEMENT_CHANGED } from "../audit/events";
 import { agentHandles, agents, workspaceMcpServers, workspaceSkills } from "../db/schema";
-import { type OutboxEntry, outboxInsert, outboxInsertIf, PREVIOUS_STATEMENT_CHANGED } from "../http/audit";
 import { modelBelongsTo } from "../llm/models";
 import { type Db, db, isUniqueViolation, parseJsonArray, preparedFor } from "../platform/db";
 import { nowIso } from "../platform/env";
@@ -200,7 +200,7 @@ export async function createAgent(
   workspaceId: string,
   input: CreateAgentRequest,
   avatarFor: (agentId: string) => Promise<string>,
-  event: (agentId: string) => OutboxEntry,
+  event: (agentId: string) => AuditEventInput,
 ): Promise<AgentRow> {
   const { aliases, profile, skills, mcpServers } = await validateCreate(env, workspaceId, input);
   const d = db(env);
@@ -237,7 +237,7 @@ export async function createAgent(
       ...syncHandles(d, id),
       keepInstalledOnly(d, id, "skills"),
       keepInstalledOnly(d, id, "mcp_servers"),
-      outboxInsert(d, event(id)),
+      auditInBatch(env, event(id)),
       d.select().from(agents).where(eq(agents.id, id)),
     ]);
     return toAgentRow(row!);
@@ -258,7 +258,7 @@ export async function updateAgent(
   workspaceId: string,
   id: string,
   input: UpdateAgentRequest,
-  event: (change: AgentUpdate) => OutboxEntry,
+  event: (change: AgentUpdate) => AuditEventInput,
 ): Promise<AgentUpdate> {
   const current = await getAgentRecord(env, workspaceId, id);
   const before = toAgentRow(current);
@@ -302,7 +302,7 @@ export async function updateAgent(
     .set(set)
     .where(and(eq(agents.id, id), eq(agents.workspaceId, workspaceId)))
     .returning();
-  const recorded = outboxInsertIf(d, event(expected), PREVIOUS_STATEMENT_CHANGED);
+  const recorded = auditInBatch(env, event(expected), { onlyIf: PREVIOUS_STATEMENT_CHANGED });
   let row: AgentRecord | undefined;
   try {
     [[row]] = await d.batch([update, recorded, ...(set.aliases !== undefined ? syncHandles(d, id) : [])]);
@@ -330,7 +330,7 @@ export async function disableAgent(
   env: Env,
   workspaceId: string,
   id: string,
-  event: (change: { slug: string; changed: boolean }) => OutboxEntry,
+  event: (change: { slug: string; changed: boolean }) => AuditEventInput,
 ): Promise<StatusChange> {
   const current = await getAgentRecord(env, workspaceId, id);
   const changed = current.status !== "disabled";
@@ -342,7 +342,7 @@ export async function disableAgent(
       .set({ status: "disabled", updatedAt: nowIso() })
       .where(and(eq(agents.id, id), eq(agents.workspaceId, workspaceId), eq(agents.isDefault, false)))
       .returning(),
-    outboxInsertIf(d, event({ slug: current.slug, changed }), PREVIOUS_STATEMENT_CHANGED),
+    auditInBatch(env, event({ slug: current.slug, changed }), { onlyIf: PREVIOUS_STATEMENT_CHANGED }),
   ]);
   if (!row)
     throw badRequest("default_agent", "The default agent cannot be disabled; make another agent the default first");
@@ -354,12 +354,12 @@ export async function enableAgent(
   env: Env,
   workspaceId: string,
   id: string,
-  event: (change: { slug: string; changed: boolean }) => OutboxEntry,
+  event: (change: { slug: string; changed: boolean }) => AuditEventInput,
 ): Promise<StatusChange> {
   const current = await getAgentRecord(env, workspaceId, id);
   const d = db(env);
   if (current.status === "enabled") {
-    await outboxInsert(d, event({ slug: current.slug, changed: false })).run();
+    await auditInBatch(env, event({ slug: current.slug, changed: false })).run();
     return { agent: toAgentRow(current), changed: false };
   }
   const [[row]] = await d.batch([
@@ -368,7 +368,7 @@ export async function enableAgent(
       .set({ status: "enabled", updatedAt: nowIso() })
       .where(and(eq(agents.id, id), eq(agents.workspaceId, workspaceId)))
       .returning(),
-    outboxInsertIf(d, event({ slug: current.slug, changed: true }), PREVIOUS_STATEMENT_CHANGED),
+    auditInBatch(env, event({ slug: current.slug, changed: true }), { onlyIf: PREVIOUS_STATEMENT_CHANGED }),
   ]);
   if (!row) throw notFound("No such agent in this workspace");
   return { agent: toAgentRow(row), changed: true };
@@ -384,7 +384,7 @@ export async function makeDefault(
   env: Env,
   workspaceId: string,
   id: string,
-  event: (slug: string) => OutboxEntry,
+  event: (slug: string) => AuditEventInput,
 ): Promise<{ agent: AgentRow; previousDefaultId: string | null }> {
   const current = await getAgentRecord(env, workspaceId, id);
   if (current.status !== "enabled")
@@ -395,7 +395,10 @@ export async function makeDefault(
   // Written first, so the previous default is read inside the same transaction as the move.
   const previousDefault = sql`(SELECT p.id FROM agents p WHERE p.workspace_id = ${workspaceId} AND p.is_default = 1)`;
   const [, cleared, [row]] = await d.batch([
-    outboxInsertIf(d, event(current.slug), targetEnabled, { previous_default_id: previousDefault }),
+    auditInBatch(env, event(current.slug), {
+      onlyIf: targetEnabled,
+      detailsFromSql: { previous_default_id: previousDefault },
+    }),
     d
       .update(agents)
       .set({ isDefault: false, updatedAt: now })
@@ -417,7 +420,7 @@ export async function setAvatarUrl(
   workspaceId: string,
   id: string,
   url: string,
-  event: OutboxEntry,
+  event: AuditEventInput,
 ): Promise<AgentRow> {
   const d = db(env);
   const [[row]] = await d.batch([
@@ -426,7 +429,7 @@ export async function setAvatarUrl(
       .set({ avatarUrl: url, updatedAt: nowIso() })
       .where(and(eq(agents.id, id), eq(agents.workspaceId, workspaceId)))
       .returning(),
-    outboxInsertIf(d, event, PREVIOUS_STATEMENT_CHANGED),
+    auditInBatch(env, event, { onlyIf: PREVIOUS_STATEMENT_CHANGED }),
   ]);
   if (!row) throw notFound("No such agent in this workspace");
   return toAgentRow(row);

@@ -1,6 +1,6 @@
+import { type AuditActor, type AuditEventInput, auditInBatch, PREVIOUS_STATEMENT_CHANGED } from "../audit/events";
 import { and, eq, type SQL, sql } from "drizzle-orm";
-import { agents, auditOutbox, workspaceMcpServers, workspaceSkills } from "../db/schema";
-import { type AuditInput, type OutboxEntry, outboxInsertIf, PREVIOUS_STATEMENT_CHANGED } from "../http/audit";
+import { agents, workspaceMcpServers, workspaceSkills } from "../db/schema";
 import { type Db, db, parseJsonArray } from "../platform/db";
 import { nowIso } from "../platform/env";
 import { badRequest, notFound } from "../platform/problem";
@@ -82,25 +82,24 @@ export function keepInstalledOnly(d: Db, agentId: string, kind: SubsetKind) {
     .where(eq(agents.id, agentId));
 }
 
-/** Builds an audit event with the request's actor (`auditEntry` of the route). */
-export type AgentEventFor = (input: AuditInput) => OutboxEntry;
-
 const REMOVED: Record<SubsetKind, { reason: string; detail: string }> = {
   skills: { reason: "only_skill_removed", detail: "skill" },
   mcp_servers: { reason: "only_mcp_server_removed", detail: "mcp_server" },
 };
 
 /**
- * One copy of `entry` per agent of the workspace matching `where` (over `agents a`), naming
+ * One copy of `event` per agent of the workspace matching `where` (over `agents a`), naming
  * that agent as target, with `fields` (JSON paths) set from SQL over its row.
  */
-function eventPerAgent(d: Db, entry: OutboxEntry, workspaceId: string, where: SQL, fields: Record<string, SQL> = {}) {
-  let event = sql`json_set(${entry.event}, '$.target', 'agent:' || a.id, '$.agentId', a.id, '$.details.slug', a.slug)`;
-  for (const [path, value] of Object.entries(fields)) event = sql`json_set(${event}, ${path}, ${value})`;
-  return d.insert(auditOutbox).select(
-    sql`SELECT ${entry.id} || ':' || a.id, a.workspace_id, ${event}, ${entry.createdAt}, 0, NULL
-        FROM agents a WHERE a.workspace_id = ${workspaceId} AND ${where}`,
-  );
+function eventPerAgent(env: Env, event: AuditEventInput, where: SQL, fields: Record<string, SQL> = {}) {
+  return auditInBatch(env, event, {
+    from: {
+      source: sql`FROM agents a WHERE a.workspace_id = ${event.workspaceId} AND ${where}`,
+      workspaceId: sql`a.workspace_id`,
+      idSuffix: sql`a.id`,
+      fields: { "$.target": sql`'agent:' || a.id`, "$.agentId": sql`a.id`, "$.details.slug": sql`a.slug`, ...fields },
+    },
+  });
 }
 
 /** What removing an agent's only enabled skill or server does, for the route descriptions. */
@@ -108,23 +107,18 @@ export const onlyOneRemoved = (noun: string, reason: string) =>
   `An agent that had others simply loses this one. An agent for which it was the only enabled ${noun} is not ` +
   `widened to every installed ${noun} (what an empty subset means): it is disabled, as \`DELETE /v1/agents/{id}\` ` +
   `does, with an \`agent.disable\` event of reason \`${reason}\`; give it ${noun}s again before enabling it. The ` +
-  `default agent cannot be disabled: it widens to every installed ${noun}, recorded as an \`agent.widen\` event.`;
+  `default agent cannot be disabled: it widens to every installed ${noun}, recorded as an \`agent.subset_widened\` event.`;
 
 /**
  * Removes one slug from the subset of every agent of the workspace (on uninstall or delete),
  * as statements for the caller's batch. An agent for which it was the only one is never
  * widened silently to everything installed (what an empty subset means): a non-default agent
  * is disabled (`agent.disable`, reason `only_skill_removed` / `only_mcp_server_removed`); the
- * default agent, which cannot be disabled, widens with an `agent.widen` event naming what was
+ * default agent, which cannot be disabled, widens with an `agent.subset_widened` event naming what was
  * removed. The events are read before the updates, while the subsets still hold the slug.
  */
-export function removeFromEverySubset(
-  d: Db,
-  workspaceId: string,
-  kind: SubsetKind,
-  slug: string,
-  eventFor: AgentEventFor,
-) {
+export function removeFromEverySubset(env: Env, workspaceId: string, kind: SubsetKind, slug: string, actor: AuditActor) {
+  const d = db(env);
   const { sqlColumn } = TABLES[kind];
   const onlyThis = (row: SQL) =>
     sql`EXISTS (SELECT 1 FROM json_each(${row}.${sqlColumn}) j WHERE j.value = ${slug})
@@ -134,16 +128,14 @@ export function removeFromEverySubset(
   const wasEnabled = sql`json(CASE WHEN a.status = 'enabled' THEN 'true' ELSE 'false' END)`;
   return [
     eventPerAgent(
-      d,
-      eventFor({ kind: "agent.disable", details }),
-      workspaceId,
+      env,
+      { kind: "agent.disable", workspaceId, actor, details },
       sql`a.is_default = 0 AND ${onlyThis(sql.raw("a"))}`,
       { "$.details.changed": wasEnabled },
     ),
     eventPerAgent(
-      d,
-      eventFor({ kind: "agent.widen", details }),
-      workspaceId,
+      env,
+      { kind: "agent.subset_widened", workspaceId, actor, details },
       sql`a.is_default = 1 AND ${onlyThis(sql.raw("a"))}`,
     ),
     d
@@ -190,7 +182,7 @@ export async function putSubset(
   agentId: string,
   kind: SubsetKind,
   slugs: readonly string[],
-  event: (change: { before: string[]; after: string[] }) => OutboxEntry,
+  event: (change: { before: string[]; after: string[] }) => AuditEventInput,
 ): Promise<{ before: string[]; after: string[] }> {
   const before = await getSubset(env, workspaceId, agentId, kind);
   const list = uniqueSlugs(slugs);
@@ -202,7 +194,7 @@ export async function putSubset(
       .update(agents)
       .set({ [kind === "skills" ? "skills" : "mcpServers"]: JSON.stringify(list), updatedAt: nowIso() })
       .where(and(eq(agents.id, agentId), eq(agents.workspaceId, workspaceId))),
-    outboxInsertIf(d, event({ before, after: list }), PREVIOUS_STATEMENT_CHANGED),
+    auditInBatch(env, event({ before, after: list }), { onlyIf: PREVIOUS_STATEMENT_CHANGED }),
     keepInstalledOnly(d, agentId, kind),
     d
       .select({ list: column })

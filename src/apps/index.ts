@@ -1,4 +1,3 @@
-import { deliverAudit } from "../../durable-objects/audit-log/record";
 import type { Area } from "../http/area";
 import { appsRouter } from "./routes";
 import { sleepIdleApps } from "./service";

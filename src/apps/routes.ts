@@ -1,6 +1,6 @@
-import { auditAlone } from "../audit/events";
 import type { Context } from "hono";
 import { getCookie } from "hono/cookie";
+import { auditAlone } from "../audit/events";
 import { isAdmin } from "../auth/caller";
 import { bearerToken, resolveBearer, resolveSession, SESSION_COOKIE } from "../auth/resolve";
 import { apiResource, usableAt } from "../auth/resources";

@@ -1,14 +1,7 @@
 import { and, desc, eq, ne, sql } from "drizzle-orm";
+import { type AuditEventInput, auditInBatch, PREVIOUS_STATEMENT_CHANGED } from "../audit/events";
 import { apps, workspaces } from "../db/schema";
-import {
-  type OutboxEntry,
-  outboxEntry,
-  outboxInsertIf,
-  outboxStatement,
-  outboxStatementFrom,
-  PREVIOUS_STATEMENT_CHANGED,
-} from "../http/audit";
-import { db } from "../platform/db";
+import { d1Statement, db } from "../platform/db";
 import { nowIso } from "../platform/env";
 import { newId } from "../platform/ids";
 import { forbidden, notFound } from "../platform/problem";
@@ -75,7 +68,7 @@ const isSlugTaken = (e: unknown) => /UNIQUE constraint failed: apps\.workspace_i
 export async function publishApp(
   env: Env,
   input: NewApp,
-  event: (app: { id: string; slug: string; visibility: string; size: number; files: number }) => OutboxEntry,
+  event: (app: { id: string; slug: string; visibility: string; size: number; files: number }) => AuditEventInput,
 ): Promise<StoredApp> {
   const quota = appQuota(env);
   const overQuota = () =>
@@ -120,10 +113,11 @@ export async function publishApp(
             now,
             quota,
           ),
-          outboxStatement(
+          d1Statement(
             env,
-            event({ id, slug, visibility: input.visibility, size, files: manifest.length }),
-            "changes() > 0",
+            auditInBatch(env, event({ id, slug, visibility: input.visibility, size, files: manifest.length }), {
+              onlyIf: PREVIOUS_STATEMENT_CHANGED,
+            }),
           ),
         ]);
         if (!inserted?.results.length) throw overQuota();
@@ -171,7 +165,7 @@ export async function destroyApp(
   workspaceId: string,
   caller: { userId: string; admin: boolean },
   id: string,
-  event: (app: StoredApp) => OutboxEntry,
+  event: (app: StoredApp) => AuditEventInput,
 ): Promise<StoredApp> {
   const row = await db(env)
     .select()
@@ -189,7 +183,7 @@ export async function destroyApp(
       .set({ state: "destroyed", destroyedAt: now, lastActivityAt: now })
       .where(and(eq(apps.id, id), eq(apps.workspaceId, workspaceId), ne(apps.state, "destroyed")))
       .returning(),
-    outboxInsertIf(d, event(row), PREVIOUS_STATEMENT_CHANGED),
+    auditInBatch(env, event(row), { onlyIf: PREVIOUS_STATEMENT_CHANGED }),
   ]);
   if (!destroyed) throw notFound("No such app");
   await removeBytes(env, workspaceId, id);

@@ -1,7 +1,6 @@
 import { tool } from "ai";
 import { eq } from "drizzle-orm";
 import { z } from "zod";
-import { outboxEntry } from "../../durable-objects/audit-log/record";
 import { workspaces } from "../db/schema";
 import { db } from "../platform/db";
 import { mediaTypeOf } from "../platform/media-types";

@@ -1,6 +1,6 @@
-import { auditAlone } from "../audit/events";
 import { z } from "@hono/zod-openapi";
 import type { Context } from "hono";
+import { auditAlone } from "../audit/events";
 import { callerEvent } from "../http/audit";
 import type { AppEnv } from "../http/context";
 import { apiRoute, createRouter, jsonResponse } from "../http/route";
@@ -202,7 +202,10 @@ artifactsRouter.openapi(
       }),
     ).catch(async (error: unknown) => {
       if (error instanceof ApiError && error.status === 403)
-        await auditAlone(c.env, callerEvent(c, { kind: "artifact.delete", outcome: "denied", target: `artifact:${id}` }));
+        await auditAlone(
+          c.env,
+          callerEvent(c, { kind: "artifact.delete", outcome: "denied", target: `artifact:${id}` }),
+        );
       throw error;
     });
     return c.json({ id: row.id, deleted: true as const }, 200);

@@ -1,6 +1,6 @@
 import { and, desc, eq, inArray, isNull, notExists, or, type Placeholder, type SQL, sql } from "drizzle-orm";
+import { type AuditEventInput, auditInBatch, PREVIOUS_STATEMENT_CHANGED } from "../audit/events";
 import { artifacts, conversationParticipants, conversations } from "../db/schema";
-import { type OutboxEntry, outboxInsertIf, PREVIOUS_STATEMENT_CHANGED } from "../http/audit";
 import { db, preparedFor } from "../platform/db";
 import { forbidden, notFound } from "../platform/problem";
 import { artifactKey, type StoredArtifact } from "./store";
@@ -115,7 +115,7 @@ export async function deleteArtifact(
   workspaceId: string,
   userId: string,
   id: string,
-  event: (row: StoredArtifact) => OutboxEntry,
+  event: (row: StoredArtifact) => AuditEventInput,
 ): Promise<StoredArtifact> {
   const row = await db(env)
     .select()
@@ -134,7 +134,7 @@ export async function deleteArtifact(
       .delete(artifacts)
       .where(and(eq(artifacts.id, id), eq(artifacts.workspaceId, workspaceId)))
       .returning({ id: artifacts.id }),
-    outboxInsertIf(d, event(row), PREVIOUS_STATEMENT_CHANGED),
+    auditInBatch(env, event(row), { onlyIf: PREVIOUS_STATEMENT_CHANGED }),
   ]);
   // A concurrent delete got there first: the artifact is gone either way.
   if (!deleted.length) throw notFound("No such artifact");

@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
+import { type AuditEventInput, auditInBatch } from "../audit/events";
 import { artifacts } from "../db/schema";
-import { type OutboxEntry, outboxEntry, outboxInsert } from "../http/audit";
 import { db } from "../platform/db";
 import { nowIso } from "../platform/env";
 import { newId } from "../platform/ids";
@@ -64,7 +64,7 @@ export async function createArtifact(
   env: Env,
   input: NewArtifact,
   bytes: Uint8Array,
-  event: (row: StoredArtifact) => OutboxEntry,
+  event: (row: StoredArtifact) => AuditEventInput,
 ): Promise<StoredArtifact> {
   const row: StoredArtifact = {
     id: newId(),
@@ -86,7 +86,7 @@ export async function createArtifact(
     sha256: row.sha256,
   });
   const d = db(env);
-  await d.batch([d.insert(artifacts).values(row), outboxInsert(d, event(row))]);
+  await d.batch([d.insert(artifacts).values(row), auditInBatch(env, event(row))]);
   return row;
 }
 

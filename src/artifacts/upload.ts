@@ -1,4 +1,5 @@
-import { type OutboxEntry, outboxStatement } from "../http/audit";
+import { type AuditEventInput, auditInBatch, PREVIOUS_STATEMENT_CHANGED } from "../audit/events";
+import { d1Statement } from "../platform/db";
 import { nowIso } from "../platform/env";
 import { newId } from "../platform/ids";
 import { ApiError, badRequest, notFound } from "../platform/problem";
@@ -42,7 +43,7 @@ export async function uploadArtifact(
   env: Env,
   input: UploadInput,
   body: ReadableStream<Uint8Array>,
-  event: (row: StoredArtifact) => OutboxEntry,
+  event: (row: StoredArtifact) => AuditEventInput,
 ): Promise<StoredArtifact> {
   const reader = new MultipartReader(body, input.boundary, { maxParts: 8 });
   const id = newId();
@@ -111,7 +112,7 @@ export async function uploadArtifact(
         row.sensitive ? 1 : 0,
         row.createdAt,
       ),
-      outboxStatement(env, event(row), "changes() > 0"),
+      d1Statement(env, auditInBatch(env, event(row), { onlyIf: PREVIOUS_STATEMENT_CHANGED })),
     ]);
     if (inserted?.meta.changes !== 1) throw notFound("No such conversation");
     return row;

@@ -59,7 +59,9 @@ export function markForDelivery(env: Env, workspaceId: string | null, opts: { no
 
 function startDelivery(scope: Scope, workspaceId: string | null) {
   const delivery =
-    workspaceId === null ? deliverOutbox(scope.env, 10).then(() => undefined) : deliverAfterCommit(scope.env, workspaceId);
+    workspaceId === null
+      ? deliverOutbox(scope.env, 10).then(() => undefined)
+      : deliverAfterCommit(scope.env, workspaceId);
   if (delivery) scope.waitUntil(delivery);
 }
 

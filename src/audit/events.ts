@@ -27,7 +27,12 @@ export const AUDIT_EVENTS = {
   // access and identity
   "access.denied": details({ method: text, path: text, required: text }),
   "workspace.signup": details({ workspace_name: text, slug: text, email: text, name: text }),
-  "workspace.slug": details({ slug: text, previous_slug: text, email_slug: text, previous_email_slug_routes_until: text }),
+  "workspace.slug": details({
+    slug: text,
+    previous_slug: text,
+    email_slug: text,
+    previous_email_slug_routes_until: text,
+  }),
   "user.create": details({ email: text, name: text, role: text }),
   "user.erase": details({ reason: text, counts: numbers, self: flag }),
   "token.create": details({ name: text, scopes: texts, user_id: text, expires_at: text }),
@@ -56,7 +61,9 @@ export const AUDIT_EVENTS = {
     avatar: text,
   }),
   "agent.update": details({ fields: texts, slug: text, previous_slug: text }),
-  "agent.disable": details({ slug: text, changed: flag }),
+  // `reason` and what was removed when an uninstall or delete took an agent's only skill or MCP server
+  "agent.disable": details({ slug: text, changed: flag, reason: text, skill: text, mcp_server: text }),
+  "agent.subset_widened": details({ slug: text, reason: text, skill: text, mcp_server: text }),
   "agent.enable": details({ slug: text, changed: flag }),
   "agent.default": details({ slug: text, previous_default_id: text }),
   "agent.avatar": details({ source: text, content_type: text, size: count, sha256: text }),
@@ -224,8 +231,9 @@ export type InBatch = {
    * For a change that names its workspace only in the database (the grant behind a token hash):
    * the rows the event is written for (`FROM … WHERE …`, no row, no event), its workspace as an
    * expression over them, and event fields (JSON paths such as `$.target`) from expressions.
+   * Several rows selected (one event each): `idSuffix` keeps their ids distinct and in order.
    */
-  from?: { source: SQL; workspaceId: SQL; fields?: Record<string, SQL> };
+  from?: { source: SQL; workspaceId: SQL; fields?: Record<string, SQL>; idSuffix?: SQL };
 };
 
 /** True right after a statement of the same batch that inserted, updated or deleted a row. */
@@ -249,13 +257,14 @@ export function auditInBatch(env: Env, event: AuditEventInput, when: InBatch = {
   for (const [field, value] of Object.entries(when.detailsFromSql ?? {}))
     json = sql`json_set(${json}, ${`$.details.${field}`}, ${value})`;
   for (const [path, value] of Object.entries(when.from?.fields ?? {})) json = sql`json_set(${json}, ${path}, ${value})`;
+  const id = when.from?.idSuffix ? sql`${row.id} || ':' || ${when.from.idSuffix}` : sql`${row.id}`;
   const workspace = when.from?.workspaceId ?? sql`${row.workspaceId}`;
   const source = when.from?.source ?? sql``;
   const condition = when.onlyIf ? (when.from ? sql` AND ${when.onlyIf}` : sql` WHERE ${when.onlyIf}`) : sql``;
   // Every column, in the table's order: Drizzle's INSERT … SELECT names them all.
   return db(env)
     .insert(auditOutbox)
-    .select(sql`SELECT ${row.id}, ${workspace}, ${json}, ${row.createdAt}, 0, NULL ${source}${condition}`);
+    .select(sql`SELECT ${id}, ${workspace}, ${json}, ${row.createdAt}, 0, NULL ${source}${condition}`);
 }
 
 /**
@@ -268,6 +277,7 @@ export async function auditAlone(env: Env, event: AuditEventInput): Promise<void
 }
 
 function outboxRow(event: AuditEventInput): typeof auditOutbox.$inferInsert {
+  const occurredAt = nowIso();
   const entry: AppendEvent = {
     kind: event.kind,
     outcome: event.outcome ?? "success",
@@ -279,7 +289,7 @@ function outboxRow(event: AuditEventInput): typeof auditOutbox.$inferInsert {
     intent: event.intent ?? event.kind.split(".").pop() ?? "",
     subjectUserId: event.subjectUserId ?? null,
     details: AUDIT_EVENTS[event.kind].parse(event.details ?? {}) as JsonObject,
-    occurredAt: nowIso(),
+    occurredAt,
   };
-  return { id: newId(), workspaceId: event.workspaceId, event: JSON.stringify(entry), createdAt: entry.occurredAt };
+  return { id: newId(), workspaceId: event.workspaceId, event: JSON.stringify(entry), createdAt: occurredAt };
 }

@@ -1,5 +1,4 @@
 import { auditLog } from "../../durable-objects/audit-log/client";
-import { deliverAudit } from "../../durable-objects/audit-log/record";
 import { apiRoute, createRouter, jsonResponse } from "../http/route";
 import { problemResponse } from "../platform/problem";
 import { AuditListSchema, AuditQuerySchema, VerifyQuerySchema, VerifyResultSchema } from "./schemas";

@@ -1,4 +1,5 @@
-import { deliverAudit, outboxEntry, outboxStatement } from "../../durable-objects/audit-log/record";
+import { auditInBatch, PREVIOUS_STATEMENT_CHANGED } from "../audit/events";
+import { d1Statement } from "../platform/db";
 import { nowIso } from "../platform/env";
 import { newId } from "../platform/ids";
 import { ApiError, badRequest } from "../platform/problem";
@@ -53,7 +54,7 @@ function grantStatements(env: Env, workspaceId: string, now: Date): D1PreparedSt
   });
   return [
     env.DB.prepare(GRANT_SQL).bind(id, workspaceId, amount, reference, now.toISOString()),
-    outboxStatement(env, event, "changes() > 0"),
+    d1Statement(env, auditInBatch(env, event, { onlyIf: PREVIOUS_STATEMENT_CHANGED })),
   ];
 }
 

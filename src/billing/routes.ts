@@ -1,5 +1,5 @@
-import { auditAlone } from "../audit/events";
 import type { Context } from "hono";
+import { auditAlone } from "../audit/events";
 import { callerEvent } from "../http/audit";
 import type { AppEnv } from "../http/context";
 import { apiRoute, createRouter, jsonBody, jsonResponse } from "../http/route";
@@ -133,12 +133,15 @@ billingRouter.openapi(
       requestKey(c),
       customerEvent(c),
     );
-    await auditAlone(c.env, callerEvent(c, {
-      kind: "billing.checkout",
-      target: `plan:${plan_slug}`,
-      intent: "checkout",
-      details: { plan_slug, session_id: r.sessionId },
-    }));
+    await auditAlone(
+      c.env,
+      callerEvent(c, {
+        kind: "billing.checkout",
+        target: `plan:${plan_slug}`,
+        intent: "checkout",
+        details: { plan_slug, session_id: r.sessionId },
+      }),
+    );
     return c.json({ url: r.url }, 200);
   },
 );
@@ -159,12 +162,15 @@ billingRouter.openapi(
   }),
   async (c) => {
     const r = await startPortal(c.env, c.var.caller.workspace.id, origin(c), requestKey(c), customerEvent(c));
-    await auditAlone(c.env, callerEvent(c, {
-      kind: "billing.portal",
-      target: `workspace:${c.var.caller.workspace.id}`,
-      intent: "open_portal",
-      details: { session_id: r.sessionId },
-    }));
+    await auditAlone(
+      c.env,
+      callerEvent(c, {
+        kind: "billing.portal",
+        target: `workspace:${c.var.caller.workspace.id}`,
+        intent: "open_portal",
+        details: { session_id: r.sessionId },
+      }),
+    );
     return c.json({ url: r.url }, 200);
   },
 );
@@ -190,12 +196,15 @@ billingRouter.openapi(
   async (c) => {
     const { pack_slug } = c.req.valid("json");
     const r = await startTopup(c.env, c.var.caller.workspace.id, pack_slug, origin(c), requestKey(c), customerEvent(c));
-    await auditAlone(c.env, callerEvent(c, {
-      kind: "billing.topup",
-      target: `pack:${pack_slug}`,
-      intent: "topup",
-      details: { pack_slug, session_id: r.sessionId },
-    }));
+    await auditAlone(
+      c.env,
+      callerEvent(c, {
+        kind: "billing.topup",
+        target: `pack:${pack_slug}`,
+        intent: "topup",
+        details: { pack_slug, session_id: r.sessionId },
+      }),
+    );
     return c.json({ url: r.url }, 200);
   },
 );

@@ -1,8 +1,8 @@
 import { eq } from "drizzle-orm";
 import Stripe from "stripe";
+import { type AuditEventInput, auditInBatch, PREVIOUS_STATEMENT_CHANGED } from "../audit/events";
 import { billingAccounts } from "../db/schema";
-import { type OutboxEntry, outboxStatement } from "../http/audit";
-import { db } from "../platform/db";
+import { d1Statement, db } from "../platform/db";
 import { nowIso } from "../platform/env";
 import { ApiError, badRequest } from "../platform/problem";
 import { findPack, findPlan } from "./catalogue";
@@ -76,7 +76,7 @@ export async function ensureCustomer(
       `UPDATE billing_accounts SET stripe_customer_id = ?1, updated_at = ?2
        WHERE workspace_id = ?3 AND stripe_customer_id IS NULL RETURNING workspace_id`,
     ).bind(customer.id, now, workspaceId),
-    outboxStatement(env, customerEvent(customer.id), "changes() > 0"),
+    d1Statement(env, auditInBatch(env, customerEvent(customer.id), { onlyIf: PREVIOUS_STATEMENT_CHANGED })),
   ]);
   if (claimed?.results.length) return { customerId: customer.id, created: true };
   const stored = await findAccount(env, workspaceId);
@@ -85,7 +85,7 @@ export async function ensureCustomer(
 }
 
 /** The audit event of a Stripe customer this call links to the workspace (written with the link). */
-export type CustomerEvent = (customerId: string) => OutboxEntry;
+export type CustomerEvent = (customerId: string) => AuditEventInput;
 
 export type Redirect = { url: string; sessionId: string; customerId: string; customerCreated: boolean };
 

@@ -1,6 +1,6 @@
 import Stripe from "stripe";
-import { outboxEntry, outboxStatement, outboxStatementFrom } from "../http/audit";
-import { isUniqueViolation } from "../platform/db";
+import { auditInBatch, PREVIOUS_STATEMENT_CHANGED } from "../audit/events";
+import { d1Statement, isUniqueViolation } from "../platform/db";
 import { nowIso } from "../platform/env";
 import { newId } from "../platform/ids";
 import { findPack, findPlan } from "./catalogue";
@@ -57,16 +57,19 @@ function ledgerEffect(
       `INSERT INTO credit_ledger (id, workspace_id, amount, kind, reference, created_at)
        VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT DO NOTHING RETURNING id, amount`,
     ).bind(id, workspaceId, amount, kind, reference, nowIso()),
-    event: outboxStatement(
+    event: d1Statement(
       env,
-      outboxEntry(workspaceId, {
-        kind: amount >= 0 ? "billing.credit" : "billing.refund",
-        actor: SYSTEM,
-        target: `ledger:${id}`,
-        intent: kind,
-        details: { ledger_kind: kind, amount, reference, event_id: eventId, ...extra },
-      }),
-      CHANGED,
+      auditInBatch(
+        env,
+        outboxEntry(workspaceId, {
+          kind: amount >= 0 ? "billing.credit" : "billing.refund",
+          actor: SYSTEM,
+          target: `ledger:${id}`,
+          intent: kind,
+          details: { ledger_kind: kind, amount, reference, event_id: eventId, ...extra },
+        }),
+        { onlyIf: PREVIOUS_STATEMENT_CHANGED },
+      ),
     ),
   };
 }
@@ -89,16 +92,19 @@ function linkCustomerEffects(env: Env, workspaceId: string, customerId: string |
            AND NOT EXISTS (SELECT 1 FROM billing_accounts WHERE stripe_customer_id = ?1)
          RETURNING workspace_id`,
       ).bind(customerId, now, workspaceId),
-      event: outboxStatement(
+      event: d1Statement(
         env,
-        outboxEntry(workspaceId, {
-          kind: "billing.customer",
-          actor: SYSTEM,
-          target: `workspace:${workspaceId}`,
-          intent: "link_customer",
-          details: { customer_id: customerId },
-        }),
-        CHANGED,
+        auditInBatch(
+          env,
+          outboxEntry(workspaceId, {
+            kind: "billing.customer",
+            actor: SYSTEM,
+            target: `workspace:${workspaceId}`,
+            intent: "link_customer",
+            details: { customer_id: customerId },
+          }),
+          { onlyIf: PREVIOUS_STATEMENT_CHANGED },
+        ),
       ),
     });
   return effects;
@@ -152,23 +158,26 @@ async function subscriptionState(
     event:
       before?.planSlug === planSlug && before?.status === sub.status
         ? undefined
-        : outboxStatement(
+        : d1Statement(
             env,
-            outboxEntry(workspaceId, {
-              kind: "billing.plan",
-              actor: SYSTEM,
-              target: `workspace:${workspaceId}`,
-              intent: "change_plan",
-              details: {
-                plan_slug: planSlug,
-                previous_plan_slug: before?.planSlug ?? "free",
-                status: sub.status,
-                previous_status: before?.status ?? "none",
-                subscription_id: sub.id,
-                event_id: eventId,
-              },
-            }),
-            CHANGED,
+            auditInBatch(
+              env,
+              outboxEntry(workspaceId, {
+                kind: "billing.plan",
+                actor: SYSTEM,
+                target: `workspace:${workspaceId}`,
+                intent: "change_plan",
+                details: {
+                  plan_slug: planSlug,
+                  previous_plan_slug: before?.planSlug ?? "free",
+                  status: sub.status,
+                  previous_status: before?.status ?? "none",
+                  subscription_id: sub.id,
+                  event_id: eventId,
+                },
+              }),
+              { onlyIf: PREVIOUS_STATEMENT_CHANGED },
+            ),
           ),
   });
   return { workspaceId, planSlug: live && plan ? plan.slug : null, effects };

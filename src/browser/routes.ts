@@ -1,6 +1,6 @@
-import { auditAlone } from "../audit/events";
 import { createRoute } from "@hono/zod-openapi";
 import { CLOSE, LIMITS, PING_FRAME, PONG_FRAME } from "../../durable-objects/protocol";
+import { auditAlone } from "../audit/events";
 import { callerEvent } from "../http/audit";
 import { BEARER, contractRoute, createRouter, jsonBody, jsonResponse } from "../http/route";
 import { forbidden, problemResponse } from "../platform/problem";
@@ -60,12 +60,15 @@ browserRouter.openapi(
     if (response.status !== 101 || !response.webSocket) {
       throw new Error(`browser session refused the upgrade: ${response.status}`);
     }
-    await auditAlone(c.env, callerEvent(c, {
-      kind: "browser.connect",
-      target: `browser_session:${connectionId}`,
-      subjectUserId: caller.userId,
-      details: { token_id: caller.credentialId },
-    }));
+    await auditAlone(
+      c.env,
+      callerEvent(c, {
+        kind: "browser.connect",
+        target: `browser_session:${connectionId}`,
+        subjectUserId: caller.userId,
+        details: { token_id: caller.credentialId },
+      }),
+    );
     const protocol = patSubprotocol(c.req.header("Sec-WebSocket-Protocol"));
     return new Response(null, {
       status: 101,
@@ -111,35 +114,41 @@ browserRouter.openapi(
     const body = c.req.valid("json");
     const connection = await liveConnection(c.env, caller);
     if (!connection) {
-      await auditAlone(c.env, callerEvent(c, {
-        kind: "browser.ask",
-        outcome: "denied",
-        target: `user:${caller.userId}`,
-        subjectUserId: caller.userId,
-        details: { finish: "not_connected", steps: 0 },
-      }));
+      await auditAlone(
+        c.env,
+        callerEvent(c, {
+          kind: "browser.ask",
+          outcome: "denied",
+          target: `user:${caller.userId}`,
+          subjectUserId: caller.userId,
+          details: { finish: "not_connected", steps: 0 },
+        }),
+      );
       throw forbidden(
         "browser_not_connected",
         "Your browser is not connected: start the extension (or the bridge) and try again",
       );
     }
     const outcome = await askBrowser(c.env, caller, body);
-    await auditAlone(c.env, callerEvent(c, {
-      kind: "browser.ask",
-      outcome: outcome.finish === "answered" ? "success" : "error",
-      target: `browser_session:${connection.connectionId}`,
-      agentId: outcome.agent.id,
-      subjectUserId: caller.userId,
-      details: {
-        agent_slug: outcome.agent.slug,
-        steps: outcome.steps,
-        tool_calls: outcome.methods.length,
-        methods: outcome.methods,
-        finish: outcome.finish,
-        timeout_ms: body.timeout_ms ?? null,
-        duration_ms: outcome.durationMs,
-      },
-    }));
+    await auditAlone(
+      c.env,
+      callerEvent(c, {
+        kind: "browser.ask",
+        outcome: outcome.finish === "answered" ? "success" : "error",
+        target: `browser_session:${connection.connectionId}`,
+        agentId: outcome.agent.id,
+        subjectUserId: caller.userId,
+        details: {
+          agent_slug: outcome.agent.slug,
+          steps: outcome.steps,
+          tool_calls: outcome.methods.length,
+          methods: outcome.methods,
+          finish: outcome.finish,
+          timeout_ms: body.timeout_ms ?? null,
+          duration_ms: outcome.durationMs,
+        },
+      }),
+    );
     return c.json({ reply: outcome.reply, steps: outcome.steps }, 200);
   },
 );

@@ -1,8 +1,8 @@
 import { type AgentRecord, getAgentRecord, resolveAgent } from "../agents/service";
 import { detachConversationApps } from "../apps/service";
 import { detachConversationArtifacts, visibleArtifactIds } from "../artifacts/service";
-import { type OutboxEntry, outboxStatement, outboxStatementFrom } from "../http/audit";
-import { parseJsonArray } from "../platform/db";
+import { type AuditEventInput, auditInBatch, PREVIOUS_STATEMENT_CHANGED } from "../audit/events";
+import { d1Statement, parseJsonArray } from "../platform/db";
 import { nowIso } from "../platform/env";
 import { newId } from "../platform/ids";
 import { ApiError, badRequest, conflict, notFound } from "../platform/problem";
@@ -87,7 +87,7 @@ export async function createConversation(
   workspaceId: string,
   userId: string,
   input: { agent_slug?: string; title?: string; mode?: "standard" | "fast" },
-  event: (conversation: Conversation) => OutboxEntry,
+  event: (conversation: Conversation) => AuditEventInput,
 ): Promise<Conversation> {
   const agent = await resolveAgent(env, workspaceId, input.agent_slug);
   const id = newId();
@@ -112,7 +112,7 @@ export async function createConversation(
       `INSERT INTO conversation_participants (conversation_id, user_id, workspace_id, last_message_at, added_at)
        VALUES (?1, ?2, ?3, ?4, ?4)`,
     ).bind(id, userId, workspaceId, now),
-    outboxStatement(env, event(conversation)),
+    d1Statement(env, auditInBatch(env, event(conversation))),
   ]);
   return conversation;
 }
@@ -182,7 +182,7 @@ export async function deleteConversation(
   workspaceId: string,
   userId: string,
   id: string,
-  event: OutboxEntry,
+  event: AuditEventInput,
 ): Promise<void> {
   await participantConversation(env, workspaceId, userId, id);
   const detach = detachConversationArtifacts(env, workspaceId, id).toSQL();
@@ -193,7 +193,7 @@ export async function deleteConversation(
     env.DB.prepare("DELETE FROM messages WHERE conversation_id = ?1").bind(id),
     env.DB.prepare("DELETE FROM conversation_participants WHERE conversation_id = ?1").bind(id),
     env.DB.prepare("DELETE FROM conversations WHERE id = ?1 AND workspace_id = ?2").bind(id, workspaceId),
-    outboxStatement(env, event, "changes() > 0"),
+    d1Statement(env, auditInBatch(env, event, { onlyIf: PREVIOUS_STATEMENT_CHANGED })),
   ]);
 }
 
@@ -204,7 +204,7 @@ export async function addParticipant(
   callerId: string,
   id: string,
   userId: string,
-  event: OutboxEntry,
+  event: AuditEventInput,
 ): Promise<{ conversation: Conversation; added: boolean }> {
   await participantConversation(env, workspaceId, callerId, id);
   const [inserted] = await env.DB.batch([

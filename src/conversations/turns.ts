@@ -1,8 +1,9 @@
-import { deliverAudit, outboxEntry, outboxStatement, type RecordInput } from "../../durable-objects/audit-log/record";
 import { type AgentRecord, agentCapabilities, toAgentRow } from "../agents/service";
+import { auditInBatch } from "../audit/events";
 import { debitStatement, requireCredits } from "../billing/ledger";
 import { modelError } from "../llm/errors";
 import { agentLanguageModel } from "../llm/model";
+import { d1Statement } from "../platform/db";
 import { ApiError } from "../platform/problem";
 import type { ToolProvider } from "../platform/turn-tools";
 import { runTurn, type TurnOutcome } from "../runtime/turn";
@@ -122,7 +123,7 @@ async function settle(
       artifact_ids: outcome.artifactIds,
       usage: outcome.usage,
     },
-    [debitStatement(env, workspace.id, outcome.usage.credits, turnId), outboxStatement(env, event)],
+    [debitStatement(env, workspace.id, outcome.usage.credits, turnId), d1Statement(env, auditInBatch(env, event))],
   ).catch(async (e) => {
     await releaseTurn(env, conversationId, turnId);
     throw e;

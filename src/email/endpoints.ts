@@ -1,6 +1,6 @@
 import { and, eq, inArray, isNull, sql } from "drizzle-orm";
+import { type AuditEventInput, auditInBatch, PREVIOUS_STATEMENT_CHANGED } from "../audit/events";
 import { agents, emailEndpoints, users, workspaces } from "../db/schema";
-import { type OutboxEntry, outboxInsert, outboxInsertIf, PREVIOUS_STATEMENT_CHANGED } from "../http/audit";
 import { type Db, db, isUniqueViolation, parseJsonArray } from "../platform/db";
 import { nowIso } from "../platform/env";
 import { newId } from "../platform/ids";
@@ -219,7 +219,7 @@ export async function createEndpoint(
   env: Env,
   workspaceId: string,
   input: CreateEndpoint,
-  event: (id: string) => OutboxEntry,
+  event: (id: string) => AuditEventInput,
 ): Promise<Endpoint> {
   const set = await settingsColumns(env, workspaceId, input);
   const now = nowIso();
@@ -238,7 +238,7 @@ export async function createEndpoint(
   };
   const d = db(env);
   try {
-    await d.batch([d.insert(emailEndpoints).values(row), outboxInsert(d, event(id))]);
+    await d.batch([d.insert(emailEndpoints).values(row), auditInBatch(env, event(id))]);
   } catch (e) {
     if (isUniqueViolation(e)) throw localpartTaken(input.localpart);
     throw e;
@@ -251,7 +251,7 @@ export async function updateEndpoint(
   workspaceId: string,
   id: string,
   input: UpdateEndpoint,
-  event: (fields: string[]) => OutboxEntry,
+  event: (fields: string[]) => AuditEventInput,
 ): Promise<Endpoint> {
   const current = await getEndpoint(env, workspaceId, id);
   if (current.kind === "system" && input.localpart !== undefined && input.localpart !== current.localpart)
@@ -265,7 +265,7 @@ export async function updateEndpoint(
         .update(emailEndpoints)
         .set({ ...set, updatedAt: nowIso() })
         .where(and(eq(emailEndpoints.id, id), eq(emailEndpoints.workspaceId, workspaceId))),
-      outboxInsertIf(d, event(fields), PREVIOUS_STATEMENT_CHANGED),
+      auditInBatch(env, event(fields), { onlyIf: PREVIOUS_STATEMENT_CHANGED }),
     ]);
   } catch (e) {
     if (isUniqueViolation(e)) throw localpartTaken(input.localpart ?? current.localpart);
@@ -275,7 +275,7 @@ export async function updateEndpoint(
 }
 
 /** Deletes a custom endpoint (its mail stays, as the workspace's correspondence); the system one is a 400. */
-export async function deleteEndpoint(env: Env, workspaceId: string, id: string, event: OutboxEntry): Promise<void> {
+export async function deleteEndpoint(env: Env, workspaceId: string, id: string, event: AuditEventInput): Promise<void> {
   const current = await getEndpoint(env, workspaceId, id);
   if (current.kind === "system") throw badRequest("system_endpoint", "The system mailbox cannot be deleted");
   const d = db(env);
@@ -284,7 +284,7 @@ export async function deleteEndpoint(env: Env, workspaceId: string, id: string, 
       .delete(emailEndpoints)
       .where(and(eq(emailEndpoints.id, id), eq(emailEndpoints.workspaceId, workspaceId)))
       .returning({ id: emailEndpoints.id }),
-    outboxInsertIf(d, event, PREVIOUS_STATEMENT_CHANGED),
+    auditInBatch(env, event, { onlyIf: PREVIOUS_STATEMENT_CHANGED }),
   ]);
   if (!deleted.length) throw notFound("No such email endpoint in this workspace");
 }

@@ -1,5 +1,5 @@
 import type { Email } from "postal-mime";
-import { deliverAfterCommit, outboxEntry, outboxInsert } from "../../durable-objects/audit-log/record";
+import { auditInBatch } from "../audit/events";
 import { emailMessages } from "../db/schema";
 import { db } from "../platform/db";
 import { nowIso } from "../platform/env";
@@ -139,7 +139,7 @@ export async function receive(
   });
   const d = db(env);
   try {
-    await d.batch([d.insert(emailMessages).values(row), outboxInsert(d, event)]);
+    await d.batch([d.insert(emailMessages).values(row), auditInBatch(env, event)]);
   } catch (error) {
     await env.FILES.delete(rawKey);
     throw error;

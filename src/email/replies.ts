@@ -1,5 +1,5 @@
-import { deliverAudit, outboxEntry, outboxStatement, type RecordInput } from "../../durable-objects/audit-log/record";
-import { parseJsonArray } from "../platform/db";
+import { auditInBatch, PREVIOUS_STATEMENT_CHANGED } from "../audit/events";
+import { d1Statement, parseJsonArray } from "../platform/db";
 import { nowIso } from "../platform/env";
 import { conflict, notFound } from "../platform/problem";
 import { emailDomain } from "./endpoints";
@@ -111,7 +111,7 @@ export async function reviewReply(
          AND (handling_state = 'awaiting_review' OR (?2 = 'approved' AND handling_state = 'send_failed'))
        RETURNING id`,
     ).bind(id, next, input.body ?? null, now, who.userId),
-    outboxStatement(env, event, "changes() > 0"),
+    d1Statement(env, auditInBatch(env, event, { onlyIf: PREVIOUS_STATEMENT_CHANGED })),
     // A rejected draft leaves its mail unanswered.
     env.DB.prepare(
       `UPDATE email_messages SET handling_state = 'no_reply', updated_at = ?2
@@ -185,7 +185,7 @@ export async function sendAndRecord(env: Env, replyId: string, actor: RecordInpu
       now,
       error ? null : replyMessageId(replyId, emailDomain(env)),
     ),
-    outboxStatement(env, event, "changes() > 0"),
+    d1Statement(env, auditInBatch(env, event, { onlyIf: PREVIOUS_STATEMENT_CHANGED })),
     env.DB.prepare(
       "UPDATE email_messages SET handling_state = 'replied', updated_at = ?2 WHERE id = ?1 AND ?3 = 0",
     ).bind(reply.reply_to_id, now, error ? 1 : 0),

@@ -1,9 +1,10 @@
 import { generateText, Output } from "ai";
-import { deliverAudit, outboxEntry, outboxStatement } from "../../durable-objects/audit-log/record";
 import { type AgentRecord, agentCapabilities, getAgentRecord, resolveAgent, toAgentRow } from "../agents/service";
+import { auditInBatch, PREVIOUS_STATEMENT_CHANGED } from "../audit/events";
 import { debitStatement, requireCredits } from "../billing/ledger";
 import type { AreaRegistry } from "../http/registry";
 import { agentLanguageModel } from "../llm/model";
+import { d1Statement } from "../platform/db";
 import { baseUrl, nowIso } from "../platform/env";
 import { newId } from "../platform/ids";
 import { ApiError } from "../platform/problem";
@@ -286,7 +287,7 @@ export async function triageMessage(env: Env, messageId: string, retry: boolean)
     const agentId = verdict.state !== "reply" ? verdict.agentId : undefined;
     await env.DB.batch([
       inboundUpdate(verdict.state),
-      outboxStatement(env, event(verdict.state, agentId ? { agent_id: agentId } : {})),
+      d1Statement(env, auditInBatch(env, event(verdict.state, agentId ? { agent_id: agentId } : {}))),
     ]);
     await deliverAudit(env, message.workspaceId);
     return;
@@ -297,7 +298,10 @@ export async function triageMessage(env: Env, messageId: string, retry: boolean)
     drafted = await draftReply(env, endpoint, verdict.agent, message, text, verdict.triage);
   } catch (error) {
     if (error instanceof ApiError && (error.status === 402 || error.status === 503)) {
-      await env.DB.batch([inboundUpdate("no_reply"), outboxStatement(env, event("no_reply", { reason: error.code }))]);
+      await env.DB.batch([
+        inboundUpdate("no_reply"),
+        d1Statement(env, auditInBatch(env, event("no_reply", { reason: error.code }))),
+      ]);
       await deliverAudit(env, message.workspaceId);
       return;
     }
@@ -329,14 +333,17 @@ export async function triageMessage(env: Env, messageId: string, retry: boolean)
     ),
     inboundUpdate(verdict.review ? "awaiting_review" : "replied", agent.id),
     debitStatement(env, message.workspaceId, outcome.usage.credits, replyId),
-    outboxStatement(
+    d1Statement(
       env,
-      event(verdict.review ? "awaiting_review" : "replied", {
-        reply_id: replyId,
-        agent_id: agent.id,
-        credits: outcome.usage.credits,
-        steps: outcome.steps,
-      }),
+      auditInBatch(
+        env,
+        event(verdict.review ? "awaiting_review" : "replied", {
+          reply_id: replyId,
+          agent_id: agent.id,
+          credits: outcome.usage.credits,
+          steps: outcome.steps,
+        }),
+      ),
     ),
   ]);
   if (!verdict.review) await sendAndRecord(env, replyId, { kind: "system", id: null });
@@ -446,7 +453,7 @@ async function giveUp(env: Env, messageId: string, error: unknown): Promise<void
       `UPDATE email_messages SET handling_state = 'dead_letter', last_error = ?2, updated_at = ?3
        WHERE id = ?1 AND handling_state IN ('received', 'triaged')`,
     ).bind(messageId, String(error).slice(0, 500), nowIso()),
-    outboxStatement(env, event, "changes() > 0"),
+    d1Statement(env, auditInBatch(env, event, { onlyIf: PREVIOUS_STATEMENT_CHANGED })),
   ]);
   await deliverAudit(env, row.workspace_id);
 }

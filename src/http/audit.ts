@@ -20,4 +20,3 @@ export function callerEvent(c: Context<AppEnv>, event: AuditEventOf): AuditEvent
   const actor = event.actor ?? (caller ? callerActor(caller) : { kind: "system" as const, id: null });
   return { ...event, workspaceId, actor } as AuditEventInput;
 }
-

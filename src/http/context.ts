@@ -10,7 +10,5 @@ export type AppEnv = {
     caller: Caller;
     /** What the areas plugged into the app contribute (erasure steps, bearer kinds, ...). */
     areas: AreaRegistry;
-    /** Workspaces whose audit outbox this request wrote to, delivered after the response. */
-    auditPending?: Set<string>;
   };
 };

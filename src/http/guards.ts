@@ -1,6 +1,6 @@
-import { auditAlone } from "../audit/events";
 import type { Context, MiddlewareHandler } from "hono";
 import { getCookie } from "hono/cookie";
+import { auditAlone } from "../audit/events";
 import { type Caller, isAdmin } from "../auth/caller";
 import { bearerToken, type Resolved, resolveBearer, resolveSession, SESSION_COOKIE } from "../auth/resolve";
 import { apiResource, resourceMetadataUrl, usableAt } from "../auth/resources";
@@ -146,12 +146,15 @@ export async function sessionCaller(c: Context<AppEnv>): Promise<Caller | null> 
  */
 export async function refuseCrossOrigin(c: Context<AppEnv>): Promise<void> {
   if (!crossOriginWrite(c)) return;
-  await auditAlone(c.env, callerEvent(c, {
-    kind: "access.denied",
-    outcome: "denied",
-    target: `route:${c.req.method} ${c.req.routePath}`,
-    intent: "same_origin",
-  }));
+  await auditAlone(
+    c.env,
+    callerEvent(c, {
+      kind: "access.denied",
+      outcome: "denied",
+      target: `route:${c.req.method} ${c.req.routePath}`,
+      intent: "same_origin",
+    }),
+  );
   throw new ApiError(
     403,
     "cross_origin_request",
@@ -180,12 +183,15 @@ export function requireScope(scope: Scope): MiddlewareHandler<AppEnv> {
 /** The caller must be a workspace admin whose credential carries the `admin` scope; a refusal is audited. */
 export const requireAdmin: MiddlewareHandler<AppEnv> = async (c, next) => {
   if (!isAdmin(c.var.caller)) {
-    await auditAlone(c.env, callerEvent(c, {
-      kind: "access.denied",
-      outcome: "denied",
-      target: `route:${c.req.method} ${c.req.routePath}`,
-      intent: "admin",
-    }));
+    await auditAlone(
+      c.env,
+      callerEvent(c, {
+        kind: "access.denied",
+        outcome: "denied",
+        target: `route:${c.req.method} ${c.req.routePath}`,
+        intent: "admin",
+      }),
+    );
     throw new ApiError(403, "admin_required", "This action requires a workspace admin", undefined, {
       "WWW-Authenticate": `Bearer error="insufficient_scope", scope="admin"`,
     });

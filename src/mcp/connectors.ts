@@ -1,14 +1,7 @@
 import type * as X509 from "@peculiar/x509";
 import { and, desc, eq } from "drizzle-orm";
+import { type AuditEventInput, auditInBatch, PREVIOUS_STATEMENT_CHANGED } from "../audit/events";
 import { mcpConnectors } from "../db/schema";
-import {
-  type OutboxEntry,
-  outboxEntry,
-  outboxInsert,
-  outboxInsertIf,
-  PREVIOUS_STATEMENT_CHANGED,
-  record,
-} from "../http/audit";
 import { hashToken } from "../platform/crypto";
 import { db } from "../platform/db";
 import { nowIso } from "../platform/env";
@@ -46,7 +39,12 @@ const toView = (r: Row): ConnectorView => ({
 });
 
 /** A pending connector and its one-time enrollment token (shown once; stored as SHA-256 only). */
-export async function createConnector(env: Env, workspaceId: string, name: string, event: (id: string) => OutboxEntry) {
+export async function createConnector(
+  env: Env,
+  workspaceId: string,
+  name: string,
+  event: (id: string) => AuditEventInput,
+) {
   const id = newId();
   const token = randomToken(ENROLLMENT_TOKEN_PREFIX);
   const now = new Date();
@@ -62,7 +60,7 @@ export async function createConnector(env: Env, workspaceId: string, name: strin
       tokenExpiresAt: expiresAt,
       createdAt: now.toISOString(),
     }),
-    outboxInsert(d, event(id)),
+    auditInBatch(env, event(id)),
   ]);
   return { connector_id: id, enrollment_token: token, expires_at: expiresAt };
 }
@@ -78,7 +76,12 @@ export async function listConnectors(env: Env, workspaceId: string): Promise<Con
 }
 
 /** Revokes a connector (its token can no longer be redeemed). Idempotent; another workspace's is a 404. */
-export async function revokeConnector(env: Env, workspaceId: string, id: string, event: OutboxEntry): Promise<void> {
+export async function revokeConnector(
+  env: Env,
+  workspaceId: string,
+  id: string,
+  event: AuditEventInput,
+): Promise<void> {
   const d = db(env);
   const mine = and(eq(mcpConnectors.id, id), eq(mcpConnectors.workspaceId, workspaceId));
   const row = await d.select({ status: mcpConnectors.status }).from(mcpConnectors).where(mine).get();
@@ -90,7 +93,7 @@ export async function revokeConnector(env: Env, workspaceId: string, id: string,
       .update(mcpConnectors)
       .set({ status: "revoked", revokedAt: now })
       .where(and(mine, eq(mcpConnectors.status, row.status))),
-    outboxInsertIf(d, event, PREVIOUS_STATEMENT_CHANGED),
+    auditInBatch(env, event, { onlyIf: PREVIOUS_STATEMENT_CHANGED }),
   ]);
 }
 
@@ -246,7 +249,7 @@ export async function enroll(env: Env, input: { csr_pem: string; token: string }
         ),
       )
       .returning({ id: mcpConnectors.id }),
-    outboxInsertIf(d, event, PREVIOUS_STATEMENT_CHANGED),
+    auditInBatch(env, event, { onlyIf: PREVIOUS_STATEMENT_CHANGED }),
   ]);
   if (!redeemed.length) {
     await deniedEnrollment(env, pending.workspaceId, pending.id, "connector_enrolled");

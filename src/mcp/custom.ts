@@ -1,7 +1,7 @@
 import { and, asc, eq, inArray } from "drizzle-orm";
 import { type AgentEventFor, removeFromEverySubset } from "../agents/subsets";
+import { type AuditEventInput, auditInBatch, PREVIOUS_STATEMENT_CHANGED } from "../audit/events";
 import { mcpCustomIntegrations, mcpServers, workspaceMcpServers } from "../db/schema";
-import { type OutboxEntry, outboxInsert, outboxInsertIf, PREVIOUS_STATEMENT_CHANGED } from "../http/audit";
 import { db, isUniqueViolation } from "../platform/db";
 import { nowIso } from "../platform/env";
 import { badRequest, conflict, notFound } from "../platform/problem";
@@ -42,7 +42,7 @@ export async function createCustom(
   env: Env,
   workspaceId: string,
   input: CreateCustom,
-  event: (custom: Custom) => OutboxEntry,
+  event: (custom: Custom) => AuditEventInput,
 ): Promise<Custom> {
   const sealed: Record<string, string> = {};
   for (const [name, value] of Object.entries(input.headers ?? {}))
@@ -63,7 +63,7 @@ export async function createCustom(
     await d.batch([
       d.insert(mcpCustomIntegrations).values(row),
       d.insert(workspaceMcpServers).values({ workspaceId, slug: custom.slug, installedAt: now }),
-      outboxInsert(d, event(custom)),
+      auditInBatch(env, event(custom)),
     ]);
   } catch (e) {
     if (isUniqueViolation(e)) throw conflict("integration_exists", `The workspace already has "${custom.slug}"`);
@@ -82,7 +82,7 @@ export async function deleteCustom(
   env: Env,
   workspaceId: string,
   given: string,
-  event: (slug: string) => OutboxEntry,
+  event: (slug: string) => AuditEventInput,
   agentEvent: AgentEventFor,
 ): Promise<void> {
   const slug = given.startsWith(CUSTOM_PREFIX) ? given.slice(CUSTOM_PREFIX.length) : given;
@@ -102,7 +102,7 @@ export async function deleteCustom(
     d
       .delete(mcpCustomIntegrations)
       .where(and(eq(mcpCustomIntegrations.workspaceId, workspaceId), eq(mcpCustomIntegrations.slug, slug))),
-    outboxInsertIf(d, event(full), PREVIOUS_STATEMENT_CHANGED),
+    auditInBatch(env, event(full), { onlyIf: PREVIOUS_STATEMENT_CHANGED }),
     d
       .delete(workspaceMcpServers)
       .where(and(eq(workspaceMcpServers.workspaceId, workspaceId), eq(workspaceMcpServers.slug, full))),

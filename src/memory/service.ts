@@ -1,7 +1,7 @@
 import { and, desc, eq, exists, inArray, not, notInArray, sql } from "drizzle-orm";
 import { findAgentByHandle } from "../agents/service";
+import { type AuditEventInput, auditInBatch, jsonBoolean, PREVIOUS_STATEMENT_CHANGED } from "../audit/events";
 import { memoryFacts, memoryFreezes } from "../db/schema";
-import { jsonBoolean, type OutboxEntry, outboxInsertIf, PREVIOUS_STATEMENT_CHANGED } from "../http/audit";
 import { type Db, db } from "../platform/db";
 import { nowIso } from "../platform/env";
 import { newId } from "../platform/ids";
@@ -56,13 +56,13 @@ export async function listFacts(env: Env, owner: MemoryOwner): Promise<Fact[]> {
 }
 
 /** Deletes one of the user's own facts; anyone else's (or an unknown id) is a 404. */
-export async function deleteFact(env: Env, owner: MemoryOwner, id: string, event: OutboxEntry): Promise<Fact> {
+export async function deleteFact(env: Env, owner: MemoryOwner, id: string, event: AuditEventInput): Promise<Fact> {
   const d = db(env);
   const mine = and(eq(memoryFacts.id, id), ownedBy(memoryFacts, owner));
   const agentSlug = d.select({ s: memoryFacts.agentSlug }).from(memoryFacts).where(mine);
   const [, [row]] = await d.batch([
     // Written first, while the fact (and so its agent) is still there.
-    outboxInsertIf(d, event, exists(agentSlug), { agent_slug: sql`(${agentSlug})` }),
+    auditInBatch(env, event, { onlyIf: exists(agentSlug), detailsFromSql: { agent_slug: sql`(${agentSlug})` } }),
     d.delete(memoryFacts).where(mine).returning(),
   ]);
   if (!row) throw notFound("No such fact");
@@ -79,7 +79,7 @@ export async function rememberFact(
   owner: MemoryOwner,
   agent: AskingAgent,
   content: string,
-  event: (factId: string) => OutboxEntry,
+  event: (factId: string) => AuditEventInput,
 ): Promise<Fact | null> {
   const d = db(env);
   const id = newId();
@@ -92,7 +92,7 @@ export async function rememberFact(
       )
       .returning(),
     // Only when the fact was stored (a freeze stops both).
-    outboxInsertIf(d, event(id), PREVIOUS_STATEMENT_CHANGED),
+    auditInBatch(env, event(id), { onlyIf: PREVIOUS_STATEMENT_CHANGED }),
     d
       .delete(memoryFacts)
       .where(
@@ -207,7 +207,7 @@ export async function freezeAgent(
   owner: MemoryOwner,
   handle: string,
   reason: string | undefined,
-  event: (agent: { id: string; slug: string }) => OutboxEntry,
+  event: (agent: { id: string; slug: string }) => AuditEventInput,
 ): Promise<{ freeze: Freeze; changed: boolean; agentId: string }> {
   const agent = await findAgentByHandle(env, owner.workspaceId, handle);
   if (!agent) throw notFound("No such agent in this workspace");
@@ -215,7 +215,7 @@ export async function freezeAgent(
   const key = and(ownedBy(memoryFreezes, owner), eq(memoryFreezes.agentSlug, agent.slug));
   const frozen = exists(d.select({ one: sql`1` }).from(memoryFreezes).where(key));
   const [, created, [row]] = await d.batch([
-    outboxInsertIf(d, event(agent), sql`1`, { changed: jsonBoolean(not(frozen)) }),
+    auditInBatch(env, event(agent), { detailsFromSql: { changed: jsonBoolean(not(frozen)) } }),
     d
       .insert(memoryFreezes)
       .values({ ...owner, agentSlug: agent.slug, reason: reason || null, createdAt: nowIso() })
@@ -238,7 +238,7 @@ export async function unfreezeAgent(
   env: Env,
   owner: MemoryOwner,
   handle: string,
-  event: (agent: { id: string | null; slug: string }) => OutboxEntry,
+  event: (agent: { id: string | null; slug: string }) => AuditEventInput,
 ): Promise<{ agentSlug: string; changed: boolean; agentId: string | null }> {
   const agent = await findAgentByHandle(env, owner.workspaceId, handle);
   const slugs = [...new Set([handle, ...(agent?.handles ?? [])])];
@@ -250,8 +250,11 @@ export async function unfreezeAgent(
       .where(and(ownedBy(memoryFreezes, owner), inArray(memoryFreezes.agentSlug, slugs)))
       .returning({ agentSlug: memoryFreezes.agentSlug }),
     // No event for the 404 below: an unknown slug with nothing stored.
-    outboxInsertIf(d, event({ id: agent?.id ?? null, slug: agent?.slug ?? handle }), agent ? sql`1` : removed, {
-      changed: jsonBoolean(removed),
+    auditInBatch(env, event({ id: agent?.id ?? null, slug: agent?.slug ?? handle }), {
+      onlyIf: agent ? sql`1` : removed,
+      detailsFromSql: {
+        changed: jsonBoolean(removed),
+      },
     }),
   ]);
   if (!agent && deleted.length === 0) throw notFound("No such agent in this workspace");

@@ -1,7 +1,6 @@
 import { type ToolSet, tool } from "ai";
 import { z } from "zod";
 import { agentHandlesOf } from "../agents/service";
-import { outboxEntry } from "../http/audit";
 import type { ToolProvider } from "../platform/turn-tools";
 import { FACT_MAX_LENGTH } from "./schemas";
 import { type AskingAgent, factsForAgent, isFrozen, type MemoryOwner, rankFacts, rememberFact } from "./service";

@@ -1,7 +1,7 @@
-import { auditAlone } from "../audit/events";
 import { OpenAPIHono } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import { getCookie } from "hono/cookie";
+import { auditAlone } from "../audit/events";
 import { resolveSession, SESSION_COOKIE } from "../auth/resolve";
 import { grantableFor, isScope, roleCeiling } from "../auth/scopes";
 import { callerEvent } from "../http/audit";
@@ -228,7 +228,10 @@ authorizeRouter.post("/v1/oauth/consent", limitBody(), async (c) => {
     details: { client_id: req.client.clientId, client_name: req.client.name, scopes: req.scopes },
   };
   if (decision === "deny") {
-    await auditAlone(c.env, callerEvent(c, { kind: "oauth.consent.deny", outcome: "denied", intent: "deny", ...event }));
+    await auditAlone(
+      c.env,
+      callerEvent(c, { kind: "oauth.consent.deny", outcome: "denied", intent: "deny", ...event }),
+    );
     return c.redirect(
       authorizationRedirect(req.redirectUri, issuer, {
         error: "access_denied",

@@ -6,10 +6,10 @@ import { hmac } from "@noble/hashes/hmac.js";
 import { sha256 } from "@noble/hashes/sha2.js";
 import { utf8ToBytes } from "@noble/hashes/utils.js";
 import { and, eq } from "drizzle-orm";
+import { type AuditEventInput, auditInBatch } from "../audit/events";
 import { canonicalResource } from "../auth/resources";
 import { isGrantable } from "../auth/scopes";
 import { oauthConsents } from "../db/schema";
-import { type OutboxEntry, outboxInsert } from "../http/audit";
 import { timingSafeEqual } from "../platform/crypto";
 import { db, parseJsonArray } from "../platform/db";
 import { nowIso } from "../platform/env";
@@ -173,7 +173,7 @@ export async function consentCovers(
 export async function recordConsent(
   env: Env,
   p: { workspaceId: string; userId: string; clientId: string; scopes: readonly string[] },
-  event: OutboxEntry,
+  event: AuditEventInput,
 ): Promise<void> {
   const d = db(env);
   const existing = await d
@@ -196,7 +196,7 @@ export async function recordConsent(
         updatedAt: now,
       })
       .onConflictDoUpdate({ target: [oauthConsents.userId, oauthConsents.clientId], set: { scopes, updatedAt: now } }),
-    outboxInsert(d, event),
+    auditInBatch(env, event),
   ]);
 }
 

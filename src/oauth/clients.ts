@@ -1,15 +1,9 @@
 import { and, eq, isNull, sql } from "drizzle-orm";
+import { type AuditEventInput, auditInBatch, PREVIOUS_STATEMENT_CHANGED } from "../audit/events";
 import { oauthClients } from "../db/schema";
-import {
-  type OutboxEntry,
-  outboxInsertIf,
-  outboxStatement,
-  outboxStatementFrom,
-  PREVIOUS_STATEMENT_CHANGED,
-} from "../http/audit";
 import { OAuthError } from "../http/errors";
 import { hashToken, timingSafeEqual } from "../platform/crypto";
-import { db, parseJsonArray, preparedFor } from "../platform/db";
+import { d1Statement, db, parseJsonArray, preparedFor } from "../platform/db";
 import { nowIso } from "../platform/env";
 import { newId, randomToken } from "../platform/ids";
 import type { AuthMethod, ClientInfo, RegisterRequest, UpdateClientRequest } from "./schemas";
@@ -72,7 +66,7 @@ export async function registerClient(
   owner: { workspaceId: string; userId: string },
   req: RegisterRequest,
   base: string,
-  event: (info: ClientInfo) => OutboxEntry,
+  event: (info: ClientInfo) => AuditEventInput,
 ): Promise<{ info: ClientInfo; row: ClientRow }> {
   const confidential = req.token_endpoint_auth_method !== "none";
   const secret = confidential ? randomToken(CLIENT_SECRET_PREFIX) : null;
@@ -121,7 +115,7 @@ export async function registerClient(
       MAX_ACTIVE_CLIENTS,
     ),
     // Written only when the client was (the cap held).
-    outboxStatement(env, event(toClientInfo(row, base)), "changes() > 0"),
+    d1Statement(env, auditInBatch(env, event(toClientInfo(row, base)), { onlyIf: PREVIOUS_STATEMENT_CHANGED })),
   ]);
   if (!result?.meta.changes) {
     throw new OAuthError(
@@ -151,7 +145,7 @@ export async function updateClient(
   env: Env,
   client: ClientRow,
   req: UpdateClientRequest,
-  event: (updated: ClientRow) => OutboxEntry,
+  event: (updated: ClientRow) => AuditEventInput,
 ): Promise<ClientRow> {
   const immutable = (field: string) => new OAuthError(400, "invalid_client_metadata", `${field} cannot be changed`);
   if (req.client_id !== undefined && req.client_id !== client.clientId) throw immutable("client_id");
@@ -187,7 +181,7 @@ export async function updateClient(
         updatedAt: updated.updatedAt,
       })
       .where(and(eq(oauthClients.clientId, client.clientId), isNull(oauthClients.disabledAt))),
-    outboxInsertIf(d, event(updated), PREVIOUS_STATEMENT_CHANGED),
+    auditInBatch(env, event(updated), { onlyIf: PREVIOUS_STATEMENT_CHANGED }),
   ]);
   return updated;
 }
@@ -202,7 +196,7 @@ export async function updateClient(
 export async function disableClient(
   env: Env,
   client: ClientRow,
-  events: { deleted: OutboxEntry; revoked: OutboxEntry },
+  events: { deleted: AuditEventInput; revoked: AuditEventInput },
 ): Promise<Map<string, { count: number; userIds: string[] }>> {
   const now = nowIso();
   const liveGrants = "FROM oauth_grants g WHERE g.client_id = ?4 AND g.revoked_at IS NULL";

@@ -1,6 +1,5 @@
 import type { Context } from "hono";
 import { canonicalResource } from "../auth/resources";
-import { deliverAfterResponse } from "../http/audit";
 import type { AppEnv } from "../http/context";
 import { NO_STORE } from "../http/errors";
 import { rateLimit } from "../http/rate-limit";

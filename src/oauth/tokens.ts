@@ -8,17 +8,11 @@
 import { sha256 } from "@noble/hashes/sha2.js";
 import { utf8ToBytes } from "@noble/hashes/utils.js";
 import { eq, sql } from "drizzle-orm";
-import {
-  deliverAudit,
-  type OutboxEntry,
-  outboxEntry,
-  outboxStatement,
-  outboxStatementFrom,
-} from "../../durable-objects/audit-log/record";
+import { type AuditEventInput, auditInBatch } from "../audit/events";
 import { effectiveScopes, grantableFor, type Role } from "../auth/scopes";
 import { oauthClients, oauthCodes, oauthGrants, oauthTokens, users } from "../db/schema";
 import { hashToken, timingSafeEqual } from "../platform/crypto";
-import { db, parseJsonArray, preparedFor } from "../platform/db";
+import { d1Statement, db, parseJsonArray, preparedFor } from "../platform/db";
 import { nowIso } from "../platform/env";
 import { base64url, newId, randomToken } from "../platform/ids";
 import { invalidGrant, invalidTarget } from "./errors";
@@ -283,7 +277,7 @@ export async function exchangeCode(
       clientId: code.clientId,
     };
     if (code.grantId) await revokeGrant(env, code.grantId, "code_reuse", { entry: reuseEvent(clientId, "code") });
-    else await outboxStatement(env, reuseEvent(clientId, "code", ref.workspaceId, ref.userId)).run();
+    else await d1Statement(env, auditInBatch(env, reuseEvent(clientId, "code", ref.workspaceId, ref.userId))).run();
     await deliverAudit(env, ref.workspaceId);
     throw invalidGrant("The authorization code was already used; the tokens issued from it are revoked");
   }
@@ -439,7 +433,7 @@ export async function revokeGrant(
   env: Env,
   grantId: string,
   reason: RevokeReason,
-  event: { entry: OutboxEntry; onlyIfRevoked?: boolean },
+  event: { entry: AuditEventInput; onlyIfRevoked?: boolean },
 ): Promise<GrantRef | null> {
   const now = nowIso();
   const revoked = "changes() > 0"; // right after the grant's UPDATE

@@ -1,8 +1,7 @@
 import { and, eq, isNotNull, isNull, lt, or, sql } from "drizzle-orm";
 import { z } from "zod";
-import { deliverAudit } from "../../durable-objects/audit-log/record";
+import { type AuditEventInput, auditInBatch, PREVIOUS_STATEMENT_CHANGED } from "../audit/events";
 import { businessProfiles } from "../db/schema";
-import { type OutboxEntry, outboxEntry, outboxInsert, outboxInsertIf, PREVIOUS_STATEMENT_CHANGED } from "../http/audit";
 import { languageModel } from "../llm/model";
 import { db } from "../platform/db";
 import { nowIso } from "../platform/env";
@@ -130,7 +129,7 @@ export async function updateProfile(
   env: Env,
   workspaceId: string,
   body: BusinessProfileUpdate,
-  event: (change: { set: string[]; cleared: string[]; domainChanged: boolean }) => OutboxEntry,
+  event: (change: { set: string[]; cleared: string[]; domainChanged: boolean }) => AuditEventInput,
 ): Promise<UpdateOutcome> {
   const domain = body.domain === undefined || body.domain === null ? body.domain : normalizeDomain(env, body.domain);
   const patch = overridePatch(body);
@@ -170,7 +169,7 @@ export async function updateProfile(
           updatedAt: now,
         },
       }),
-    outboxInsert(d, event(change)),
+    auditInBatch(env, event(change)),
   ]);
 
   if (crawlId && domain) await enqueueCrawl(env, { workspace_id: workspaceId, domain, crawl_id: crawlId });
@@ -254,7 +253,7 @@ export async function runCrawl(env: Env, message: CrawlMessage, options: CrawlOp
       .where(current())
       .returning({ id: businessProfiles.workspaceId }),
     // A stale crawl (the profile moved on meanwhile) writes nothing, its event neither.
-    outboxInsertIf(d, event, PREVIOUS_STATEMENT_CHANGED),
+    auditInBatch(env, event, { onlyIf: PREVIOUS_STATEMENT_CHANGED }),
   ]);
   if (!updated) return "stale";
   await deliverAudit(env, message.workspace_id);

@@ -1,6 +1,6 @@
-import { auditInBatch } from "../audit/events";
 import { type Context, Hono } from "hono";
 import { z } from "zod";
+import { auditInBatch } from "../audit/events";
 import type { Caller } from "../auth/caller";
 import { GRANTABLE_SCOPES, roleCeiling } from "../auth/scopes";
 import { callerEvent } from "../http/audit";

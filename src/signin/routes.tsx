@@ -1,7 +1,7 @@
-import { auditAlone, auditInBatch } from "../audit/events";
 import { Hono } from "hono";
 import { deleteCookie, getCookie, setCookie } from "hono/cookie";
 import { z } from "zod";
+import { auditAlone, auditInBatch, PREVIOUS_STATEMENT_CHANGED } from "../audit/events";
 import { SESSION_COOKIE } from "../auth/resolve";
 import { callerEvent } from "../http/audit";
 import type { AppEnv } from "../http/context";
@@ -46,27 +46,33 @@ signinRouter.post("/v1/signin", limitBody(), rateLimit("SIGNIN_LIMITER"), async 
     return render(403, "Your sign-in form expired. Please try again.", form.data.email);
 
   const outcome = await signIn(c.env, form.data.email, form.data.password, (s) =>
-    auditInBatch(c.env, callerEvent(c, {
-      kind: "session.signin",
-      workspaceId: s.workspaceId,
-      actor: { kind: "user", id: s.userId },
-      target: `session:${s.sessionId}`,
-      subjectUserId: s.userId,
-      details: { email: form.data.email },
-    })),
+    auditInBatch(
+      c.env,
+      callerEvent(c, {
+        kind: "session.signin",
+        workspaceId: s.workspaceId,
+        actor: { kind: "user", id: s.userId },
+        target: `session:${s.sessionId}`,
+        subjectUserId: s.userId,
+        details: { email: form.data.email },
+      }),
+    ),
   );
   if (!outcome.ok) {
     // Known accounts get the failure in their workspace's log; unknown emails have no workspace.
     if (outcome.workspaceId && outcome.userId) {
-      await auditAlone(c.env, callerEvent(c, {
-        kind: "session.signin",
-        outcome: "denied",
-        workspaceId: outcome.workspaceId,
-        actor: { kind: "user", id: null },
-        target: `user:${outcome.userId}`,
-        subjectUserId: outcome.userId,
-        details: { email: form.data.email, reason: "bad_credentials" },
-      }));
+      await auditAlone(
+        c.env,
+        callerEvent(c, {
+          kind: "session.signin",
+          outcome: "denied",
+          workspaceId: outcome.workspaceId,
+          actor: { kind: "user", id: null },
+          target: `user:${outcome.userId}`,
+          subjectUserId: outcome.userId,
+          details: { email: form.data.email, reason: "bad_credentials" },
+        }),
+      );
     }
     return render(401, WRONG_CREDENTIALS, form.data.email);
   }
@@ -86,8 +92,8 @@ signinRouter.post("/v1/signout", limitBody(), async (c) => {
   const cookie = getCookie(c, SESSION_COOKIE);
   if (cookie)
     await signOut(c.env, cookie, (session) =>
-      outboxInsertIf(
-        db(c.env),
+      auditInBatch(
+        env,
         callerEvent(c, {
           kind: "session.signout",
           workspaceId: session.workspaceId,
@@ -95,7 +101,7 @@ signinRouter.post("/v1/signout", limitBody(), async (c) => {
           target: `session:${session.id}`,
           subjectUserId: session.userId,
         }),
-        PREVIOUS_STATEMENT_CHANGED,
+        { onlyIf: PREVIOUS_STATEMENT_CHANGED },
       ),
     );
   deleteCookie(c, SESSION_COOKIE, { path: "/", secure: true });

@@ -1,7 +1,7 @@
-import { auditAlone } from "../audit/events";
 import { z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import { html } from "hono/html";
+import { auditAlone } from "../audit/events";
 import { callerEvent } from "../http/audit";
 import type { AppEnv } from "../http/context";
 import { apiRoute, createRouter, jsonBody, jsonResponse, MiB } from "../http/route";
@@ -159,22 +159,28 @@ teamchatRouter.openapi(
       message,
     ).catch(async (e: unknown) => {
       if (e instanceof ApiError && e.code === "bot_not_in_channel")
-        await auditAlone(c.env, callerEvent(c, {
-          kind: "teamchat.deliver",
-          outcome: "error",
-          target: `artifact:${id}`,
-          intent: "deliver",
-          details: { channel_id, slack_error: e.code },
-        }));
+        await auditAlone(
+          c.env,
+          callerEvent(c, {
+            kind: "teamchat.deliver",
+            outcome: "error",
+            target: `artifact:${id}`,
+            intent: "deliver",
+            details: { channel_id, slack_error: e.code },
+          }),
+        );
       throw e;
     });
-    await auditAlone(c.env, callerEvent(c, {
-      kind: "teamchat.deliver",
-      target: `artifact:${id}`,
-      intent: "deliver",
-      conversationId: delivery.conversationId,
-      details: { channel_id: delivery.channelId, file_id: delivery.fileId, size: delivery.size },
-    }));
+    await auditAlone(
+      c.env,
+      callerEvent(c, {
+        kind: "teamchat.deliver",
+        target: `artifact:${id}`,
+        intent: "deliver",
+        conversationId: delivery.conversationId,
+        details: { channel_id: delivery.channelId, file_id: delivery.fileId, size: delivery.size },
+      }),
+    );
     return c.json({ delivered: true as const, channel_id: delivery.channelId, file_id: delivery.fileId }, 200);
   },
 );

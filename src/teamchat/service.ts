@@ -1,14 +1,8 @@
 import { and, eq, lt } from "drizzle-orm";
 import { findVisibleArtifact } from "../artifacts/service";
 import { artifactKey } from "../artifacts/store";
+import { type AuditEventInput, auditInBatch, PREVIOUS_STATEMENT_CHANGED } from "../audit/events";
 import { agents, conversations, slackInstalls, slackStateUses, users } from "../db/schema";
-import {
-  type OutboxEntry,
-  outboxInsert,
-  outboxInsertIf,
-  outboxStatementFrom,
-  PREVIOUS_STATEMENT_CHANGED,
-} from "../http/audit";
 import { db } from "../platform/db";
 import { nowIso } from "../platform/env";
 import { ApiError, badRequest, notFound } from "../platform/problem";
@@ -94,7 +88,7 @@ export async function completeInstall(
   origin: string,
   state: InstallState,
   code: string,
-  event: (install: { teamId: string; botUserId: string | null; scopes: string; reinstall: boolean }) => OutboxEntry,
+  event: (install: { teamId: string; botUserId: string | null; scopes: string; reinstall: boolean }) => AuditEventInput,
 ): Promise<{ install: Install; reinstall: boolean }> {
   const config = slackConfig(env);
   const access = await slackCall<OAuthAccess>(env, "oauth.v2.access", {
@@ -131,7 +125,7 @@ export async function completeInstall(
       .values({ workspaceId: state.workspaceId, ...values })
       .onConflictDoUpdate({ target: slackInstalls.workspaceId, set: values })
       .returning(),
-    outboxInsert(d, event({ ...values, reinstall: !!previous })),
+    auditInBatch(env, event({ ...values, reinstall: !!previous })),
   ]);
   return { install: install!, reinstall: !!previous };
 }
@@ -146,7 +140,7 @@ const liveToken = async (env: Env, install: Install | null): Promise<string | nu
 };
 
 /** Marks an install not live and forgets its token (ours or Slack's uninstall). Answers whether it was live. */
-export async function retireInstall(env: Env, workspaceId: string, event?: OutboxEntry): Promise<boolean> {
+export async function retireInstall(env: Env, workspaceId: string, event?: AuditEventInput): Promise<boolean> {
   const d = db(env);
   const [rows] = await d.batch([
     d
@@ -154,7 +148,7 @@ export async function retireInstall(env: Env, workspaceId: string, event?: Outbo
       .set({ live: false, botTokenSealed: null, updatedAt: nowIso() })
       .where(and(eq(slackInstalls.workspaceId, workspaceId), eq(slackInstalls.live, true)))
       .returning({ workspaceId: slackInstalls.workspaceId }),
-    ...(event ? [outboxInsertIf(d, event, PREVIOUS_STATEMENT_CHANGED)] : []),
+    ...(event ? [auditInBatch(env, event, { onlyIf: PREVIOUS_STATEMENT_CHANGED })] : []),
   ]);
   return rows.length > 0;
 }
@@ -163,7 +157,7 @@ export async function retireInstall(env: Env, workspaceId: string, event?: Outbo
 export async function uninstall(
   env: Env,
   workspaceId: string,
-  event: (done: { teamId: string; revoked: boolean }) => OutboxEntry,
+  event: (done: { teamId: string; revoked: boolean }) => AuditEventInput,
 ): Promise<{ teamId: string; revoked: boolean; changed: boolean } | null> {
   const install = await findInstall(env, workspaceId);
   if (!install) return null;
@@ -182,7 +176,7 @@ export async function uninstall(
  * Slack told us (webhook) the app left a team: every install of that team stops being live,
  * each workspace's `event` (its workspace filled in SQL) written in the same batch.
  */
-export async function retireTeam(env: Env, teamId: string, event: OutboxEntry): Promise<string[]> {
+export async function retireTeam(env: Env, teamId: string, event: AuditEventInput): Promise<string[]> {
   const [, retired] = await env.DB.batch<{ workspace_id: string }>([
     outboxStatementFrom(
       env,

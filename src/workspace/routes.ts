@@ -34,12 +34,15 @@ workspaceRouter.openapi(
   }),
   async (c) => {
     const result = await renameWorkspace(c.env, c.var.caller.workspace.id, c.req.valid("json").slug, (r) =>
-      auditInBatch(c.env, callerEvent(c, {
-        kind: "workspace.slug",
-        target: `workspace:${c.var.caller.workspace.id}`,
-        intent: "rename",
-        details: { ...r },
-      })),
+      auditInBatch(
+        c.env,
+        callerEvent(c, {
+          kind: "workspace.slug",
+          target: `workspace:${c.var.caller.workspace.id}`,
+          intent: "rename",
+          details: { ...r },
+        }),
+      ),
     );
     return c.json(result, 200);
   },
