@@ -10,12 +10,13 @@ import { artifactKey, createArtifact } from "../src/artifacts/store";
 import { newId } from "../src/platform/ids";
 import type { TurnScope } from "../src/platform/turn-tools";
 import { CONFIGURED_MODELS, type ModelSource, skillStatus } from "../src/skills/availability";
-import { htmlMainText } from "../src/skills/extract";
+import { htmlMainText, TEXT_LIMIT } from "../src/skills/extract";
 import { RESEARCH_STEPS } from "../src/skills/research";
 import { skillToolProvider } from "../src/skills/tools";
 import { fromB64, IMAGES } from "./support/agents";
 import { call, parse } from "./support/api";
 import { callWith } from "./support/app";
+import { makeDocx, makeXlsx } from "./support/office";
 import { makePdf } from "./support/pdf";
 import { signupWorkspace } from "./support/seed";
 
@@ -376,6 +377,9 @@ const createdEvent = (workspaceId: string) => (row: { id: string }) =>
     target: `artifact:${row.id}`,
   });
 
+const DOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document";
+const XLSX = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet";
+
 describe("read_document", () => {
   const conversationId = newId();
   const ids: Record<string, string> = {};
@@ -404,6 +408,50 @@ describe("read_document", () => {
     ids.emptyPdf = await put("scan.pdf", "application/pdf", makePdf([[]]));
     ids.brokenPdf = await put("broken.pdf", "application/pdf", "%PDF-1.4 this is not really a pdf");
     ids.png = await put("photo.png", "image/png", fromB64(IMAGES.png));
+    ids.docx = await put(
+      "minutes.docx",
+      DOCX,
+      makeDocx([
+        "Board minutes",
+        "Present:\tAda & Grace <chairs>",
+        {
+          table: [
+            ["Item", "Owner"],
+            ["Budget, 2027", "Ada"],
+          ],
+        },
+        "Next meeting on Friday.",
+      ]),
+    );
+    ids.octetDocx = await put("letter.docx", "application/octet-stream", makeDocx(["Dear customer,"]));
+    ids.xlsx = await put(
+      "sales.xlsx",
+      XLSX,
+      makeXlsx([
+        {
+          name: "Q3 & Q4",
+          rows: [
+            ["region", "amount", "paid", "note"],
+            ["north", 10.5, true, 'inline:says "hi", twice'],
+            ["south", null, false, "Rich|text"],
+          ],
+        },
+        { name: "Empty", rows: [] },
+      ]),
+    );
+    ids.bigXlsx = await put(
+      "big.xlsx",
+      XLSX,
+      makeXlsx([{ name: "Rows", rows: Array.from({ length: 5000 }, (_, i) => [`row ${i}`, i, "x".repeat(20)]) }]),
+    );
+    ids.notZip = await put("fake.docx", DOCX, "PK this is not a zip");
+    ids.wrongZip = await put("sheet.xlsx", XLSX, makeDocx(["a Word document named .xlsx"]));
+    // 17 MiB of spaces unpacked: the part is refused by its declared size, never inflated.
+    ids.bomb = await put(
+      "bomb.docx",
+      DOCX,
+      makeDocx([], `<w:document><w:body>${" ".repeat(17 * 1024 * 1024)}</w:body></w:document>`),
+    );
     ids.elsewhere = await put("other.txt", "text/plain", "another conversation", newId());
     ids.foreign = (
       await createArtifact(
@@ -425,7 +473,7 @@ describe("read_document", () => {
   const reader = async (conv: string | null = conversationId) =>
     (await toolsFor(scopeFor(["document-reader"], {}, conv))).tools;
   const read = async (key: string) =>
-    run<{ content: string; name: string; content_type: string; truncated: boolean; pages?: number }>(
+    run<{ content: string; name: string; content_type: string; truncated: boolean; pages?: number; sheets?: number }>(
       await reader(),
       "read_document",
       { artifact_id: ids[key] },
@@ -458,10 +506,49 @@ describe("read_document", () => {
     expect(pdf.content).toMatch(/--- Page 2 ---\nSecond page: outlook/);
   });
 
+  // The catalogue promises it: "Reads text, CSV, HTML, PDF, Word (.docx) and Excel (.xlsx) files
+  // shared in a conversation."
+  it("reads a Word .docx: paragraphs as lines, tabs kept, table cells by tabs and rows by lines", async () => {
+    const docx = await read("docx");
+    expect(docx).toMatchObject({ name: "minutes.docx", content_type: DOCX, truncated: false });
+    expect(docx.content).toBe(
+      "Board minutes\nPresent:\tAda & Grace <chairs>\nItem\tOwner\nBudget, 2027\tAda\nNext meeting on Friday.",
+    );
+    expect((await read("octetDocx")).content).toBe("Dear customer,");
+  });
+
+  it("reads an Excel .xlsx: each sheet as CSV, shared and inline strings, numbers and booleans, gaps kept", async () => {
+    const xlsx = await read("xlsx");
+    expect(xlsx).toMatchObject({ name: "sales.xlsx", content_type: XLSX, truncated: false, sheets: 2 });
+    expect(xlsx.content).toBe(
+      [
+        "--- Sheet: Q3 & Q4 ---",
+        "region,amount,paid,note",
+        'north,10.5,TRUE,"says ""hi"", twice"',
+        "south,,FALSE,Richtext",
+        "",
+        "--- Sheet: Empty ---",
+      ].join("\n"),
+    );
+    const big = await read("bigXlsx");
+    expect(big.truncated).toBe(true);
+    expect(big.content.length).toBe(TEXT_LIMIT);
+    expect(big.content).toMatch(/^--- Sheet: Rows ---\nrow 0,0,x{20}\nrow 1,1,/);
+  });
+
   it("fails clearly for unsupported, unreadable or textless files", async () => {
     const tools = await reader();
     expect(await fails(tools, "read_document", { artifact_id: ids.png })).toMatch(
-      /reads text, Markdown, CSV, JSON, HTML and PDF files; photo\.png is image\/png/,
+      /reads text, Markdown, CSV, JSON, HTML, PDF, Word \(\.docx\) and Excel \(\.xlsx\) files; photo\.png is image\/png/,
+    );
+    expect(await fails(tools, "read_document", { artifact_id: ids.notZip })).toBe(
+      "The file is not a readable Word (.docx) document",
+    );
+    expect(await fails(tools, "read_document", { artifact_id: ids.wrongZip })).toBe(
+      "The file is not a readable Excel (.xlsx) workbook",
+    );
+    expect(await fails(tools, "read_document", { artifact_id: ids.bomb })).toBe(
+      "The document's text (word/document.xml) is larger than the 16 MiB that can be read",
     );
     expect(await fails(tools, "read_document", { artifact_id: ids.brokenPdf })).toBe("The file is not a readable PDF");
     expect(await fails(tools, "read_document", { artifact_id: ids.emptyPdf })).toMatch(/no text layer/);
@@ -661,7 +748,12 @@ describe("GET /v1/api/skills: availability", () => {
   it("marks skills whose configuration is missing as unavailable, with the reason", async () => {
     const bare = await catalogue(null);
     expect(bare["web-reader"]).toMatchObject({ available: true, unavailable_reason: null });
-    expect(bare["document-reader"]).toMatchObject({ available: true, unavailable_reason: null });
+    expect(bare["document-reader"]).toMatchObject({
+      available: true,
+      unavailable_reason: null,
+      // What read_document reads, no more (it reads no legacy .doc or .xls).
+      description: "Reads text, CSV, HTML, PDF, Word (.docx) and Excel (.xlsx) files shared in a conversation.",
+    });
     expect(bare["web-search"]).toMatchObject({
       available: false,
       unavailable_reason: "No web-search provider is configured (SEARCH_API_URL and SEARCH_API_KEY).",

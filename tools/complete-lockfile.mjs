@@ -5,6 +5,14 @@
 //   node tools/complete-lockfile.mjs
 import { readFileSync, writeFileSync } from "node:fs";
 
+if (process.argv.includes("--help") || process.argv.includes("-h")) {
+  console.log(`usage: node tools/complete-lockfile.mjs
+
+Adds to package-lock.json the optional platform builds of workerd and Biome that the npm
+registry of this workplace lacks, so that \`npm ci\` accepts the lockfile. Run after \`npm install\`.`);
+  process.exit(0);
+}
+
 const BIOME = "MIT OR Apache-2.0";
 const PLATFORMS = {
   "@cloudflare/workerd-darwin-64": { os: ["darwin"], cpu: ["x64"] },

@@ -8,6 +8,14 @@
 import { copyFileSync, mkdirSync, statSync } from "node:fs";
 import path from "node:path";
 
+if (process.argv.includes("--help") || process.argv.includes("-h")) {
+  console.log(`usage: node tools/docs-assets.mjs
+
+Copies the API reference's script from node_modules/@scalar/api-reference into
+public/v1/docs/scalar/ (wrangler runs it before dev and deploy).`);
+  process.exit(0);
+}
+
 const ROOT = path.resolve(import.meta.dirname, "..");
 // The package exports no subpath for its browser build, so it is read from where npm installs it.
 const source = path.join(ROOT, "node_modules/@scalar/api-reference/dist/browser/standalone.js");

@@ -4,12 +4,15 @@ import { artifacts } from "../db/schema";
 import { db } from "../platform/db";
 import { clip, htmlMainText } from "./extract";
 
-/** Biggest PDF parsed in the Worker's memory. */
-export const MAX_PDF_BYTES = 10 * 1024 * 1024;
+/** Biggest PDF, Word or Excel file opened in memory. */
+export const MAX_PARSED_BYTES = 10 * 1024 * 1024;
 /** Most bytes of a text file decoded (its start, when larger). */
 export const MAX_TEXT_BYTES = 2 * 1024 * 1024;
 
-export type DocumentKind = "text" | "html" | "pdf";
+export type DocumentKind = "text" | "html" | "pdf" | "docx" | "xlsx";
+
+/** What read_document reads, for the tool's error when a file is none of these. */
+export const READABLE = "text, Markdown, CSV, JSON, HTML, PDF, Word (.docx) and Excel (.xlsx) files";
 
 export type DocumentReading = {
   artifact_id: string;
@@ -18,6 +21,7 @@ export type DocumentReading = {
   content: string;
   truncated: boolean;
   pages?: number;
+  sheets?: number;
 };
 
 const BY_EXTENSION: Record<string, DocumentKind> = {
@@ -30,17 +34,27 @@ const BY_EXTENSION: Record<string, DocumentKind> = {
   html: "html",
   htm: "html",
   pdf: "pdf",
+  docx: "docx",
+  xlsx: "xlsx",
+};
+
+const OFFICE_TYPES: Record<string, DocumentKind> = {
+  "application/vnd.openxmlformats-officedocument.wordprocessingml.document": "docx",
+  "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet": "xlsx",
 };
 
 /** What a file is, by its content type, else by its name; null for what this tool does not read. */
 export function documentKind(contentType: string, name: string): DocumentKind | null {
   const type = contentType.toLowerCase().split(";")[0]!.trim();
+  const byExtension = BY_EXTENSION[name.toLowerCase().split(".").pop() ?? ""] ?? null;
   if (type === "application/pdf") return "pdf";
+  if (OFFICE_TYPES[type]) return OFFICE_TYPES[type];
   if (type === "text/html" || type === "application/xhtml+xml") return "html";
   if (type.startsWith("text/") || type === "application/json" || type.endsWith("+json")) return "text";
-  if (type === "application/octet-stream" || type === "") {
-    const ext = name.toLowerCase().split(".").pop() ?? "";
-    return BY_EXTENSION[ext] ?? null;
+  if (type === "application/octet-stream" || type === "") return byExtension;
+  // Some clients label a .docx or .xlsx by its container.
+  if (type === "application/zip" || type === "application/x-zip-compressed") {
+    return byExtension === "docx" || byExtension === "xlsx" ? byExtension : null;
   }
   return null;
 }
@@ -74,7 +88,8 @@ async function readStart(body: ReadableStream<Uint8Array>, max: number): Promise
 
 /**
  * Reads an artifact of the conversation (in the caller's workspace) as text: text, Markdown,
- * CSV and JSON as they are, HTML by its main text, PDF by its pages' text.
+ * CSV and JSON as they are, HTML by its main text, PDF by its pages' text, Word by its
+ * paragraphs and tables, Excel by each sheet as CSV.
  */
 export async function readDocument(
   env: Env,
@@ -96,12 +111,11 @@ export async function readDocument(
   if (!row) throw missing;
   const kind = documentKind(row.contentType, row.name);
   if (!kind) {
-    throw new Error(
-      `read_document reads text, Markdown, CSV, JSON, HTML and PDF files; ${row.name} is ${row.contentType}`,
-    );
+    throw new Error(`read_document reads ${READABLE}; ${row.name} is ${row.contentType}`);
   }
-  if (kind === "pdf" && row.size > MAX_PDF_BYTES) {
-    throw new Error(`${row.name} is larger than the ${MAX_PDF_BYTES / 1024 / 1024} MiB a PDF may have to be read`);
+  if ((kind === "pdf" || kind === "docx" || kind === "xlsx") && row.size > MAX_PARSED_BYTES) {
+    const what = kind === "pdf" ? "a PDF" : kind === "docx" ? "a Word document" : "an Excel workbook";
+    throw new Error(`${row.name} is larger than the ${MAX_PARSED_BYTES / 1024 / 1024} MiB ${what} may have to be read`);
   }
   const object = await env.FILES.get(artifactKey(row.workspaceId, row.id));
   if (!object) throw new Error(`The bytes of ${row.name} are missing`);
@@ -114,6 +128,13 @@ export async function readDocument(
     }
     const clipped = clip(text);
     return { ...base, content: clipped.text, truncated: clipped.truncated, pages };
+  }
+  if (kind === "docx" || kind === "xlsx") {
+    // Loaded on first use: the zip reader stays out of the Worker's start-up.
+    const { officeText } = await import("./office");
+    const read = officeText(new Uint8Array(await object.arrayBuffer()), kind);
+    if (!read.text) throw new Error(`${row.name} has no text to read`);
+    return { ...base, content: read.text, truncated: read.truncated, ...(read.sheets ? { sheets: read.sheets } : {}) };
   }
   const { bytes, cut } = await readStart(object.body, MAX_TEXT_BYTES);
   const decoded = new TextDecoder().decode(bytes);

@@ -43,11 +43,11 @@ export const SKILL_TOOLS: Readonly<Record<string, SkillTools>> = {
   },
   "document-reader": {
     instructions:
-      "Use read_document to read a file shared in this conversation (text, Markdown, CSV, JSON, HTML or PDF) by its artifact id.",
+      "Use read_document to read a file shared in this conversation (text, Markdown, CSV, JSON, HTML, PDF, Word .docx or Excel .xlsx) by its artifact id.",
     tools: (scope) => ({
       read_document: tool({
         description:
-          "Read the text of a file of this conversation by its artifact id: text, Markdown, CSV, JSON, HTML (main text) or PDF (text of each page).",
+          "Read the text of a file of this conversation by its artifact id: text, Markdown, CSV, JSON, HTML (main text), PDF (text of each page), Word .docx (paragraphs, tables by tabs) or Excel .xlsx (each sheet as CSV).",
         inputSchema: z.object({ artifact_id: z.string().min(1).max(100).describe("The artifact's id") }),
         execute: async ({ artifact_id }) => readDocument(scope.env, scope, artifact_id),
       }),

@@ -55,3 +55,29 @@ describe("npm run bridge: where the token comes from", () => {
     expect(output).toMatch(/usage: SVC_PAT=svc_pat_\.\.\. npm run bridge/);
   });
 });
+
+describe("npm run bridge: --help", () => {
+  it("answers --help and -h with the usage on stdout, exit 0, before looking for a token", () => {
+    for (const flag of ["--help", "-h"]) {
+      const res = spawnSync(process.execPath, ["tools/browser-bridge/bridge.mjs", flag], {
+        cwd: ROOT,
+        env: { PATH: process.env.PATH ?? "" },
+        encoding: "utf8",
+        timeout: 30_000,
+      });
+      expect(res.status).toBe(0);
+      expect(res.stdout).toMatch(/^usage: SVC_PAT=svc_pat_\.\.\. npm run bridge/);
+      expect(res.stdout).toContain("--token-file");
+      expect(res.stderr).toBe("");
+    }
+  });
+
+  it("refuses an unknown option or a stray argument with the usage (exit 2), never repeating the argument", () => {
+    for (const args of [["--bogus"], [SECRET]]) {
+      const { status, output } = runBridge(args, { SVC_PAT: SECRET });
+      expect(status).toBe(2);
+      expect(output).toContain("usage: SVC_PAT=");
+      expect(output).not.toContain(SECRET);
+    }
+  });
+});

@@ -94,3 +94,31 @@ describe("tools/connector/enroll.mjs", () => {
     expect(again.stderr).toContain("403");
   }, 60_000);
 });
+
+describe("tools/connector/enroll.mjs --help", () => {
+  const enroll = (args: string[]) =>
+    spawnSync(process.execPath, ["tools/connector/enroll.mjs", ...args], {
+      cwd: ROOT,
+      env: { PATH: process.env.PATH ?? "" },
+      encoding: "utf8",
+    });
+
+  it("answers --help and -h with the usage on stdout, exit 0, and makes no key or request", () => {
+    for (const flag of ["--help", "-h"]) {
+      const run = enroll([flag]);
+      expect(run.status).toBe(0);
+      expect(run.stdout).toMatch(/^usage: SVC_ENROLL_TOKEN=svc_enroll_\.\.\. node tools\/connector\/enroll\.mjs --url/);
+      expect(run.stdout).toContain("--out <dir>");
+      expect(run.stderr).toBe("");
+    }
+  });
+
+  it("refuses an unknown option or a stray argument with the usage (exit 2), never repeating the argument", () => {
+    for (const args of [["--bogus"], ["svc_enroll_stray"]]) {
+      const run = enroll(args);
+      expect(run.status).toBe(2);
+      expect(run.stderr).toContain("usage: SVC_ENROLL_TOKEN=");
+      expect(run.stderr).not.toContain("svc_enroll_stray");
+    }
+  });
+});

@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 // Reference bridge for the local-browser channel: dials /v1/agent-browser/connect with a
 // personal access token and runs each computer.* command in a real Chromium page driven by
-// playwright-core. It is the executable description of the frame protocol (decisions.md,
-// Note D) for extension authors, and the client of the end-to-end test.
+// playwright-core. It is the executable description of the frame protocol
+// (durable-objects/protocol.ts) for extension authors, and the client of the end-to-end test.
 //
 //   SVC_PAT=svc_pat_... npm run bridge -- --url http://localhost:8787 [--headed] [--chromium /usr/bin/chromium]
 //   npm run bridge -- --url http://localhost:8787 --token-file ~/.svc-pat [--headed]
@@ -161,7 +161,7 @@ function reply(ws, frame) {
 }
 
 /**
- * Runs one command on the page. Results follow Note D.
+ * Runs one command on the page. Results are shaped as durable-objects/protocol.ts describes.
  * @param {import("playwright-core").Page} page
  * @param {string} method
  * @param {any} p
@@ -199,9 +199,17 @@ async function run(page, method, p) {
   }
 }
 
-const USAGE =
-  "usage: SVC_PAT=svc_pat_... npm run bridge -- [--url http://localhost:8787] [--headed] [--chromium /usr/bin/chromium]\n" +
-  "   or: npm run bridge -- --token-file <file holding the token> [--url ...] [--headed] [--chromium ...]";
+const USAGE = `usage: SVC_PAT=svc_pat_... npm run bridge -- [--url http://localhost:8787] [--headed] [--chromium /usr/bin/chromium]
+   or: npm run bridge -- --token-file <file holding the token> [--url ...] [--headed] [--chromium ...]
+
+Connects to /v1/agent-browser/connect as the user the personal access token belongs to, and
+runs each computer.* command the service sends in a Chromium page, until Ctrl-C.
+
+  --url <origin>       the service (default http://localhost:8787)
+  --token-file <file>  a file holding the token (or set SVC_PAT; never pass the token itself)
+  --headed             show the browser window
+  --chromium <path>    the Chromium binary (default $CHROMIUM_PATH, else /usr/bin/chromium)
+  -h, --help           this text`;
 
 /** The PAT from `--token-file` or `SVC_PAT`; an error message (never echoing a token) otherwise. */
 export function bridgeToken(values, env = process.env) {
@@ -225,16 +233,28 @@ export function bridgeToken(values, env = process.env) {
 }
 
 async function main() {
-  const { values } = parseArgs({
-    options: {
-      url: { type: "string", default: "http://localhost:8787" },
-      // Declared only to refuse it with a clear reason instead of a parse error.
-      token: { type: "string" },
-      "token-file": { type: "string" },
-      headed: { type: "boolean", default: false },
-      chromium: { type: "string" },
-    },
-  });
+  let values;
+  try {
+    ({ values } = parseArgs({
+      options: {
+        url: { type: "string", default: "http://localhost:8787" },
+        // Declared only to refuse it with a clear reason instead of a parse error.
+        token: { type: "string" },
+        "token-file": { type: "string" },
+        headed: { type: "boolean", default: false },
+        chromium: { type: "string" },
+        help: { type: "boolean", short: "h" },
+      },
+    }));
+  } catch (e) {
+    // A parse error names the option, never its value: a mistyped --token=… is not echoed.
+    console.error(`${e.code === "ERR_PARSE_ARGS_UNKNOWN_OPTION" ? "unknown option" : "bad arguments"}\n${USAGE}`);
+    process.exit(2);
+  }
+  if (values.help) {
+    console.log(USAGE);
+    process.exit(0);
+  }
   const { token, error } = bridgeToken(values);
   if (error) {
     console.error(`${error}\n${USAGE}`);

@@ -17,22 +17,46 @@ import * as x509 from "@peculiar/x509";
 x509.cryptoProvider.set(globalThis.crypto);
 const EC = { name: "ECDSA", namedCurve: "P-256", hash: "SHA-256" };
 
-const { values } = parseArgs({
-  options: {
-    url: { type: "string" },
-    token: { type: "string" },
-    "token-file": { type: "string" },
-    out: { type: "string", default: "." },
-    name: { type: "string", default: "connector" },
-  },
-});
+const USAGE = `usage: SVC_ENROLL_TOKEN=svc_enroll_... node tools/connector/enroll.mjs --url <service origin> [--out DIR]
+   or: node tools/connector/enroll.mjs --url <service origin> (--token-file <file> | --token <token>) [--out DIR]
+
+Redeems a connector's one-time enrollment token (15 minutes, once) for a client certificate:
+makes a P-256 key and a CSR, and writes key.pem (never sent), cert.pem and ca.pem into DIR.
+
+  --url <origin>       the service, e.g. http://localhost:8787
+  --token-file <file>  a file holding the token (or set SVC_ENROLL_TOKEN)
+  --token <token>      the token itself (kept in shell history: prefer the two above)
+  --out <dir>          where to write the files (default: the current folder)
+  --name <cn>          the CSR's common name (default: connector; the certificate names the connector id)
+  -h, --help           this text
+`;
+
+let values;
+try {
+  ({ values } = parseArgs({
+    options: {
+      url: { type: "string" },
+      token: { type: "string" },
+      "token-file": { type: "string" },
+      out: { type: "string", default: "." },
+      name: { type: "string", default: "connector" },
+      help: { type: "boolean", short: "h" },
+    },
+  }));
+} catch (e) {
+  // Only the kind of mistake: a stray argument may be the token itself.
+  console.error(`${e.code === "ERR_PARSE_ARGS_UNKNOWN_OPTION" ? "unknown option" : "bad arguments"}\n${USAGE}`);
+  process.exit(2);
+}
+if (values.help) {
+  process.stdout.write(USAGE);
+  process.exit(0);
+}
 const token =
   values.token ??
   (values["token-file"] ? readFileSync(values["token-file"], "utf8").trim() : process.env.SVC_ENROLL_TOKEN);
 if (!values.url || !token) {
-  console.error(
-    "usage: enroll.mjs --url <service origin> (--token <t> | --token-file <f> | SVC_ENROLL_TOKEN=<t>) [--out DIR]",
-  );
+  console.error(USAGE);
   process.exit(2);
 }
 
