@@ -4,14 +4,15 @@
 //   <area>/tables.ts      an area's D1 tables: they import only other tables files
 //   auth                  who is calling: credentials → caller, scopes, roles
 //   identity              the one owner of users, sessions and personal access tokens
-//   http                  the route contract: apiRoute, guards, errors, the Area type, audit(c, …)
+//   audit                 the audit events' catalogue, its two verbs and their delivery
+//   http                  the route contract: apiRoute, guards, errors, the Area type, callerEvent(c, …)
 //   areas                 one folder per area of the API (account, agents, oauth, ...)
 //   app.ts, index.ts      the only places that list the areas
 //
-// Durable Objects (durable-objects/) stand beside the Worker: they use platform and db,
-// and the Worker uses them (their clients, types, and the audit `record`).
+// Durable Objects (durable-objects/) stand beside the Worker: they use platform, db and the
+// audit verbs, and the Worker uses them (their clients and types).
 // Every other folder of src/ is an area (its name is captured as $1).
-const AREAS = "(?!(?:platform|db|auth|identity|http)/)([^/]+)";
+const AREAS = "(?!(?:platform|db|auth|identity|audit|http)/)([^/]+)";
 const TABLES = "^src/[^/]+/tables\\.ts$";
 
 module.exports = {
@@ -60,6 +61,13 @@ module.exports = {
       to: { path: "^(src/(?!platform/|db/|auth/|identity/)|durable-objects/)" },
     },
     {
+      name: "audit-below-everything-that-records",
+      comment: "the audit verbs know tables, platform and the audit object's client, never a caller or an area",
+      severity: "error",
+      from: { path: "^src/audit/" },
+      to: { path: "^(src/(?!platform/|db/|audit/)|durable-objects/(?!audit-log/(client|types)\\.ts$))" },
+    },
+    {
       name: "contract-knows-no-area",
       comment: "the route contract sits above auth and audit, below every area",
       severity: "error",
@@ -68,10 +76,10 @@ module.exports = {
     },
     {
       name: "objects-stay-in-their-folder",
-      comment: "Durable Objects import only durable-objects/, platform and the table definitions",
+      comment: "Durable Objects import only durable-objects/, platform, the table definitions and the audit verbs",
       severity: "error",
       from: { path: "^durable-objects/" },
-      to: { path: "^src/(?!platform/|db/)" },
+      to: { path: "^src/(?!platform/|db/|audit/events\\.ts$)" },
     },
     {
       name: "no-other-areas-routes",

@@ -1,5 +1,6 @@
 import { DurableObject } from "cloudflare:workers";
 import { z } from "zod";
+import { auditAlone } from "../src/audit/events";
 import { nowIso } from "../src/platform/env";
 import {
   CLOSE,
@@ -300,7 +301,8 @@ export class BrowserSession extends DurableObject<Env> {
     code: number,
   ): Promise<void> {
     try {
-      await record(this.env, a.workspaceId, {
+      await auditAlone(this.env, {
+        workspaceId: a.workspaceId,
         kind: "browser.disconnect",
         actor: { kind: "token", id: a.userId },
         target: `browser_session:${a.connectionId}`,

@@ -6,7 +6,7 @@ import { adminArea } from "./admin";
 import { agentsArea } from "./agents";
 import { appsArea } from "./apps";
 import { artifactsArea } from "./artifacts";
-import { auditArea } from "./audit";
+import { auditArea } from "./audit-log";
 import { SESSION_COOKIE } from "./auth/resolve";
 import { billingArea } from "./billing";
 import { browserArea } from "./browser";

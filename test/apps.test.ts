@@ -1,13 +1,12 @@
 import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
-import { outboxEntry, outboxInsert } from "../durable-objects/audit-log/record";
 import { appsArea } from "../src/apps";
 import { AppListSchema, AppSchema } from "../src/apps/schemas";
 import { ACTIVITY_GRANULARITY_MS, publishApp } from "../src/apps/service";
 import { appFileKey, appPrefix } from "../src/apps/store";
 import { appTools } from "../src/apps/tools";
+import { auditInBatch } from "../src/audit/events";
 import { signIn } from "../src/identity/sessions";
-import { db } from "../src/platform/db";
 import type { TurnScope } from "../src/platform/turn-tools";
 import { call, expectProblem, parse } from "./support/api";
 import { seedConversation } from "./support/artifacts";
@@ -53,14 +52,12 @@ async function appRow(id: string) {
 
 async function sessionCookie(email: string): Promise<string> {
   const outcome = await signIn(env, email, PASSWORD, (s) =>
-    outboxInsert(
-      db(env),
-      outboxEntry(s.workspaceId, {
-        kind: "session.signin",
-        actor: { kind: "user", id: s.userId },
-        target: `session:${s.sessionId}`,
-      }),
-    ),
+    auditInBatch(env, {
+      workspaceId: s.workspaceId,
+      kind: "session.signin",
+      actor: { kind: "user", id: s.userId },
+      target: `session:${s.sessionId}`,
+    }),
   );
   if (!outcome.ok) throw new Error("sign-in failed");
   return `svc_session=${outcome.sessionToken}`;
@@ -350,12 +347,12 @@ describe("apps outlive their conversation and their creator", () => {
         agentId: null,
         files: [{ path: "index.html", contentType: "text/html; charset=utf-8", bytes: new TextEncoder().encode("hi") }],
       },
-      (a) =>
-        outboxEntry(w.workspace.id, {
-          kind: "app.publish",
-          actor: { kind: "system", id: null },
-          target: `app:${a.id}`,
-        }),
+      (a) => ({
+        workspaceId: w.workspace.id,
+        kind: "app.publish",
+        actor: { kind: "system", id: null },
+        target: `app:${a.id}`,
+      }),
     );
     const res = await call("POST", `/v1/admin/users/${m.user.id}/erase`, {
       token: w.adminToken,

@@ -1,6 +1,5 @@
 import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
-import { outboxEntry } from "../durable-objects/audit-log/record";
 import { ErasureSummarySchema } from "../src/admin/erase-schemas";
 import { contentDisposition, parseRange } from "../src/artifacts/download";
 import { formDataBoundary, MultipartError, MultipartReader } from "../src/artifacts/multipart";
@@ -731,12 +730,12 @@ describe("the deliver_file tool", () => {
         source: "generate_image",
       },
       new Uint8Array([1, 2, 3]),
-      (r) =>
-        outboxEntry(ws.workspace.id, {
-          kind: "artifact.create",
-          actor: { kind: "system", id: null },
-          target: `artifact:${r.id}`,
-        }),
+      (r) => ({
+        workspaceId: ws.workspace.id,
+        kind: "artifact.create",
+        actor: { kind: "system", id: null },
+        target: `artifact:${r.id}`,
+      }),
     );
     const list = await parse(await call("GET", "/v1/api/artifacts", { token: ws.adminToken }), ArtifactListSchema);
     expect(list.artifacts[0]).toMatchObject({ id: row.id, source: "generate_image", size: 3 });

@@ -2,14 +2,21 @@ import { createExecutionContext, createScheduledController, waitOnExecutionConte
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { auditLog } from "../durable-objects/audit-log/client";
-import { deliverAudit, outboxEntry, outboxInsert } from "../durable-objects/audit-log/record";
+import { deliverNow } from "../src/audit/delivery";
+import { outboxRow } from "../src/audit/events";
 import { deliverOutbox, pendingCount } from "../src/audit/outbox";
+import { auditOutbox } from "../src/db/schema";
 import worker from "../src/index";
 import { db } from "../src/platform/db";
 import { call } from "./support/api";
 import { callWith } from "./support/app";
 import { auditEvents } from "./support/audit";
 import { signupWorkspace } from "./support/seed";
+
+/** Outbox rows seeded by hand (a kind no route of these tests writes), one target each. */
+const SEEDED = "app.sleep";
+const systemRow = (workspaceId: string, target: string) =>
+  outboxRow({ workspaceId, kind: SEEDED, actor: { kind: "system", id: null }, target });
 
 /** An AuditLog namespace whose object cannot be reached (failure injection). */
 const unreachableAuditLog = {
@@ -27,7 +34,7 @@ const agentBody = (slug: string) => ({ slug, display_name: slug });
 /** A workspace whose own sign-up events are already in its chain, so the outbox starts empty. */
 async function settledWorkspace() {
   const ws = await signupWorkspace();
-  await deliverAudit(env, ws.workspace.id);
+  await deliverNow(env, ws.workspace.id);
   return ws;
 }
 
@@ -151,19 +158,17 @@ describe("audit outbox: delivery", () => {
   it("lands an outbox row once when flushes race or a delivered row comes back", async () => {
     const ws = await settledWorkspace();
     const d = db(env);
-    const entries = Array.from({ length: 5 }, (_, i) =>
-      outboxEntry(ws.workspace.id, { kind: "race.event", actor: { kind: "system", id: null }, target: `n:${i}` }),
-    );
-    for (const e of entries) await outboxInsert(d, e).run();
+    const entries = Array.from({ length: 5 }, (_, i) => systemRow(ws.workspace.id, `n:${i}`));
+    for (const e of entries) await d.insert(auditOutbox).values(e).run();
     const log = auditLog(env, ws.workspace.id);
     await Promise.all([log.deliver(ws.workspace.id), log.deliver(ws.workspace.id), deliverOutbox(env)]);
-    expect(await auditEvents(ws.workspace.id, "race.event")).toHaveLength(5);
+    expect(await auditEvents(ws.workspace.id, SEEDED)).toHaveLength(5);
 
     // A Worker that appended but lost its delete: the row comes back and is skipped, then removed.
-    await outboxInsert(d, entries[0]!).run();
+    await d.insert(auditOutbox).values(entries[0]!).run();
     expect(await log.deliver(ws.workspace.id)).toBe(1);
     expect(await pendingCount(env, ws.workspace.id)).toBe(0);
-    const events = await auditEvents(ws.workspace.id, "race.event");
+    const events = await auditEvents(ws.workspace.id, SEEDED);
     expect(events.map((e) => e.target).sort()).toEqual(entries.map((e) => JSON.parse(e.event).target).sort());
     expect((await verify(ws.adminToken)).ok).toBe(true);
   });
@@ -171,14 +176,15 @@ describe("audit outbox: delivery", () => {
   it("delivers the rest of a round when one row cannot be appended, and keeps that row with its error", async () => {
     const ws = await settledWorkspace();
     const d = db(env);
-    const good = [0, 1].map((i) =>
-      outboxEntry(ws.workspace.id, { kind: "round.event", actor: { kind: "system", id: null }, target: `n:${i}` }),
-    );
-    await outboxInsert(d, good[0]!).run();
-    await outboxInsert(d, { ...good[0]!, id: `${good[0]!.id.slice(0, -1)}x`, event: "not an event" }).run();
-    await outboxInsert(d, good[1]!).run();
+    const good = [0, 1].map((i) => systemRow(ws.workspace.id, `n:${i}`));
+    await d.insert(auditOutbox).values(good[0]!).run();
+    await d
+      .insert(auditOutbox)
+      .values({ ...good[0]!, id: `${good[0]!.id.slice(0, -1)}x`, event: "not an event" })
+      .run();
+    await d.insert(auditOutbox).values(good[1]!).run();
     expect(await auditLog(env, ws.workspace.id).deliver(ws.workspace.id)).toBe(2);
-    expect((await auditEvents(ws.workspace.id, "round.event")).map((e) => e.target)).toEqual(["n:1", "n:0"]);
+    expect((await auditEvents(ws.workspace.id, SEEDED)).map((e) => e.target)).toEqual(["n:1", "n:0"]);
     const left = await env.DB.prepare("SELECT event, attempts, last_error FROM audit_outbox WHERE workspace_id = ?")
       .bind(ws.workspace.id)
       .all<{ event: string; attempts: number; last_error: string }>();
@@ -191,14 +197,12 @@ describe("audit outbox: delivery", () => {
   it("delivers a backlog larger than one round, in order, exactly once", async () => {
     const ws = await settledWorkspace();
     const d = db(env);
-    const rows = Array.from({ length: 620 }, (_, i) =>
-      outboxEntry(ws.workspace.id, { kind: "backlog.event", actor: { kind: "system", id: null }, target: `n:${i}` }),
-    );
+    const rows = Array.from({ length: 620 }, (_, i) => systemRow(ws.workspace.id, `n:${i}`));
     for (let i = 0; i < rows.length; i += 50)
-      await d.batch(rows.slice(i, i + 50).map((r) => outboxInsert(d, r)) as never);
+      await d.batch(rows.slice(i, i + 50).map((r) => d.insert(auditOutbox).values(r)) as never);
     await deliverOutbox(env); // signup's own after-response delivery may take part of the backlog
     expect(await pendingCount(env, ws.workspace.id)).toBe(0);
-    const events = await auditEvents(ws.workspace.id, "backlog.event");
+    const events = await auditEvents(ws.workspace.id, SEEDED);
     expect(events).toHaveLength(200); // one page
     const { total } = (await (
       await call("GET", "/v1/admin/audit?kind=backlog.event", { token: ws.adminToken })

@@ -2,10 +2,10 @@ import { evictDurableObject, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { auditLog } from "../durable-objects/audit-log/client";
-import { deliverAudit } from "../durable-objects/audit-log/record";
 import type { Attachment, BrowserSession } from "../durable-objects/browser-session";
 import { CLOSE, LIMITS, PING_FRAME, PONG_FRAME } from "../durable-objects/protocol";
 import { runEraseSteps } from "../src/admin/erase-service";
+import { deliverNow } from "../src/audit/delivery";
 import { deliverOutbox, pendingCount } from "../src/audit/outbox";
 import { browserArea } from "../src/browser";
 import { auditEvents } from "./support/audit";
@@ -285,7 +285,7 @@ describe("BrowserSession: hibernation", () => {
 describe("BrowserSession: audit", () => {
   it("keeps the disconnect event in the outbox while the audit log cannot be reached, and delivers it later", async () => {
     const { ws, ext, stub } = await connectedUser();
-    await deliverAudit(env, ws.workspace.id);
+    await deliverNow(env, ws.workspace.id);
     const unreachable = { getByName: () => ({ deliver: () => Promise.reject(new Error("AuditLog unavailable")) }) };
     await runInDurableObject(stub, (instance: BrowserSession) => {
       (instance as unknown as { env: Env }).env = { ...env, AUDIT_LOG: unreachable } as unknown as Env;

@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { ErasureSummarySchema } from "../src/admin/erase-schemas";
-import { AuditListSchema, VerifyResultSchema } from "../src/audit/schemas";
+import { AuditListSchema, VerifyResultSchema } from "../src/audit-log/schemas";
 import { call, expectProblem, parse } from "./support/api";
 import { addUser, PASSWORD, signupWorkspace } from "./support/seed";
 

@@ -1,8 +1,8 @@
 import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
 import { auditLog } from "../durable-objects/audit-log/client";
-import { deliverAudit, outboxEntry } from "../durable-objects/audit-log/record";
 import { publishApp } from "../src/apps/service";
+import { deliverNow } from "../src/audit/delivery";
 import { rememberFact } from "../src/memory/service";
 import { createAgent, IMAGES } from "./support/agents";
 import { call } from "./support/api";
@@ -237,12 +237,12 @@ beforeAll(async () => {
         agentId: null,
         files: [{ path: "index.html", contentType: "text/html; charset=utf-8", bytes: new TextEncoder().encode("hi") }],
       },
-      (a) =>
-        outboxEntry(ws.workspace.id, {
-          kind: "app.publish",
-          actor: { kind: "system", id: null },
-          target: `app:${a.id}`,
-        }),
+      (a) => ({
+        workspaceId: ws.workspace.id,
+        kind: "app.publish",
+        actor: { kind: "system", id: null },
+        target: `app:${a.id}`,
+      }),
     );
     ids.app = app.id;
   }
@@ -371,7 +371,7 @@ type Case = {
 
 /** Events in A's chain, counting those committed but not yet delivered (as an admin reads them). */
 async function auditTotal(): Promise<number> {
-  await deliverAudit(env, A.workspace.id);
+  await deliverNow(env, A.workspace.id);
   return (await auditLog(env, A.workspace.id).list({ days: 0 }, { page: 1, pageSize: 1 })).total;
 }
 

@@ -4,9 +4,9 @@ import { MockImageModelV4, MockLanguageModelV4 } from "ai/test";
 import { HttpResponse, http } from "msw";
 import { setupServer } from "msw/node";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { outboxEntry } from "../durable-objects/audit-log/record";
 import { SkillCatalogueSchema } from "../src/agents/schemas";
 import { artifactKey, createArtifact } from "../src/artifacts/store";
+import type { AuditEventInput } from "../src/audit/events";
 import { newId } from "../src/platform/ids";
 import type { TurnScope } from "../src/platform/turn-tools";
 import { CONFIGURED_MODELS, type ModelSource, skillStatus } from "../src/skills/availability";
@@ -370,8 +370,10 @@ describe("HTML main-text extraction", () => {
 });
 
 /** The audit event createArtifact writes with the row, for files made here by the test itself. */
-const createdEvent = (workspaceId: string) => (row: { id: string }) =>
-  outboxEntry(workspaceId, {
+const createdEvent =
+  (workspaceId: string) =>
+  (row: { id: string }): AuditEventInput => ({
+    workspaceId: workspaceId,
     kind: "artifact.create",
     actor: { kind: "system", id: null },
     target: `artifact:${row.id}`,

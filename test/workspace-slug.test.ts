@@ -1,6 +1,6 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { AuditListSchema } from "../src/audit/schemas";
+import { AuditListSchema } from "../src/audit-log/schemas";
 import { AvailabilitySchema, RenameResultSchema } from "../src/workspace/schemas";
 import { call, expectProblem, parse } from "./support/api";
 import { addUser, signupWorkspace } from "./support/seed";

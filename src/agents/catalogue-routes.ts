@@ -89,7 +89,6 @@ catalogueRouter.openapi(
       c.var.caller.workspace.id,
       slug,
       callerEvent(c, { kind: "skill.uninstall", target: `skill:${slug}`, details: { slug } }),
-      (event) => callerEvent(c, event),
     );
     return c.json(entry, 200);
   },
@@ -159,7 +158,6 @@ catalogueRouter.openapi(
       c.var.caller.workspace.id,
       slug,
       callerEvent(c, { kind: "mcp.uninstall", target: `mcp_server:${slug}`, details: { slug } }),
-      (event) => callerEvent(c, event),
     );
     return c.json(entry, 200);
   },

@@ -6,7 +6,7 @@ import { nowIso } from "../platform/env";
 import { notFound } from "../platform/problem";
 import { skillStatus } from "../skills/availability";
 import type { McpServerEntry, SkillEntry } from "./schemas";
-import { type AgentEventFor, removeFromEverySubset } from "./subsets";
+import { removeFromEverySubset } from "./subsets";
 
 /**
  * The platform's skill and MCP-server catalogues, seen from one workspace (with an
@@ -121,7 +121,6 @@ export async function uninstallSkill(
   workspaceId: string,
   slug: string,
   event: AuditEventInput,
-  agentEvent: AgentEventFor,
 ): Promise<InstallResult<SkillEntry>> {
   const s = await skillEntry(env, slug);
   const d = db(env);
@@ -136,7 +135,7 @@ export async function uninstallSkill(
       .delete(workspaceSkills)
       .where(and(eq(workspaceSkills.workspaceId, workspaceId), eq(workspaceSkills.slug, slug)))
       .returning({ slug: workspaceSkills.slug }),
-    ...removeFromEverySubset(d, workspaceId, "skills", slug, agentEvent),
+    ...removeFromEverySubset(env, workspaceId, "skills", slug, event.actor),
   ]);
   return {
     entry: { slug: s.slug, name: s.name, description: s.description, installed: false, ...skillStatus(env, s.slug) },
@@ -176,7 +175,6 @@ export async function uninstallMcpServer(
   workspaceId: string,
   slug: string,
   event: AuditEventInput,
-  agentEvent: AgentEventFor,
 ): Promise<InstallResult<McpServerEntry>> {
   const s = await mcpServerEntry(env, slug);
   const d = db(env);
@@ -191,7 +189,7 @@ export async function uninstallMcpServer(
       .delete(workspaceMcpServers)
       .where(and(eq(workspaceMcpServers.workspaceId, workspaceId), eq(workspaceMcpServers.slug, slug)))
       .returning({ slug: workspaceMcpServers.slug }),
-    ...removeFromEverySubset(d, workspaceId, "mcp_servers", slug, agentEvent),
+    ...removeFromEverySubset(env, workspaceId, "mcp_servers", slug, event.actor),
   ]);
   return {
     entry: { slug: s.slug, name: s.name, description: s.description, url: s.url, installed: false, custom: false },

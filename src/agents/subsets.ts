@@ -1,5 +1,5 @@
-import { type AuditActor, type AuditEventInput, auditInBatch, PREVIOUS_STATEMENT_CHANGED } from "../audit/events";
 import { and, eq, type SQL, sql } from "drizzle-orm";
+import { type AuditActor, type AuditEventInput, auditInBatch, PREVIOUS_STATEMENT_CHANGED } from "../audit/events";
 import { agents, workspaceMcpServers, workspaceSkills } from "../db/schema";
 import { type Db, db, parseJsonArray } from "../platform/db";
 import { nowIso } from "../platform/env";
@@ -117,7 +117,13 @@ export const onlyOneRemoved = (noun: string, reason: string) =>
  * default agent, which cannot be disabled, widens with an `agent.subset_widened` event naming what was
  * removed. The events are read before the updates, while the subsets still hold the slug.
  */
-export function removeFromEverySubset(env: Env, workspaceId: string, kind: SubsetKind, slug: string, actor: AuditActor) {
+export function removeFromEverySubset(
+  env: Env,
+  workspaceId: string,
+  kind: SubsetKind,
+  slug: string,
+  actor: AuditActor,
+) {
   const d = db(env);
   const { sqlColumn } = TABLES[kind];
   const onlyThis = (row: SQL) =>

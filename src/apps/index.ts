@@ -9,8 +9,7 @@ import { appTools } from "./tools";
  */
 async function sleepSweep(env: Env, controller: ScheduledController): Promise<void> {
   if (new Date(controller.scheduledTime).getUTCMinutes() !== 0) return;
-  const slept = await sleepIdleApps(env, controller.scheduledTime);
-  for (const workspaceId of new Set(slept.map((a) => a.workspaceId))) await deliverAudit(env, workspaceId);
+  await sleepIdleApps(env, controller.scheduledTime);
 }
 
 /** Apps are workspace data: erasing their creator keeps them (no erase step). */

@@ -240,18 +240,18 @@ export function detachConversationApps(env: Env, workspaceId: string, conversati
  */
 export async function sleepIdleApps(env: Env, now = Date.now()): Promise<{ id: string; workspaceId: string }[]> {
   const cutoff = new Date(now - SLEEP_AFTER_DAYS * 86_400_000).toISOString();
-  const event = outboxEntry("", { kind: "app.sleep", actor: { kind: "system", id: null } });
+  const event: AuditEventInput = { workspaceId: "", kind: "app.sleep", actor: { kind: "system", id: null } };
   const [, slept] = await env.DB.batch<{ id: string; workspace_id: string }>([
-    outboxStatementFrom(
+    d1Statement(
       env,
-      event,
-      {
-        workspaceId: "a.workspace_id",
-        from: "FROM apps a WHERE a.state = 'running' AND a.last_activity_at < ?4",
-        fields: { "$.target": "'app:' || a.id" },
-        idSuffix: "a.id",
-      },
-      cutoff,
+      auditInBatch(env, event, {
+        from: {
+          source: sql`FROM apps a WHERE a.state = 'running' AND a.last_activity_at < ${cutoff}`,
+          workspaceId: sql`a.workspace_id`,
+          fields: { "$.target": sql`'app:' || a.id` },
+          idSuffix: sql`a.id`,
+        },
+      }),
     ),
     env.DB.prepare(
       "UPDATE apps SET state = 'sleeping' WHERE state = 'running' AND last_activity_at < ?1 RETURNING id, workspace_id",

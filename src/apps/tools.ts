@@ -1,6 +1,7 @@
 import { tool } from "ai";
 import { eq } from "drizzle-orm";
 import { z } from "zod";
+import type { AuditEventInput } from "../audit/events";
 import { workspaces } from "../db/schema";
 import { db } from "../platform/db";
 import { mediaTypeOf } from "../platform/media-types";
@@ -117,16 +118,16 @@ export async function publishAppTool(scope: TurnScope, input: PublishAppInput) {
       agentId: scope.agent.id,
       files,
     },
-    (app) =>
-      outboxEntry(scope.workspaceId, {
-        kind: "app.publish",
-        intent: "publish_app",
-        actor: { kind: "user", id: scope.userId },
-        agentId: scope.agent.id,
-        conversationId: scope.conversationId,
-        target: `app:${app.id}`,
-        details: { slug: app.slug, visibility: app.visibility, files: app.files, size: app.size },
-      }),
+    (app): AuditEventInput => ({
+      workspaceId: scope.workspaceId,
+      kind: "app.publish",
+      intent: "publish_app",
+      actor: { kind: "user", id: scope.userId },
+      agentId: scope.agent.id,
+      conversationId: scope.conversationId,
+      target: `app:${app.id}`,
+      details: { slug: app.slug, visibility: app.visibility, files: app.files, size: app.size },
+    }),
   ); // delivered with the turn's own event when it ends
   const url = appUrl(appsOrigin(scope.env, scope.origin), await workspaceSlug(scope.env, scope.workspaceId), row.slug);
   return { app_id: row.id, slug: row.slug, url, visibility: row.visibility };

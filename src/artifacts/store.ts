@@ -45,16 +45,17 @@ async function sha256Hex(bytes: Uint8Array): Promise<string> {
 
 /** The event of an artifact a turn produced (a tool's or a skill's file), on behalf of the turn's user. */
 export const producedEvent =
-  (scope: Pick<TurnScope, "workspaceId" | "userId" | "agent" | "conversationId">) => (row: StoredArtifact) =>
-    outboxEntry(scope.workspaceId, {
-      kind: "artifact.create",
-      intent: row.source,
-      actor: { kind: "user", id: scope.userId },
-      agentId: scope.agent.id,
-      conversationId: scope.conversationId,
-      target: `artifact:${row.id}`,
-      details: { source: row.source, content_type: row.contentType, size: row.size, sensitive: row.sensitive },
-    });
+  (scope: Pick<TurnScope, "workspaceId" | "userId" | "agent" | "conversationId">) =>
+  (row: StoredArtifact): AuditEventInput => ({
+    workspaceId: scope.workspaceId,
+    kind: "artifact.create",
+    intent: row.source,
+    actor: { kind: "user", id: scope.userId },
+    agentId: scope.agent.id,
+    conversationId: scope.conversationId,
+    target: `artifact:${row.id}`,
+    details: { source: row.source, content_type: row.contentType, size: row.size, sensitive: row.sensitive },
+  });
 
 /**
  * Stores a file the runtime or a tool produced (bytes already in memory: tool output is

@@ -130,7 +130,7 @@ export const AUDIT_EVENTS = {
   "app.destroy": details({ slug: text, visibility: text, size: count }),
   "app.sleep": none,
   // team chat: Slack ids only, never the bot token or a message's text
-  "teamchat.install": details({ team_id: text, bot_user_id: text, scopes: texts, reinstall: flag }),
+  "teamchat.install": details({ team_id: text, bot_user_id: text, scopes: text, reinstall: flag }),
   "teamchat.uninstall": details({ team_id: text, cause: text, revoked: flag }),
   "teamchat.deliver": details({ channel_id: text, file_id: text, size: count, slack_error: text }),
   // business profile: field names only for an update; the crawl's outcome, never page content
@@ -230,10 +230,10 @@ export type InBatch = {
   /**
    * For a change that names its workspace only in the database (the grant behind a token hash):
    * the rows the event is written for (`FROM … WHERE …`, no row, no event), its workspace as an
-   * expression over them, and event fields (JSON paths such as `$.target`) from expressions.
+   * expression over them (its `workspaceId` is then "" unless it is known anyway), and event fields (JSON paths such as `$.target`) from expressions.
    * Several rows selected (one event each): `idSuffix` keeps their ids distinct and in order.
    */
-  from?: { source: SQL; workspaceId: SQL; fields?: Record<string, SQL>; idSuffix?: SQL };
+  from?: { source: SQL; workspaceId?: SQL; fields?: Record<string, SQL>; idSuffix?: SQL };
 };
 
 /** True right after a statement of the same batch that inserted, updated or deleted a row. */
@@ -249,8 +249,7 @@ export const jsonBoolean = (condition: SQL) => sql`json(CASE WHEN ${condition} T
  */
 export function auditInBatch(env: Env, event: AuditEventInput, when: InBatch = {}) {
   const row = outboxRow(event);
-  if (when.from) markForDelivery(env, null);
-  else markForDelivery(env, event.workspaceId);
+  markForDelivery(env, event.workspaceId || null);
   if (!when.onlyIf && !when.detailsFromSql && !when.from) return db(env).insert(auditOutbox).values(row);
 
   let json = sql`${row.event}`;
@@ -258,7 +257,7 @@ export function auditInBatch(env: Env, event: AuditEventInput, when: InBatch = {
     json = sql`json_set(${json}, ${`$.details.${field}`}, ${value})`;
   for (const [path, value] of Object.entries(when.from?.fields ?? {})) json = sql`json_set(${json}, ${path}, ${value})`;
   const id = when.from?.idSuffix ? sql`${row.id} || ':' || ${when.from.idSuffix}` : sql`${row.id}`;
-  const workspace = when.from?.workspaceId ?? sql`${row.workspaceId}`;
+  const workspace = when.from?.workspaceId ?? sql`${event.workspaceId}`;
   const source = when.from?.source ?? sql``;
   const condition = when.onlyIf ? (when.from ? sql` AND ${when.onlyIf}` : sql` WHERE ${when.onlyIf}`) : sql``;
   // Every column, in the table's order: Drizzle's INSERT … SELECT names them all.
@@ -276,7 +275,8 @@ export async function auditAlone(env: Env, event: AuditEventInput): Promise<void
   markForDelivery(env, event.workspaceId, { now: true });
 }
 
-function outboxRow(event: AuditEventInput): typeof auditOutbox.$inferInsert {
+/** The outbox row an event becomes (the verbs write it; tests seed it). */
+export function outboxRow(event: AuditEventInput): typeof auditOutbox.$inferInsert {
   const occurredAt = nowIso();
   const entry: AppendEvent = {
     kind: event.kind,

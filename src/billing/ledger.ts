@@ -1,4 +1,4 @@
-import { auditInBatch, PREVIOUS_STATEMENT_CHANGED } from "../audit/events";
+import { type AuditEventInput, auditInBatch, PREVIOUS_STATEMENT_CHANGED } from "../audit/events";
 import { d1Statement } from "../platform/db";
 import { nowIso } from "../platform/env";
 import { newId } from "../platform/ids";
@@ -45,13 +45,14 @@ function grantStatements(env: Env, workspaceId: string, now: Date): D1PreparedSt
   const id = newId();
   const amount = freeMonthlyCredits(env);
   const reference = monthlyGrantReference(now);
-  const event = outboxEntry(workspaceId, {
+  const event: AuditEventInput = {
+    workspaceId: workspaceId,
     kind: "billing.credit",
     actor: { kind: "system", id: null },
     target: `ledger:${id}`,
     intent: "grant",
     details: { ledger_kind: "monthly_grant", amount, reference, plan_slug: "free" },
-  });
+  };
   return [
     env.DB.prepare(GRANT_SQL).bind(id, workspaceId, amount, reference, now.toISOString()),
     d1Statement(env, auditInBatch(env, event, { onlyIf: PREVIOUS_STATEMENT_CHANGED })),
@@ -76,17 +77,15 @@ export async function ensureMonthlyGrant(
 ): Promise<{ id: string; amount: number } | null> {
   const [grant] = await env.DB.batch<GrantRow>(grantStatements(env, workspaceId, now));
   const row = grant?.results[0];
-  if (row) await deliverAudit(env, workspaceId);
   return row ? { id: row.id, amount: row.amount } : null;
 }
 
 /** `ensureMonthlyGrant` and `balance` in one round trip. */
 export async function grantedBalance(env: Env, workspaceId: string, now = new Date()): Promise<number> {
-  const [grant, , sum] = await env.DB.batch<GrantRow | { balance: number }>([
+  const [, , sum] = await env.DB.batch<GrantRow | { balance: number }>([
     ...grantStatements(env, workspaceId, now),
     env.DB.prepare(BALANCE_SQL).bind(workspaceId),
   ]);
-  if (grant?.results.length) await deliverAudit(env, workspaceId);
   return (sum?.results[0] as { balance: number } | undefined)?.balance ?? 0;
 }
 

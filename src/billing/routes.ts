@@ -245,7 +245,6 @@ billingRouter.openapi(
       );
       throw new ApiError(500, "webhook_failed", "The event could not be processed; Stripe will retry it");
     }
-    if (outcome.workspaceId) deliverAfterResponse(c, outcome.workspaceId); // its events were written with its effects
     return c.json({ received: true as const, duplicate: outcome.duplicate }, 200);
   },
 );

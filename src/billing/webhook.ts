@@ -1,5 +1,6 @@
+import { sql } from "drizzle-orm";
 import Stripe from "stripe";
-import { auditInBatch, PREVIOUS_STATEMENT_CHANGED } from "../audit/events";
+import { type AuditEventInput, auditInBatch, PREVIOUS_STATEMENT_CHANGED } from "../audit/events";
 import { d1Statement, isUniqueViolation } from "../platform/db";
 import { nowIso } from "../platform/env";
 import { newId } from "../platform/ids";
@@ -25,7 +26,6 @@ export type WebhookOutcome = { duplicate: boolean; workspaceId: string | null };
 type Effect = { statement: D1PreparedStatement; event?: D1PreparedStatement };
 
 const SYSTEM = { kind: "system" as const, id: null };
-const CHANGED = "changes() > 0"; // right after the effect's statement
 const idOf = (v: string | { id: string } | null | undefined) => (typeof v === "string" ? v : (v?.id ?? null));
 
 async function workspaceExists(env: Env, id: string | null | undefined): Promise<string | null> {
@@ -61,13 +61,14 @@ function ledgerEffect(
       env,
       auditInBatch(
         env,
-        outboxEntry(workspaceId, {
+        {
+          workspaceId: workspaceId,
           kind: amount >= 0 ? "billing.credit" : "billing.refund",
           actor: SYSTEM,
           target: `ledger:${id}`,
           intent: kind,
           details: { ledger_kind: kind, amount, reference, event_id: eventId, ...extra },
-        }),
+        },
         { onlyIf: PREVIOUS_STATEMENT_CHANGED },
       ),
     ),
@@ -96,13 +97,14 @@ function linkCustomerEffects(env: Env, workspaceId: string, customerId: string |
         env,
         auditInBatch(
           env,
-          outboxEntry(workspaceId, {
+          {
+            workspaceId: workspaceId,
             kind: "billing.customer",
             actor: SYSTEM,
             target: `workspace:${workspaceId}`,
             intent: "link_customer",
             details: { customer_id: customerId },
-          }),
+          },
           { onlyIf: PREVIOUS_STATEMENT_CHANGED },
         ),
       ),
@@ -162,7 +164,8 @@ async function subscriptionState(
             env,
             auditInBatch(
               env,
-              outboxEntry(workspaceId, {
+              {
+                workspaceId: workspaceId,
                 kind: "billing.plan",
                 actor: SYSTEM,
                 target: `workspace:${workspaceId}`,
@@ -175,7 +178,7 @@ async function subscriptionState(
                   subscription_id: sub.id,
                   event_id: eventId,
                 },
-              }),
+              },
               { onlyIf: PREVIOUS_STATEMENT_CHANGED },
             ),
           ),
@@ -227,13 +230,14 @@ async function refundEffects(env: Env, event: Stripe.Event, charge: Stripe.Charg
   const prefix = `${paymentIntent}:`;
   const reference = `${prefix}${charge.amount_refunded}`;
   const id = newId();
-  const refunded = outboxEntry(workspaceId, {
+  const refunded: AuditEventInput = {
+    workspaceId: workspaceId,
     kind: "billing.refund",
     actor: SYSTEM,
     target: `ledger:${id}`,
     intent: "refund",
     details: { ledger_kind: "refund", reference, event_id: event.id, charge_id: charge.id },
-  });
+  };
   const effect: Effect = {
     statement: env.DB.prepare(
       `INSERT INTO credit_ledger (id, workspace_id, amount, kind, reference, created_at)
@@ -244,15 +248,11 @@ async function refundEffects(env: Env, event: Stripe.Event, charge: Stripe.Charg
        ON CONFLICT DO NOTHING RETURNING id, amount`,
     ).bind(id, workspaceId, target, reference, nowIso(), prefix),
     // The amount is what the insert computed: read from its row (no row, no event).
-    event: outboxStatementFrom(
+    event: d1Statement(
       env,
-      refunded,
-      {
-        workspaceId: "l.workspace_id",
-        from: "FROM credit_ledger l WHERE l.id = ?4",
-        fields: { "$.details.amount": "l.amount" },
-      },
-      id,
+      auditInBatch(env, refunded, {
+        from: { source: sql`FROM credit_ledger l WHERE l.id = ${id}`, fields: { "$.details.amount": sql`l.amount` } },
+      }),
     ),
   };
   return { workspaceId, effects: [effect] };

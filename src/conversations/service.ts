@@ -1,7 +1,8 @@
+import { sql } from "drizzle-orm";
 import { type AgentRecord, getAgentRecord, resolveAgent } from "../agents/service";
 import { detachConversationApps } from "../apps/service";
 import { detachConversationArtifacts, visibleArtifactIds } from "../artifacts/service";
-import { type AuditEventInput, auditInBatch, PREVIOUS_STATEMENT_CHANGED } from "../audit/events";
+import { type AuditEventInput, auditInBatch, jsonBoolean, PREVIOUS_STATEMENT_CHANGED } from "../audit/events";
 import { d1Statement, parseJsonArray } from "../platform/db";
 import { nowIso } from "../platform/env";
 import { newId } from "../platform/ids";
@@ -215,16 +216,14 @@ export async function addParticipant(
        ON CONFLICT DO NOTHING RETURNING user_id`,
     ).bind(id, userId, workspaceId, nowIso()),
     // Recorded when the user is a member (else the 404 below), `added` when the insert was new.
-    outboxStatementFrom(
+    d1Statement(
       env,
-      event,
-      {
-        workspaceId: "u.workspace_id",
-        from: "FROM users u WHERE u.id = ?4 AND u.workspace_id = ?5 AND u.erased_at IS NULL",
-        fields: { "$.details.added": "json(CASE WHEN changes() > 0 THEN 'true' ELSE 'false' END)" },
-      },
-      userId,
-      workspaceId,
+      auditInBatch(env, event, {
+        from: {
+          source: sql`FROM users u WHERE u.id = ${userId} AND u.workspace_id = ${workspaceId} AND u.erased_at IS NULL`,
+        },
+        detailsFromSql: { added: jsonBoolean(PREVIOUS_STATEMENT_CHANGED) },
+      }),
     ),
   ]);
   if (!inserted?.results.length) {

@@ -1,5 +1,5 @@
 import { type AgentRecord, agentCapabilities, toAgentRow } from "../agents/service";
-import { auditInBatch } from "../audit/events";
+import { type AuditEventInput, auditInBatch } from "../audit/events";
 import { debitStatement, requireCredits } from "../billing/ledger";
 import { modelError } from "../llm/errors";
 import { agentLanguageModel } from "../llm/model";
@@ -15,7 +15,7 @@ export type TurnContext = {
   providers: readonly ToolProvider[];
   workspace: { id: string; name: string };
   userId: string;
-  actor: RecordInput["actor"];
+  actor: AuditEventInput["actor"];
   origin: string;
   /** Keeps the turn's ending alive after the response (a stream the client dropped). */
   waitUntil: (p: Promise<unknown>) => void;
@@ -92,7 +92,8 @@ async function settle(
     await releaseTurn(env, conversationId, turnId);
     throw modelError(outcome.failure);
   }
-  const event = outboxEntry(workspace.id, {
+  const event: AuditEventInput = {
+    workspaceId: workspace.id,
     kind: "conversation.turn",
     actor: ctx.actor,
     target: `conversation:${conversationId}`,
@@ -108,7 +109,7 @@ async function settle(
       usage: { input: outcome.usage.input_tokens, output: outcome.usage.output_tokens },
       credits: outcome.usage.credits,
     },
-  });
+  };
   // The reply, what it cost and its event commit together; if they cannot, none is kept and
   // the conversation is free for the next message.
   const message = await finishTurn(
@@ -128,7 +129,6 @@ async function settle(
     await releaseTurn(env, conversationId, turnId);
     throw e;
   });
-  ctx.waitUntil(deliverAudit(env, workspace.id));
   return message;
 }
 

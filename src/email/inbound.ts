@@ -1,5 +1,5 @@
 import type { Email } from "postal-mime";
-import { auditInBatch } from "../audit/events";
+import { type AuditEventInput, auditInBatch } from "../audit/events";
 import { emailMessages } from "../db/schema";
 import { db } from "../platform/db";
 import { nowIso } from "../platform/env";
@@ -81,16 +81,11 @@ export type InboundResult = { ok: true; messageId: string } | { ok: false; reaso
 
 /**
  * Receives one message: refuses unknown workspaces and oversize mail; stores the raw bytes in
- * R2, then the message row and its event in one batch, then queues triage (the event reaches
- * the chain through `waitUntil`). A queue that
+ * R2, then the message row and its event in one batch, then queues triage. A queue that
  * refuses leaves the row `received`, which the sweep queues again: nothing is lost once the
  * bytes are stored.
  */
-export async function receive(
-  env: Env,
-  mail: Inbound,
-  waitUntil: (p: Promise<unknown>) => void = () => {},
-): Promise<InboundResult> {
+export async function receive(env: Env, mail: Inbound): Promise<InboundResult> {
   if (mail.rawSize > MAX_EMAIL_BYTES) return { ok: false, reason: "Message too large (the limit is 10 MiB)" };
   const route = await routeAddress(env, mail.to);
   if (!route) return { ok: false, reason: "Unknown address" };
@@ -124,7 +119,8 @@ export async function receive(
     occurredAt: now,
     updatedAt: now,
   };
-  const event = outboxEntry(route.workspaceId, {
+  const event: AuditEventInput = {
+    workspaceId: route.workspaceId,
     kind: "email.receive",
     actor: { kind: "system", id: null },
     target: `email_message:${id}`,
@@ -136,7 +132,7 @@ export async function receive(
       auto_submitted: row.autoSubmitted,
       dmarc: row.dmarc,
     },
-  });
+  };
   const d = db(env);
   try {
     await d.batch([d.insert(emailMessages).values(row), auditInBatch(env, event)]);
@@ -145,9 +141,6 @@ export async function receive(
     throw error;
   }
   await queueTriage(env, id);
-  // The event is committed already; the chain gets it after the handler returns.
-  const delivery = deliverAfterCommit(env, route.workspaceId);
-  if (delivery) waitUntil(delivery);
   return { ok: true, messageId: id };
 }
 

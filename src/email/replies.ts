@@ -1,4 +1,4 @@
-import { auditInBatch, PREVIOUS_STATEMENT_CHANGED } from "../audit/events";
+import { type AuditEventInput, auditInBatch, PREVIOUS_STATEMENT_CHANGED } from "../audit/events";
 import { d1Statement, parseJsonArray } from "../platform/db";
 import { nowIso } from "../platform/env";
 import { conflict, notFound } from "../platform/problem";
@@ -84,7 +84,7 @@ async function replyRow(env: Env, id: string): Promise<ReplyRow> {
  */
 export async function reviewReply(
   env: Env,
-  who: { workspaceId: string; userId: string; actor: RecordInput["actor"] },
+  who: { workspaceId: string; userId: string; actor: AuditEventInput["actor"] },
   id: string,
   input: { action: "approve" | "reject"; body?: string },
 ): Promise<ReplyRow> {
@@ -97,13 +97,14 @@ export async function reviewReply(
   if (!row) throw notFound("No such reply to review");
   const now = nowIso();
   const next = input.action === "approve" ? "approved" : "rejected";
-  const event = outboxEntry(who.workspaceId, {
+  const event: AuditEventInput = {
+    workspaceId: who.workspaceId,
     kind: "email.review",
     actor: who.actor,
     target: `email_message:${id}`,
     intent: input.action,
     details: { action: input.action, edited: input.body !== undefined, previous_state: row.handling_state },
-  });
+  };
   const [claimed] = await env.DB.batch([
     env.DB.prepare(
       `UPDATE email_messages SET handling_state = ?2, body = COALESCE(?3, body), reviewed_at = ?4, updated_at = ?4
@@ -121,7 +122,6 @@ export async function reviewReply(
   ]);
   if (!claimed?.results.length) throw conflict("already_reviewed", "This reply was already reviewed");
   if (input.action === "approve") await sendAndRecord(env, id, who.actor);
-  await deliverAudit(env, who.workspaceId);
   return replyRow(env, id);
 }
 
@@ -130,7 +130,7 @@ export async function reviewReply(
  * `sent` (its inbound message `replied`), or `send_failed` with the error, which a new
  * approval retries. Each outcome commits with its `email.send` event.
  */
-export async function sendAndRecord(env: Env, replyId: string, actor: RecordInput["actor"]): Promise<void> {
+export async function sendAndRecord(env: Env, replyId: string, actor: AuditEventInput["actor"]): Promise<void> {
   const reply = await env.DB.prepare(
     `SELECT o.workspace_id, o.from_addr, o.to_addrs, o.body, o.reply_to_id, i.subject, i.message_id_header, i.references_header
      FROM email_messages o JOIN email_messages i ON i.id = o.reply_to_id
@@ -164,14 +164,15 @@ export async function sendAndRecord(env: Env, replyId: string, actor: RecordInpu
     error = String(e).slice(0, 500);
   }
   const now = nowIso();
-  const event = outboxEntry(reply.workspace_id, {
+  const event: AuditEventInput = {
+    workspaceId: reply.workspace_id,
     kind: "email.send",
     actor,
     outcome: error ? "error" : "success",
     target: `email_message:${replyId}`,
     intent: "send",
     details: { reply_to_id: reply.reply_to_id, threaded: !!reply.message_id_header, error: error ?? undefined },
-  });
+  };
   await env.DB.batch([
     env.DB.prepare(
       `UPDATE email_messages SET handling_state = ?2, last_error = ?3, sent_at = ?4, updated_at = ?5,

@@ -1,3 +1,4 @@
+import type { AuditDetails, AuditEventOf, AuditKind } from "../audit/events";
 import { callerActor, callerEvent } from "../http/audit";
 import { apiRoute, createRouter, jsonBody, jsonResponse } from "../http/route";
 import { problemResponse } from "../platform/problem";
@@ -19,11 +20,8 @@ import {
 export const emailRouter = createRouter();
 
 const TAGS = ["Email"];
-const endpointEvent = (kind: string, id: string, details: Record<string, unknown>) => ({
-  kind,
-  target: `email_endpoint:${id}`,
-  details,
-});
+const endpointEvent = <K extends AuditKind>(kind: K, id: string, details: AuditDetails<K>) =>
+  ({ kind, target: `email_endpoint:${id}`, details }) as AuditEventOf;
 const badEndpoint = problemResponse(
   "Invalid body: a reserved localpart (`reserved_localpart`), an agent (`invalid_agent`) or review owner " +
     "(`invalid_review_owner`) not of this workspace, or a change the system mailbox refuses (`system_endpoint`)",

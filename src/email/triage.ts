@@ -1,6 +1,6 @@
 import { generateText, Output } from "ai";
 import { type AgentRecord, agentCapabilities, getAgentRecord, resolveAgent, toAgentRow } from "../agents/service";
-import { auditInBatch, PREVIOUS_STATEMENT_CHANGED } from "../audit/events";
+import { type AuditEventInput, auditInBatch, PREVIOUS_STATEMENT_CHANGED } from "../audit/events";
 import { debitStatement, requireCredits } from "../billing/ledger";
 import type { AreaRegistry } from "../http/registry";
 import { agentLanguageModel } from "../llm/model";
@@ -266,22 +266,22 @@ export async function triageMessage(env: Env, messageId: string, retry: boolean)
       agentId,
       now,
     );
-  const event = (state: string, extra: Record<string, unknown> = {}) =>
-    outboxEntry(message.workspaceId, {
-      kind: "email.triage",
-      actor: { kind: "system", id: null },
-      target: `email_message:${message.id}`,
-      intent: "triage",
-      details: {
-        endpoint_id: message.endpointId,
-        state,
-        reason: verdict.reason,
-        category: triage?.category ?? null,
-        spam_score: triage?.spam_score ?? null,
-        dmarc: message.dmarc,
-        ...extra,
-      },
-    });
+  const event = (state: string, extra: Record<string, unknown> = {}): AuditEventInput => ({
+    workspaceId: message.workspaceId,
+    kind: "email.triage",
+    actor: { kind: "system", id: null },
+    target: `email_message:${message.id}`,
+    intent: "triage",
+    details: {
+      endpoint_id: message.endpointId,
+      state,
+      reason: verdict.reason,
+      category: triage?.category ?? null,
+      spam_score: triage?.spam_score ?? null,
+      dmarc: message.dmarc,
+      ...extra,
+    },
+  });
 
   if (verdict.state !== "reply" || !endpoint) {
     const agentId = verdict.state !== "reply" ? verdict.agentId : undefined;
@@ -289,7 +289,6 @@ export async function triageMessage(env: Env, messageId: string, retry: boolean)
       inboundUpdate(verdict.state),
       d1Statement(env, auditInBatch(env, event(verdict.state, agentId ? { agent_id: agentId } : {}))),
     ]);
-    await deliverAudit(env, message.workspaceId);
     return;
   }
 
@@ -302,7 +301,6 @@ export async function triageMessage(env: Env, messageId: string, retry: boolean)
         inboundUpdate("no_reply"),
         d1Statement(env, auditInBatch(env, event("no_reply", { reason: error.code }))),
       ]);
-      await deliverAudit(env, message.workspaceId);
       return;
     }
     throw error; // the queue retries
@@ -347,7 +345,6 @@ export async function triageMessage(env: Env, messageId: string, retry: boolean)
     ),
   ]);
   if (!verdict.review) await sendAndRecord(env, replyId, { kind: "system", id: null });
-  await deliverAudit(env, message.workspaceId);
 }
 
 export type { MessageRecord };
@@ -440,14 +437,15 @@ async function giveUp(env: Env, messageId: string, error: unknown): Promise<void
     .bind(messageId)
     .first<{ workspace_id: string; endpoint_id: string }>();
   if (!row) return;
-  const event = outboxEntry(row.workspace_id, {
+  const event: AuditEventInput = {
+    workspaceId: row.workspace_id,
     kind: "email.triage",
     actor: { kind: "system", id: null },
     outcome: "error",
     target: `email_message:${messageId}`,
     intent: "triage",
     details: { endpoint_id: row.endpoint_id, state: "dead_letter", reason: "attempts_exhausted" },
-  });
+  };
   await env.DB.batch([
     env.DB.prepare(
       `UPDATE email_messages SET handling_state = 'dead_letter', last_error = ?2, updated_at = ?3
@@ -455,7 +453,6 @@ async function giveUp(env: Env, messageId: string, error: unknown): Promise<void
     ).bind(messageId, String(error).slice(0, 500), nowIso()),
     d1Statement(env, auditInBatch(env, event, { onlyIf: PREVIOUS_STATEMENT_CHANGED })),
   ]);
-  await deliverAudit(env, row.workspace_id);
 }
 
 /** Cron: mail still `received` ten minutes on (its job was never queued) is queued again. */

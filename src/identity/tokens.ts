@@ -51,7 +51,7 @@ export function patInsert(
 
 /** The audit event of a token's creation, the same from the admin API and from the account page. */
 export const tokenCreateEvent = (t: TokenInfo) => ({
-  kind: "token.create",
+  kind: "token.create" as const,
   target: `token:${t.id}`,
   subjectUserId: t.user_id,
   details: { name: t.name, scopes: t.scopes, user_id: t.user_id, expires_at: t.expires_at },

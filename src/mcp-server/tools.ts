@@ -4,12 +4,11 @@ import { z } from "zod";
 import { listAgents } from "../agents/service";
 import { toArtifact } from "../artifacts/schemas";
 import { listArtifacts } from "../artifacts/service";
-import type { AuditEventInput } from "../audit/events";
+import type { AuditEventInput, AuditEventOf } from "../audit/events";
 import type { Caller } from "../auth/caller";
 import type { Scope } from "../auth/scopes";
 import { createConversation } from "../conversations/service";
 import { postMessage, quickAskReady, type TurnContext } from "../conversations/turns";
-import type { AuditEventInput, AuditInput } from "../http/audit";
 import { ApiError } from "../platform/problem";
 
 /** The scope each tool needs; `tools/call` without it is refused with 403 before the tool runs. */
@@ -29,7 +28,7 @@ export type ToolContext = {
   origin: string;
   turn: TurnContext;
   /** The route's event, written in the same batch as the change it describes. */
-  event: (input: AuditInput) => AuditEventInput;
+  event: (input: AuditEventOf) => AuditEventInput;
 };
 
 const SERVER_INFO = { name: "workspace-agent-service", title: "Workspace Agent Service", version: "1.0.0" };

@@ -1,6 +1,6 @@
 import type * as X509 from "@peculiar/x509";
 import { and, desc, eq } from "drizzle-orm";
-import { type AuditEventInput, auditInBatch, PREVIOUS_STATEMENT_CHANGED } from "../audit/events";
+import { type AuditEventInput, auditAlone, auditInBatch, PREVIOUS_STATEMENT_CHANGED } from "../audit/events";
 import { mcpConnectors } from "../db/schema";
 import { hashToken } from "../platform/crypto";
 import { db } from "../platform/db";
@@ -163,7 +163,8 @@ const refused = () =>
 
 /** A refused redemption of a known token (replayed, expired, revoked), in the connector's workspace. */
 async function deniedEnrollment(env: Env, workspaceId: string, connectorId: string, reason: string) {
-  await record(env, workspaceId, {
+  await auditAlone(env, {
+    workspaceId: workspaceId,
     kind: "mcp.connector.enroll",
     outcome: "denied",
     actor: { kind: "system", id: null },
@@ -225,13 +226,14 @@ export async function enroll(env: Env, input: { csr_pem: string; token: string }
     ],
   });
 
-  const event = outboxEntry(pending.workspaceId, {
+  const event: AuditEventInput = {
+    workspaceId: pending.workspaceId,
     kind: "mcp.connector.enroll",
     actor: { kind: "system", id: null },
     target: `mcp_connector:${pending.id}`,
     intent: "enroll",
     details: { connector_id: pending.id, cert_serial: serial, cert_expires_at: notAfter.toISOString() },
-  });
+  };
   const [redeemed] = await d.batch([
     d
       .update(mcpConnectors)

@@ -1,5 +1,5 @@
 import { and, asc, eq, inArray } from "drizzle-orm";
-import { type AgentEventFor, removeFromEverySubset } from "../agents/subsets";
+import { removeFromEverySubset } from "../agents/subsets";
 import { type AuditEventInput, auditInBatch, PREVIOUS_STATEMENT_CHANGED } from "../audit/events";
 import { mcpCustomIntegrations, mcpServers, workspaceMcpServers } from "../db/schema";
 import { db, isUniqueViolation } from "../platform/db";
@@ -83,7 +83,6 @@ export async function deleteCustom(
   workspaceId: string,
   given: string,
   event: (slug: string) => AuditEventInput,
-  agentEvent: AgentEventFor,
 ): Promise<void> {
   const slug = given.startsWith(CUSTOM_PREFIX) ? given.slice(CUSTOM_PREFIX.length) : given;
   const d = db(env);
@@ -98,15 +97,16 @@ export async function deleteCustom(
     throw notFound("No such custom integration in this workspace");
   }
   const full = `${CUSTOM_PREFIX}${slug}`;
+  const deleted = event(full);
   await d.batch([
     d
       .delete(mcpCustomIntegrations)
       .where(and(eq(mcpCustomIntegrations.workspaceId, workspaceId), eq(mcpCustomIntegrations.slug, slug))),
-    auditInBatch(env, event(full), { onlyIf: PREVIOUS_STATEMENT_CHANGED }),
+    auditInBatch(env, deleted, { onlyIf: PREVIOUS_STATEMENT_CHANGED }),
     d
       .delete(workspaceMcpServers)
       .where(and(eq(workspaceMcpServers.workspaceId, workspaceId), eq(workspaceMcpServers.slug, full))),
-    ...removeFromEverySubset(d, workspaceId, "mcp_servers", full, agentEvent),
+    ...removeFromEverySubset(env, workspaceId, "mcp_servers", full, deleted.actor),
   ]);
 }
 

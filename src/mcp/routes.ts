@@ -80,12 +80,8 @@ mcpRouter.openapi(
     },
   }),
   async (c) => {
-    await deleteCustom(
-      c.env,
-      c.var.caller.workspace.id,
-      c.req.valid("param").slug,
-      (slug) => callerEvent(c, { kind: "mcp.custom.delete", target: `mcp_server:${slug}`, details: { slug } }),
-      (event) => callerEvent(c, event),
+    await deleteCustom(c.env, c.var.caller.workspace.id, c.req.valid("param").slug, (slug) =>
+      callerEvent(c, { kind: "mcp.custom.delete", target: `mcp_server:${slug}`, details: { slug } }),
     );
     return c.body(null, 204);
   },
@@ -178,8 +174,7 @@ mcpRouter.openapi(
     [rateLimit("ENROLL_LIMITER")],
   ),
   async (c) => {
-    const { workspaceId, result } = await enroll(c.env, c.req.valid("json"));
-    deliverAfterResponse(c, workspaceId); // its event was written with the redemption
+    const { result } = await enroll(c.env, c.req.valid("json"));
     return c.json(result, 200);
   },
 );

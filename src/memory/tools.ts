@@ -1,6 +1,7 @@
 import { type ToolSet, tool } from "ai";
 import { z } from "zod";
 import { agentHandlesOf } from "../agents/service";
+import type { AuditEventInput } from "../audit/events";
 import type { ToolProvider } from "../platform/turn-tools";
 import { FACT_MAX_LENGTH } from "./schemas";
 import { type AskingAgent, factsForAgent, isFrozen, type MemoryOwner, rankFacts, rememberFact } from "./service";
@@ -21,17 +22,17 @@ const oneLine = (s: string) => s.replace(/\s+/g, " ").trim();
 /** The event of a fact an agent remembered, on behalf of the turn's user (never its content). */
 const rememberedEvent =
   (owner: MemoryOwner, agent: AskingAgent, turn: { agentId: string; conversationId: string | null }) =>
-  (factId: string) =>
-    outboxEntry(owner.workspaceId, {
-      kind: "memory.fact.create",
-      intent: "remember",
-      actor: { kind: "user", id: owner.userId },
-      subjectUserId: owner.userId,
-      agentId: turn.agentId,
-      conversationId: turn.conversationId,
-      target: `memory_fact:${factId}`,
-      details: { agent_slug: agent.slug },
-    });
+  (factId: string): AuditEventInput => ({
+    workspaceId: owner.workspaceId,
+    kind: "memory.fact.create",
+    intent: "remember",
+    actor: { kind: "user", id: owner.userId },
+    subjectUserId: owner.userId,
+    agentId: turn.agentId,
+    conversationId: turn.conversationId,
+    target: `memory_fact:${factId}`,
+    details: { agent_slug: agent.slug },
+  });
 
 /** `remember` and `recall` for one agent acting for one user; both re-check the freeze when they run. */
 export function memoryToolSet(

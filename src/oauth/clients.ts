@@ -199,36 +199,34 @@ export async function disableClient(
   events: { deleted: AuditEventInput; revoked: AuditEventInput },
 ): Promise<Map<string, { count: number; userIds: string[] }>> {
   const now = nowIso();
-  const liveGrants = "FROM oauth_grants g WHERE g.client_id = ?4 AND g.revoked_at IS NULL";
+  const liveGrants = sql`FROM oauth_grants g WHERE g.client_id = ${client.clientId} AND g.revoked_at IS NULL`;
   const [, , , revoked] = await env.DB.batch([
     env.DB.prepare("UPDATE oauth_clients SET disabled_at = ?1, updated_at = ?1 WHERE client_id = ?2").bind(
       now,
       client.clientId,
     ),
-    outboxStatementFrom(
+    d1Statement(
       env,
-      events.deleted,
-      {
-        workspaceId: "?5",
-        from: `FROM (SELECT count(*) AS n ${liveGrants}) c`,
-        fields: { "$.details.revoked_grants": "c.n" },
-      },
-      client.clientId,
-      client.workspaceId,
-    ),
-    outboxStatementFrom(
-      env,
-      events.revoked,
-      {
-        workspaceId: "g.workspace_id",
-        from: `${liveGrants} GROUP BY g.workspace_id`,
-        fields: {
-          "$.details.count": "count(*)",
-          "$.subjectUserId": "CASE WHEN count(DISTINCT g.user_id) = 1 THEN min(g.user_id) END",
+      auditInBatch(env, events.deleted, {
+        from: {
+          source: sql`FROM (SELECT count(*) AS n ${liveGrants}) c`,
+          fields: { "$.details.revoked_grants": sql`c.n` },
         },
-        idSuffix: "g.workspace_id",
-      },
-      client.clientId,
+      }),
+    ),
+    d1Statement(
+      env,
+      auditInBatch(env, events.revoked, {
+        from: {
+          source: sql`${liveGrants} GROUP BY g.workspace_id`,
+          workspaceId: sql`g.workspace_id`,
+          fields: {
+            "$.details.count": sql`count(*)`,
+            "$.subjectUserId": sql`CASE WHEN count(DISTINCT g.user_id) = 1 THEN min(g.user_id) END`,
+          },
+          idSuffix: sql`g.workspace_id`,
+        },
+      }),
     ),
     ...revokeGrantsOfClient(env, client.clientId, now),
   ]);

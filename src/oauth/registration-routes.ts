@@ -192,7 +192,7 @@ registrationRouter.openapi(
   async (c) => {
     const client = managedClient(c);
     const actor = { kind: "oauth_client" as const, id: client.clientId };
-    const revoked = await disableClient(c.env, client, {
+    await disableClient(c.env, client, {
       deleted: callerEvent(c, {
         kind: "oauth.client.delete",
         workspaceId: client.workspaceId!,
@@ -202,15 +202,15 @@ registrationRouter.openapi(
         details: { client_id: client.clientId },
       }),
       // Its workspace, count and user are filled per workspace in the batch.
-      revoked: outboxEntry("", {
+      revoked: {
+        workspaceId: "",
         kind: "oauth.grant.revoke",
         actor,
         target: `oauth_client:${client.clientId}`,
         intent: "revoke",
         details: { client_id: client.clientId, reason: "client_deleted" },
-      }),
+      },
     });
-    for (const workspaceId of revoked.keys()) deliverAfterResponse(c, workspaceId);
     return c.body(null, 204);
   },
 );

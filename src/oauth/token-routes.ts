@@ -89,7 +89,6 @@ tokenRouter.openapi(
           })
         : await refreshTokens(c.env, client.clientId, request.refresh_token!, resource);
     // The issue or rotation event was written with the tokens (actor: the client; workspace: the grant's).
-    deliverAfterResponse(c, issued.grant.workspaceId);
     return c.json(issued.body, 200, NO_STORE);
   },
 );
@@ -139,8 +138,7 @@ tokenRouter.openapi(
   }),
   async (c) => {
     const { client, request } = await clientRequest(c, tokenParamsBody);
-    const revoked = request.token ? await revokeToken(c.env, client.clientId, request.token) : null;
-    if (revoked) deliverAfterResponse(c, revoked.workspaceId); // its event was written with the revocation
+    if (request.token) await revokeToken(c.env, client.clientId, request.token);
     return c.body(null, 200, NO_STORE);
   },
 );

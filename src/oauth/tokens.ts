@@ -7,8 +7,8 @@
  */
 import { sha256 } from "@noble/hashes/sha2.js";
 import { utf8ToBytes } from "@noble/hashes/utils.js";
-import { eq, sql } from "drizzle-orm";
-import { type AuditEventInput, auditInBatch } from "../audit/events";
+import { eq, type SQL, sql } from "drizzle-orm";
+import { type AuditEventInput, auditInBatch, jsonBoolean, PREVIOUS_STATEMENT_CHANGED } from "../audit/events";
 import { effectiveScopes, grantableFor, type Role } from "../auth/scopes";
 import { oauthClients, oauthCodes, oauthGrants, oauthTokens, users } from "../db/schema";
 import { hashToken, timingSafeEqual } from "../platform/crypto";
@@ -42,16 +42,21 @@ export type Issued = { body: TokenResponse; grant: GrantRef };
  * The event of a replayed code or rotated refresh token: no signed-in caller, so the actor is
  * the client and the workspace the grant's. `family_revoked` is filled in the revoking batch.
  */
-const reuseEvent = (clientId: string, tokenKind: "code" | "refresh", workspaceId = "", subjectUserId?: string) =>
-  outboxEntry(workspaceId, {
-    subjectUserId,
-    kind: "oauth.token.reuse",
-    outcome: "denied",
-    actor: { kind: "oauth_client", id: clientId },
-    target: `oauth_client:${clientId}`,
-    intent: "reuse",
-    details: { client_id: clientId, token_kind: tokenKind, family_revoked: false },
-  });
+const reuseEvent = (
+  clientId: string,
+  tokenKind: "code" | "refresh",
+  workspaceId = "",
+  subjectUserId?: string,
+): AuditEventInput => ({
+  workspaceId: workspaceId,
+  subjectUserId,
+  kind: "oauth.token.reuse",
+  outcome: "denied",
+  actor: { kind: "oauth_client", id: clientId },
+  target: `oauth_client:${clientId}`,
+  intent: "reuse",
+  details: { client_id: clientId, token_kind: tokenKind, family_revoked: false },
+});
 
 /** PKCE S256: base64url(SHA-256(code_verifier)) without padding (RFC 7636 §4.2). */
 export const pkceChallenge = (verifier: string): string => base64url(sha256(utf8ToBytes(verifier)));
@@ -160,22 +165,22 @@ const INSERT_TOKEN_AFTER_ROTATION = `INSERT INTO oauth_tokens (id, grant_id, kin
 // The event of an issue or rotation is selected from the rows the same batch wrote: only the
 // grant knows the workspace and user. `scope` is what the token response says: the grant's
 // scopes within the user's role ceiling (admin only while the user is an admin; see grantableFor).
-const GRANTED_SCOPE = `(SELECT group_concat(j.value, ' ') FROM json_each(g.scopes) j
+const GRANTED_SCOPE = sql`(SELECT group_concat(j.value, ' ') FROM json_each(g.scopes) j
   WHERE j.value <> 'svc:computer' AND (j.value <> 'admin' OR u.role = 'admin'))`;
 const grantEventFields = {
-  "$.target": "'oauth_grant:' || g.id",
-  "$.subjectUserId": "g.user_id",
+  "$.target": sql`'oauth_grant:' || g.id`,
+  "$.subjectUserId": sql`g.user_id`,
   "$.details.scope": GRANTED_SCOPE,
 };
 
 /** The template of a token-endpoint event; the grant's fields are filled in SQL. */
-const tokenEvent = (kind: "oauth.token.issue" | "oauth.token.refresh", clientId: string) =>
-  outboxEntry("", {
-    kind,
-    actor: { kind: "oauth_client", id: clientId },
-    intent: kind === "oauth.token.issue" ? "issue" : "rotate",
-    details: { client_id: clientId, scope: "" },
-  });
+const tokenEvent = (kind: "oauth.token.issue" | "oauth.token.refresh", clientId: string): AuditEventInput => ({
+  workspaceId: "",
+  kind,
+  actor: { kind: "oauth_client", id: clientId },
+  intent: kind === "oauth.token.issue" ? "issue" : "rotate",
+  details: { client_id: clientId, scope: "" },
+});
 
 /** A fresh access and refresh token, their row ids and expiry times. */
 function newPair(now: number) {
@@ -242,15 +247,15 @@ export async function exchangeCode(
       pair.refreshExpires,
       grantId,
     ),
-    outboxStatementFrom(
+    d1Statement(
       env,
-      tokenEvent("oauth.token.issue", clientId),
-      {
-        workspaceId: "g.workspace_id",
-        from: "FROM oauth_grants g JOIN users u ON u.id = g.user_id WHERE g.id = ?4",
-        fields: grantEventFields,
-      },
-      grantId,
+      auditInBatch(env, tokenEvent("oauth.token.issue", clientId), {
+        from: {
+          source: sql`FROM oauth_grants g JOIN users u ON u.id = g.user_id WHERE g.id = ${grantId}`,
+          workspaceId: sql`g.workspace_id`,
+          fields: grantEventFields,
+        },
+      }),
     ),
   ]);
   const row = claimed?.results[0] as
@@ -278,7 +283,6 @@ export async function exchangeCode(
     };
     if (code.grantId) await revokeGrant(env, code.grantId, "code_reuse", { entry: reuseEvent(clientId, "code") });
     else await d1Statement(env, auditInBatch(env, reuseEvent(clientId, "code", ref.workspaceId, ref.userId))).run();
-    await deliverAudit(env, ref.workspaceId);
     throw invalidGrant("The authorization code was already used; the tokens issued from it are revoked");
   }
   if (!clientOk) throw invalidGrant("The authorization code was issued to another client");
@@ -326,17 +330,16 @@ export async function refreshTokens(
       oldHash,
       pair.refreshId,
     ),
-    outboxStatementFrom(
+    d1Statement(
       env,
-      tokenEvent("oauth.token.refresh", clientId),
-      {
-        workspaceId: "g.workspace_id",
-        from: `FROM oauth_tokens t JOIN oauth_grants g ON g.id = t.grant_id JOIN users u ON u.id = g.user_id
-          WHERE t.token_hash = ?4 AND t.replaced_by = ?5`,
-        fields: grantEventFields,
-      },
-      oldHash,
-      pair.refreshId,
+      auditInBatch(env, tokenEvent("oauth.token.refresh", clientId), {
+        from: {
+          source: sql`FROM oauth_tokens t JOIN oauth_grants g ON g.id = t.grant_id JOIN users u ON u.id = g.user_id
+            WHERE t.token_hash = ${oldHash} AND t.replaced_by = ${pair.refreshId}`,
+          workspaceId: sql`g.workspace_id`,
+          fields: grantEventFields,
+        },
+      }),
     ),
   ]);
   const row = rotated?.results[0] as
@@ -357,7 +360,6 @@ export async function refreshTokens(
   if (t.grantRevokedAt) throw invalidGrant("The refresh token has been revoked");
   if (t.revokedAt) {
     await revokeGrant(env, t.grantId, "refresh_reuse", { entry: reuseEvent(clientId, "refresh") });
-    await deliverAudit(env, t.workspaceId);
     throw invalidGrant("The refresh token was already used; every token of its family is revoked");
   }
   if (t.expiresAt <= nowIso) throw invalidGrant("The refresh token has expired");
@@ -414,12 +416,13 @@ export async function revokeToken(env: Env, clientId: string, token: string): Pr
   if (!token.startsWith(ACCESS_TOKEN_PREFIX) && !token.startsWith(REFRESH_TOKEN_PREFIX)) return null;
   const t = await statements(env).tokenWithGrant.get({ hash: hashToken(token) });
   if (!t || t.clientId !== clientId || t.grantRevokedAt) return null;
-  const revokeEvent = outboxEntry("", {
+  const revokeEvent: AuditEventInput = {
+    workspaceId: "",
     kind: "oauth.grant.revoke",
     actor: { kind: "oauth_client", id: clientId },
     intent: "revoke",
     details: { client_id: clientId, reason: "revoked", count: 1 },
-  });
+  };
   return revokeGrant(env, t.grantId, "revoked", { entry: revokeEvent, onlyIfRevoked: true });
 }
 
@@ -436,24 +439,21 @@ export async function revokeGrant(
   event: { entry: AuditEventInput; onlyIfRevoked?: boolean },
 ): Promise<GrantRef | null> {
   const now = nowIso();
-  const revoked = "changes() > 0"; // right after the grant's UPDATE
-  const fields: Record<string, string> = { "$.target": "'oauth_grant:' || g.id", "$.subjectUserId": "g.user_id" };
-  if ("family_revoked" in (JSON.parse(event.entry.event) as { details: object }).details)
-    fields["$.details.family_revoked"] = `json(CASE WHEN ${revoked} THEN 'true' ELSE 'false' END)`;
+  const fields: Record<string, SQL> = { "$.target": sql`'oauth_grant:' || g.id`, "$.subjectUserId": sql`g.user_id` };
+  // Right after the grant's UPDATE: whether this batch revoked it.
+  if (event.entry.kind === "oauth.token.reuse")
+    fields["$.details.family_revoked"] = jsonBoolean(PREVIOUS_STATEMENT_CHANGED);
   const [grant] = await env.DB.batch([
     env.DB.prepare(
       `UPDATE oauth_grants SET revoked_at = ?1, revoke_reason = ?2 WHERE id = ?3 AND revoked_at IS NULL
        RETURNING id, workspace_id, user_id, client_id`,
     ).bind(now, reason, grantId),
-    outboxStatementFrom(
+    d1Statement(
       env,
-      event.entry,
-      {
-        workspaceId: "g.workspace_id",
-        from: `FROM oauth_grants g WHERE g.id = ?4${event.onlyIfRevoked ? ` AND ${revoked}` : ""}`,
-        fields,
-      },
-      grantId,
+      auditInBatch(env, event.entry, {
+        from: { source: sql`FROM oauth_grants g WHERE g.id = ${grantId}`, workspaceId: sql`g.workspace_id`, fields },
+        onlyIf: event.onlyIfRevoked ? PREVIOUS_STATEMENT_CHANGED : undefined,
+      }),
     ),
     env.DB.prepare(`UPDATE oauth_tokens SET revoked_at = ?1 WHERE grant_id = ?2 AND revoked_at IS NULL`).bind(
       now,

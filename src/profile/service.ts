@@ -212,7 +212,8 @@ export async function runCrawl(env: Env, message: CrawlMessage, options: CrawlOp
 
   const result = await crawlSite(env, message.domain, { model: languageModel(env), ...options });
   const finished = nowIso();
-  const event = outboxEntry(message.workspace_id, {
+  const event: AuditEventInput = {
+    workspaceId: message.workspace_id,
     kind: "profile.crawl",
     actor: { kind: "system", id: null },
     outcome: result.ok ? "success" : "error",
@@ -234,7 +235,7 @@ export async function runCrawl(env: Env, message: CrawlMessage, options: CrawlOp
           error_code: result.code,
           error: result.error,
         },
-  });
+  };
   const d = db(env);
   const [[updated]] = await d.batch([
     d
@@ -256,7 +257,6 @@ export async function runCrawl(env: Env, message: CrawlMessage, options: CrawlOp
     auditInBatch(env, event, { onlyIf: PREVIOUS_STATEMENT_CHANGED }),
   ]);
   if (!updated) return "stale";
-  await deliverAudit(env, message.workspace_id);
   return result;
 }
 

@@ -8,7 +8,6 @@ import type { AppEnv } from "../http/context";
 import { rateLimit } from "../http/rate-limit";
 import { limitBody } from "../http/route";
 import { SESSION_TTL_SECONDS, signIn, signOut } from "../identity/sessions";
-import { db } from "../platform/db";
 import { crossOriginWrite, csrfToken, csrfValid, PAGE_HEADERS } from "../platform/pages";
 import { ApiError } from "../platform/problem";
 import { SigninPage } from "./pages";
@@ -93,7 +92,7 @@ signinRouter.post("/v1/signout", limitBody(), async (c) => {
   if (cookie)
     await signOut(c.env, cookie, (session) =>
       auditInBatch(
-        env,
+        c.env,
         callerEvent(c, {
           kind: "session.signout",
           workspaceId: session.workspaceId,

@@ -1,7 +1,7 @@
 import { z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import { html } from "hono/html";
-import { auditAlone } from "../audit/events";
+import { type AuditEventInput, auditAlone } from "../audit/events";
 import { callerEvent } from "../http/audit";
 import type { AppEnv } from "../http/context";
 import { apiRoute, createRouter, jsonBody, jsonResponse, MiB } from "../http/route";
@@ -233,14 +233,15 @@ teamchatRouter.openapi(
     const retired =
       cause === "app_uninstalled" || (cause === "tokens_revoked" && (event?.tokens?.bot?.length ?? 0) > 0);
     if (type === "event_callback" && teamId && retired) {
-      const event = outboxEntry("", {
+      const event: AuditEventInput = {
+        workspaceId: "",
         actor: { kind: "system", id: null },
         kind: "teamchat.uninstall",
         target: `slack_team:${teamId}`,
         intent: cause,
         details: { team_id: teamId, cause },
-      });
-      for (const workspaceId of await retireTeam(c.env, teamId, event)) deliverAfterResponse(c, workspaceId);
+      };
+      await retireTeam(c.env, teamId, event);
     }
     return c.json({ ok: true as const }, 200);
   },

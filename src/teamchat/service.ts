@@ -1,9 +1,9 @@
-import { and, eq, lt } from "drizzle-orm";
+import { and, eq, lt, sql } from "drizzle-orm";
 import { findVisibleArtifact } from "../artifacts/service";
 import { artifactKey } from "../artifacts/store";
 import { type AuditEventInput, auditInBatch, PREVIOUS_STATEMENT_CHANGED } from "../audit/events";
 import { agents, conversations, slackInstalls, slackStateUses, users } from "../db/schema";
-import { db } from "../platform/db";
+import { d1Statement, db } from "../platform/db";
 import { nowIso } from "../platform/env";
 import { ApiError, badRequest, notFound } from "../platform/problem";
 import { open, seal } from "../platform/secret-box";
@@ -178,15 +178,15 @@ export async function uninstall(
  */
 export async function retireTeam(env: Env, teamId: string, event: AuditEventInput): Promise<string[]> {
   const [, retired] = await env.DB.batch<{ workspace_id: string }>([
-    outboxStatementFrom(
+    d1Statement(
       env,
-      event,
-      {
-        workspaceId: "s.workspace_id",
-        from: "FROM slack_installs s WHERE s.team_id = ?4 AND s.live = 1",
-        idSuffix: "s.workspace_id",
-      },
-      teamId,
+      auditInBatch(env, event, {
+        from: {
+          source: sql`FROM slack_installs s WHERE s.team_id = ${teamId} AND s.live = 1`,
+          workspaceId: sql`s.workspace_id`,
+          idSuffix: sql`s.workspace_id`,
+        },
+      }),
     ),
     env.DB.prepare(
       `UPDATE slack_installs SET live = 0, bot_token_sealed = NULL, updated_at = ?2

@@ -1,6 +1,6 @@
 import { auditLog } from "../../durable-objects/audit-log/client";
+import { deliverOutbox } from "../audit/outbox";
 import type { Area } from "../http/area";
-import { deliverOutbox } from "./outbox";
 import { auditRouter } from "./routes";
 
 /** The workspace's audit chain: reading and verifying it, redaction on erasure, outbox delivery. */

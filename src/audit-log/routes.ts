@@ -1,4 +1,5 @@
 import { auditLog } from "../../durable-objects/audit-log/client";
+import { deliverNow } from "../audit/delivery";
 import { apiRoute, createRouter, jsonResponse } from "../http/route";
 import { problemResponse } from "../platform/problem";
 import { AuditListSchema, AuditQuerySchema, VerifyQuerySchema, VerifyResultSchema } from "./schemas";
@@ -20,7 +21,7 @@ auditRouter.openapi(
   async (c) => {
     const q = c.req.valid("query");
     const workspaceId = c.var.caller.workspace.id;
-    await deliverAudit(c.env, workspaceId); // read-your-writes: events committed before this request are listed
+    await deliverNow(c.env, workspaceId); // read-your-writes: events committed before this request are listed
     const { events, total } = await auditLog(c.env, workspaceId).list(
       {
         days: q.days,
@@ -60,7 +61,7 @@ auditRouter.openapi(
   }),
   async (c) => {
     const workspaceId = c.var.caller.workspace.id;
-    await deliverAudit(c.env, workspaceId);
+    await deliverNow(c.env, workspaceId);
     return c.json(await auditLog(c.env, workspaceId).verify(c.req.valid("query").limit), 200);
   },
 );
