@@ -5,7 +5,7 @@ import { AppListSchema, AppSchema } from "../src/apps/schemas";
 import { ACTIVITY_GRANULARITY_MS, publishApp } from "../src/apps/service";
 import { appFileKey, appPrefix } from "../src/apps/store";
 import { appTools } from "../src/apps/tools";
-import { auditInBatch } from "../src/audit/events";
+
 import { signIn } from "../src/identity/sessions";
 import type { TurnScope } from "../src/platform/turn-tools";
 import { call, expectProblem, parse } from "./support/api";
@@ -51,16 +51,14 @@ async function appRow(id: string) {
 }
 
 async function sessionCookie(email: string): Promise<string> {
-  const outcome = await signIn(env, email, PASSWORD, (s) =>
-    auditInBatch(env, {
-      workspaceId: s.workspaceId,
-      kind: "session.signin",
-      actor: { kind: "user", id: s.userId },
-      target: `session:${s.sessionId}`,
-    }),
-  );
+  const outcome = await signIn(env, email, PASSWORD, (s) => ({
+    workspaceId: s.workspaceId,
+    kind: "session.signin",
+    actor: { kind: "user", id: s.userId },
+    target: `session:${s.sessionId}`,
+  }));
   if (!outcome.ok) throw new Error("sign-in failed");
-  return `svc_session=${outcome.sessionToken}`;
+  return `svc_session=$outcome.sessionToken`;
 }
 
 let ws: Ws;

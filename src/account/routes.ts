@@ -1,6 +1,6 @@
 import { ErasureSummarySchema } from "../admin/erase-schemas";
 import { eraseUser } from "../admin/erase-service";
-import { auditAlone, auditInBatch } from "../audit/events";
+import { auditAlone } from "../audit/events";
 import { callerEvent } from "../http/audit";
 import { rateLimit } from "../http/rate-limit";
 import { apiRoute, createRouter, jsonBody, jsonResponse } from "../http/route";
@@ -39,18 +39,15 @@ accountRouter.openapi(
       c.env,
       { workspaceName: body.workspace_name, email: body.email, password: body.password, name: body.name },
       ({ workspace, user }) =>
-        auditInBatch(
-          c.env,
-          callerEvent(c, {
-            kind: "workspace.signup",
-            workspaceId: workspace.id,
-            actor: { kind: "user", id: user.id },
-            target: `workspace:${workspace.id}`,
-            intent: "create",
-            subjectUserId: user.id,
-            details: { workspace_name: workspace.name, slug: workspace.slug, email: user.email, name: user.name },
-          }),
-        ),
+        callerEvent(c, {
+          kind: "workspace.signup",
+          workspaceId: workspace.id,
+          actor: { kind: "user", id: user.id },
+          target: `workspace:${workspace.id}`,
+          intent: "create",
+          subjectUserId: user.id,
+          details: { workspace_name: workspace.name, slug: workspace.slug, email: user.email, name: user.name },
+        }),
     );
     return c.json(result, 201);
   },
@@ -135,14 +132,11 @@ accountRouter.openapi(
       caller.userId,
       { self: true },
       (s) =>
-        auditInBatch(
-          c.env,
-          callerEvent(c, {
-            kind: "user.erase",
-            target: `user:${caller.userId}`,
-            details: { counts: s.counts, self: true },
-          }),
-        ),
+        callerEvent(c, {
+          kind: "user.erase",
+          target: `user:${caller.userId}`,
+          details: { counts: s.counts, self: true },
+        }),
     );
     return c.json(summary, 200);
   },

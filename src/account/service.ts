@@ -1,11 +1,12 @@
 import { defaultAgentInserts } from "../agents/service";
+import { type AuditEventInput, auditInBatch } from "../audit/events";
 import { DEFAULT_GRANT } from "../auth/scopes";
 import { emailSlugs, workspaces } from "../db/schema";
 import { systemEndpointInsert } from "../email/endpoints";
 import { patInsert } from "../identity/tokens";
 import { userInsert } from "../identity/users";
 import { hashPassword } from "../platform/crypto";
-import { type CommitWith, db, isUniqueViolation } from "../platform/db";
+import { db, isUniqueViolation } from "../platform/db";
 import { nowIso } from "../platform/env";
 import { newId } from "../platform/ids";
 import { conflict } from "../platform/problem";
@@ -25,7 +26,7 @@ export type SignupResult = {
 export async function signup(
   env: Env,
   input: SignupInput,
-  commitWith: CommitWith<Omit<SignupResult, "token">>,
+  eventOf: (result: Omit<SignupResult, "token">) => AuditEventInput,
 ): Promise<SignupResult> {
   const d = db(env);
   const passwordHash = await hashPassword(input.password);
@@ -61,7 +62,7 @@ export async function signup(
         ...defaultAgentInserts(d, workspace.id, now),
         pat.statement,
         systemEndpointInsert(d, workspace.id, now),
-        commitWith(created),
+        auditInBatch(env, eventOf(created)),
       ]);
       return { ...created, token: pat.token };
     } catch (e) {

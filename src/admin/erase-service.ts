@@ -1,6 +1,6 @@
+import { type AuditEventInput, auditInBatch } from "../audit/events";
 import type { EraseStep, ErasureCounts } from "../http/registry";
 import { anonymizeUser, liveUser, otherAdmins } from "../identity/users";
-import type { CommitWith } from "../platform/db";
 import { badRequest, notFound } from "../platform/problem";
 
 type Steps = readonly { area: string; step: EraseStep }[];
@@ -28,7 +28,7 @@ export async function eraseUser(
   workspaceId: string,
   userId: string,
   opts: { self: boolean },
-  commitWith: CommitWith<ErasureSummary>,
+  eventOf: (result: ErasureSummary) => AuditEventInput,
 ): Promise<ErasureSummary> {
   const user = await liveUser(env, workspaceId, userId);
   if (!user) throw notFound("No such user in this workspace");
@@ -42,7 +42,7 @@ export async function eraseUser(
 
   const counts = await runEraseSteps(env, steps, workspaceId, userId);
   const summary: ErasureSummary = { user_id: userId, erased: true, counts };
-  await anonymizeUser(env, userId, commitWith(summary));
+  await anonymizeUser(env, userId, auditInBatch(env, eventOf(summary)));
   return summary;
 }
 

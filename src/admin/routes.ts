@@ -1,4 +1,3 @@
-import { auditInBatch } from "../audit/events";
 import { callerEvent } from "../http/audit";
 import { apiRoute, createRouter, jsonBody, jsonResponse } from "../http/route";
 import { UserSchema } from "../identity/schemas";
@@ -45,15 +44,12 @@ adminRouter.openapi(
   async (c) => {
     const body = c.req.valid("json");
     const user = await createUser(c.env, c.var.caller.workspace.id, body, (u) =>
-      auditInBatch(
-        c.env,
-        callerEvent(c, {
-          kind: "user.create",
-          target: `user:${u.id}`,
-          subjectUserId: u.id,
-          details: { email: u.email, name: u.name, role: u.role },
-        }),
-      ),
+      callerEvent(c, {
+        kind: "user.create",
+        target: `user:${u.id}`,
+        subjectUserId: u.id,
+        details: { email: u.email, name: u.name, role: u.role },
+      }),
     );
     return c.json(user, 201);
   },
@@ -86,7 +82,7 @@ adminRouter.openapi(
         scopes: body.scopes,
         expiresInDays: body.expires_in_days,
       },
-      (t) => auditInBatch(c.env, callerEvent(c, tokenCreateEvent(t))),
+      (t) => callerEvent(c, tokenCreateEvent(t)),
     );
     const { last_used_at: _l, revoked_at: _r, ...created } = info;
     return c.json({ ...created, token }, 201);
@@ -119,15 +115,12 @@ adminRouter.openapi(
   }),
   async (c) => {
     await revokeToken(c.env, c.var.caller.workspace.id, c.req.valid("param").id, (t) =>
-      auditInBatch(
-        c.env,
-        callerEvent(c, {
-          kind: "token.revoke",
-          target: `token:${t.id}`,
-          subjectUserId: t.user_id,
-          details: { name: t.name, user_id: t.user_id },
-        }),
-      ),
+      callerEvent(c, {
+        kind: "token.revoke",
+        target: `token:${t.id}`,
+        subjectUserId: t.user_id,
+        details: { name: t.name, user_id: t.user_id },
+      }),
     );
     return c.body(null, 204);
   },
@@ -160,11 +153,7 @@ adminRouter.openapi(
       c.var.caller.workspace.id,
       id,
       { self: false },
-      (s) =>
-        auditInBatch(
-          c.env,
-          callerEvent(c, { kind: "user.erase", target: `user:${id}`, details: { counts: s.counts, self: false } }),
-        ),
+      (s) => callerEvent(c, { kind: "user.erase", target: `user:${id}`, details: { counts: s.counts, self: false } }),
     );
     return c.json(summary, 200);
   },

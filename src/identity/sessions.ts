@@ -1,7 +1,8 @@
 import { and, eq, isNull } from "drizzle-orm";
+import { type AuditEventInput, auditInBatch, PREVIOUS_STATEMENT_CHANGED } from "../audit/events";
 import { sessions, users } from "../db/schema";
 import { DUMMY_PASSWORD_HASH, hashToken, verifyPassword } from "../platform/crypto";
-import { type CommitWith, db } from "../platform/db";
+import { db } from "../platform/db";
 import { nowIso } from "../platform/env";
 import { newId, randomToken } from "../platform/ids";
 
@@ -19,7 +20,7 @@ export async function signIn(
   env: Env,
   email: string,
   password: string,
-  commitWith: CommitWith<{ userId: string; workspaceId: string; sessionId: string }>,
+  eventOf: (result: { userId: string; workspaceId: string; sessionId: string }) => AuditEventInput,
 ): Promise<SigninOutcome> {
   const d = db(env);
   const user = await d
@@ -40,7 +41,7 @@ export async function signIn(
       createdAt: nowIso(),
       expiresAt: new Date(Date.now() + SESSION_TTL_SECONDS * 1000).toISOString(),
     }),
-    commitWith({ userId: user.id, workspaceId: user.workspaceId, sessionId }),
+    auditInBatch(env, eventOf({ userId: user.id, workspaceId: user.workspaceId, sessionId })),
   ]);
   return { ok: true, userId: user.id, workspaceId: user.workspaceId, sessionToken, sessionId };
 }
@@ -48,13 +49,13 @@ export async function signIn(
 type SessionRef = { id: string; userId: string; workspaceId: string };
 
 /**
- * Revokes the session behind a cookie value; returns it when it was live. `commitWith` comes
- * right after the revoking statement in its batch (so it can be conditioned on it).
+ * Revokes the session behind a cookie value; returns it when it was live. Its event is
+ * written only when this call revoked it (a racing sign-out records nothing).
  */
 export async function signOut(
   env: Env,
   sessionToken: string,
-  commitWith: CommitWith<SessionRef>,
+  eventOf: (result: SessionRef) => AuditEventInput,
 ): Promise<SessionRef | undefined> {
   const d = db(env);
   const live = and(eq(sessions.tokenHash, hashToken(sessionToken)), isNull(sessions.revokedAt));
@@ -70,7 +71,7 @@ export async function signOut(
       .set({ revokedAt: nowIso() })
       .where(and(eq(sessions.id, session.id), live))
       .returning({ id: sessions.id }),
-    commitWith(session),
+    auditInBatch(env, eventOf(session), { onlyIf: PREVIOUS_STATEMENT_CHANGED }),
   ]);
   return revoked.length ? session : undefined;
 }

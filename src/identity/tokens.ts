@@ -1,9 +1,10 @@
 import { and, desc, eq, isNull } from "drizzle-orm";
+import { type AuditEventInput, auditAlone, auditInBatch } from "../audit/events";
 import { PAT_PREFIX } from "../auth/resolve";
 import { type Role, roleCeiling, type Scope } from "../auth/scopes";
 import { apiTokens, users } from "../db/schema";
 import { hashToken } from "../platform/crypto";
-import { type CommitWith, type Db, db, parseJsonArray } from "../platform/db";
+import { type Db, db, parseJsonArray } from "../platform/db";
 import { nowIso } from "../platform/env";
 import { newId, randomToken } from "../platform/ids";
 import { badRequest, notFound } from "../platform/problem";
@@ -61,7 +62,7 @@ export async function createToken(
   env: Env,
   workspaceId: string,
   p: { userId: string; name: string; scopes: Scope[]; expiresInDays?: number },
-  commitWith: CommitWith<TokenInfo>,
+  eventOf: (result: TokenInfo) => AuditEventInput,
 ): Promise<{ token: string; info: TokenInfo; userRole: Role }> {
   const d = db(env);
   const owner = await d
@@ -86,7 +87,7 @@ export async function createToken(
     expiresAt,
   });
   const info = toInfo({ ...row, revokedAt: null, lastUsedAt: null });
-  await d.batch([statement, commitWith(info)]);
+  await d.batch([statement, auditInBatch(env, eventOf(info))]);
   return { token, info, userRole: owner.role };
 }
 
@@ -105,7 +106,7 @@ export async function revokeToken(
   env: Env,
   workspaceId: string,
   id: string,
-  commitWith: CommitWith<TokenInfo>,
+  eventOf: (result: TokenInfo) => AuditEventInput,
 ): Promise<TokenInfo> {
   const d = db(env);
   const row = await d
@@ -115,11 +116,14 @@ export async function revokeToken(
     .get();
   if (!row) throw notFound("No such token in this workspace");
   if (row.revokedAt) {
-    await commitWith(toInfo(row)); // already revoked: the repeated request is still recorded
+    await auditAlone(env, eventOf(toInfo(row))); // already revoked: the repeated request is still recorded
     return toInfo(row);
   }
   row.revokedAt = nowIso();
   const info = toInfo(row);
-  await d.batch([d.update(apiTokens).set({ revokedAt: row.revokedAt }).where(eq(apiTokens.id, id)), commitWith(info)]);
+  await d.batch([
+    d.update(apiTokens).set({ revokedAt: row.revokedAt }).where(eq(apiTokens.id, id)),
+    auditInBatch(env, eventOf(info)),
+  ]);
   return info;
 }

@@ -1,9 +1,10 @@
 import { and, asc, eq, isNull, ne, sql } from "drizzle-orm";
 import type { BatchItem } from "drizzle-orm/batch";
+import { type AuditEventInput, auditInBatch } from "../audit/events";
 import type { Role } from "../auth/scopes";
 import { users } from "../db/schema";
 import { hashPassword } from "../platform/crypto";
-import { type CommitWith, type Db, db, isUniqueViolation } from "../platform/db";
+import { type Db, db, isUniqueViolation } from "../platform/db";
 import { nowIso } from "../platform/env";
 import { newId } from "../platform/ids";
 import { conflict } from "../platform/problem";
@@ -32,7 +33,7 @@ export async function createUser(
   env: Env,
   workspaceId: string,
   p: { email: string; name?: string; password?: string; role: Role },
-  commitWith: CommitWith<User>,
+  eventOf: (result: User) => AuditEventInput,
 ): Promise<User> {
   const row = {
     id: newId(),
@@ -46,7 +47,7 @@ export async function createUser(
   };
   const d = db(env);
   try {
-    await d.batch([d.insert(users).values(row), commitWith(toUser(row))]);
+    await d.batch([d.insert(users).values(row), auditInBatch(env, eventOf(toUser(row)))]);
   } catch (e) {
     if (isUniqueViolation(e)) throw conflict("email_taken", "A user with this email already exists");
     throw e;

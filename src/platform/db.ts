@@ -1,13 +1,6 @@
-import type { BatchItem } from "drizzle-orm/batch";
 import { type DrizzleD1Database, drizzle } from "drizzle-orm/d1";
 
 export type Db = DrizzleD1Database;
-
-/**
- * A statement a caller adds to a service's batch, made from what the service wrote (for
- * example the audit event of the change): it commits with the change or not at all.
- */
-export type CommitWith<T> = (result: T) => BatchItem<"sqlite">;
 
 // One Drizzle instance per D1 binding object; safe to lose.
 const cache = new WeakMap<D1Database, Db>();

@@ -1,6 +1,6 @@
 import { type Context, Hono } from "hono";
 import { z } from "zod";
-import { auditInBatch } from "../audit/events";
+
 import type { Caller } from "../auth/caller";
 import { GRANTABLE_SCOPES, roleCeiling } from "../auth/scopes";
 import { callerEvent } from "../http/audit";
@@ -85,7 +85,7 @@ accountPageRouter.post(`${ACCOUNT_PAGE}/tokens`, limitBody(), async (c) => {
         scopes: form.data.scopes,
         expiresInDays: form.data.expires_in_days,
       },
-      (t) => auditInBatch(c.env, callerEvent(c, tokenCreateEvent(t))),
+      (t) => callerEvent(c, tokenCreateEvent(t)),
     );
     return c.html(
       <TokenCreatedPage token={token} name={info.name} scopes={info.scopes} expiresAt={info.expires_at} />,

@@ -1,7 +1,7 @@
 import { Hono } from "hono";
 import { deleteCookie, getCookie, setCookie } from "hono/cookie";
 import { z } from "zod";
-import { auditAlone, auditInBatch, PREVIOUS_STATEMENT_CHANGED } from "../audit/events";
+import { auditAlone } from "../audit/events";
 import { SESSION_COOKIE } from "../auth/resolve";
 import { callerEvent } from "../http/audit";
 import type { AppEnv } from "../http/context";
@@ -45,17 +45,14 @@ signinRouter.post("/v1/signin", limitBody(), rateLimit("SIGNIN_LIMITER"), async 
     return render(403, "Your sign-in form expired. Please try again.", form.data.email);
 
   const outcome = await signIn(c.env, form.data.email, form.data.password, (s) =>
-    auditInBatch(
-      c.env,
-      callerEvent(c, {
-        kind: "session.signin",
-        workspaceId: s.workspaceId,
-        actor: { kind: "user", id: s.userId },
-        target: `session:${s.sessionId}`,
-        subjectUserId: s.userId,
-        details: { email: form.data.email },
-      }),
-    ),
+    callerEvent(c, {
+      kind: "session.signin",
+      workspaceId: s.workspaceId,
+      actor: { kind: "user", id: s.userId },
+      target: `session:${s.sessionId}`,
+      subjectUserId: s.userId,
+      details: { email: form.data.email },
+    }),
   );
   if (!outcome.ok) {
     // Known accounts get the failure in their workspace's log; unknown emails have no workspace.
@@ -91,17 +88,13 @@ signinRouter.post("/v1/signout", limitBody(), async (c) => {
   const cookie = getCookie(c, SESSION_COOKIE);
   if (cookie)
     await signOut(c.env, cookie, (session) =>
-      auditInBatch(
-        c.env,
-        callerEvent(c, {
-          kind: "session.signout",
-          workspaceId: session.workspaceId,
-          actor: { kind: "user", id: session.userId },
-          target: `session:${session.id}`,
-          subjectUserId: session.userId,
-        }),
-        { onlyIf: PREVIOUS_STATEMENT_CHANGED },
-      ),
+      callerEvent(c, {
+        kind: "session.signout",
+        workspaceId: session.workspaceId,
+        actor: { kind: "user", id: session.userId },
+        target: `session:${session.id}`,
+        subjectUserId: session.userId,
+      }),
     );
   deleteCookie(c, SESSION_COOKIE, { path: "/", secure: true });
   return c.redirect("/v1/signin", 303);

@@ -1,4 +1,3 @@
-import { auditInBatch } from "../audit/events";
 import { callerEvent } from "../http/audit";
 import { apiRoute, createRouter, jsonBody, jsonResponse } from "../http/route";
 import { problemResponse } from "../platform/problem";
@@ -34,15 +33,12 @@ workspaceRouter.openapi(
   }),
   async (c) => {
     const result = await renameWorkspace(c.env, c.var.caller.workspace.id, c.req.valid("json").slug, (r) =>
-      auditInBatch(
-        c.env,
-        callerEvent(c, {
-          kind: "workspace.slug",
-          target: `workspace:${c.var.caller.workspace.id}`,
-          intent: "rename",
-          details: { ...r },
-        }),
-      ),
+      callerEvent(c, {
+        kind: "workspace.slug",
+        target: `workspace:${c.var.caller.workspace.id}`,
+        intent: "rename",
+        details: { ...r },
+      }),
     );
     return c.json(result, 200);
   },

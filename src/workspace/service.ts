@@ -1,6 +1,7 @@
 import { and, eq, gt, isNull, or, sql } from "drizzle-orm";
+import { type AuditEventInput, auditInBatch } from "../audit/events";
 import { emailSlugs, workspaces } from "../db/schema";
-import { type CommitWith, db, isUniqueViolation } from "../platform/db";
+import { db, isUniqueViolation } from "../platform/db";
 import { nowIso } from "../platform/env";
 import { badRequest, notFound } from "../platform/problem";
 import { checkHandleFormat } from "./handle";
@@ -44,7 +45,7 @@ export async function renameWorkspace(
   env: Env,
   workspaceId: string,
   slug: string,
-  commitWith: CommitWith<RenameResult>,
+  eventOf: (result: RenameResult) => AuditEventInput,
 ): Promise<RenameResult> {
   const format = checkHandleFormat(slug);
   if (!format.ok) {
@@ -86,7 +87,7 @@ export async function renameWorkspace(
         .set({ routesUntil })
         .where(and(eq(emailSlugs.slug, ws.emailSlug), eq(emailSlugs.workspaceId, workspaceId))),
       d.insert(emailSlugs).values({ slug, workspaceId, createdAt: now }),
-      commitWith(result),
+      auditInBatch(env, eventOf(result)),
     ]);
   } catch (e) {
     if (isUniqueViolation(e))
