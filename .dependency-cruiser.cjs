@@ -2,9 +2,9 @@
 //
 //   platform, db          env, D1 access, problems, ids, crypto; db/schema.ts gathers every table
 //   <area>/tables.ts      an area's D1 tables: they import only other tables files
+//   audit                 the audit events' catalogue, its two verbs and their delivery
 //   auth                  who is calling: credentials → caller, scopes, roles
 //   identity              the one owner of users, sessions and personal access tokens
-//   audit                 the audit events' catalogue, its two verbs and their delivery
 //   http                  the route contract: apiRoute, guards, errors, the Area type, callerEvent(c, …)
 //   areas                 one folder per area of the API (account, agents, oauth, ...)
 //   app.ts, index.ts      the only places that list the areas

@@ -58,7 +58,7 @@ async function sessionCookie(email: string): Promise<string> {
     target: `session:${s.sessionId}`,
   }));
   if (!outcome.ok) throw new Error("sign-in failed");
-  return `svc_session=$outcome.sessionToken`;
+  return `svc_session=${outcome.sessionToken}`;
 }
 
 let ws: Ws;

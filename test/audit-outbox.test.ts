@@ -205,7 +205,7 @@ describe("audit outbox: delivery", () => {
     const events = await auditEvents(ws.workspace.id, SEEDED);
     expect(events).toHaveLength(200); // one page
     const { total } = (await (
-      await call("GET", "/v1/admin/audit?kind=backlog.event", { token: ws.adminToken })
+      await call("GET", `/v1/admin/audit?kind=${SEEDED}`, { token: ws.adminToken })
     ).json()) as {
       total: number;
     };

@@ -141,7 +141,7 @@ export function removeFromEverySubset(
     ),
     eventPerAgent(
       env,
-      { kind: "agent.subset_widened", workspaceId, actor, details },
+      { kind: "agent.subset_widened", workspaceId, actor, intent: "widen", details },
       sql`a.is_default = 1 AND ${onlyThis(sql.raw("a"))}`,
     ),
     d
