@@ -58,10 +58,7 @@ export function markForDelivery(env: Env, workspaceId: string | null, opts: { no
 }
 
 function startDelivery(scope: Scope, workspaceId: string | null) {
-  const delivery =
-    workspaceId === null
-      ? deliverOutbox(scope.env, 10).then(() => undefined)
-      : deliverAfterCommit(scope.env, workspaceId);
+  const delivery = deliverAfterCommit(scope.env, workspaceId);
   if (delivery) scope.waitUntil(delivery);
 }
 
@@ -76,6 +73,8 @@ export async function deliverNow(env: Env, workspaceId: string): Promise<void> {
   }
 }
 
+/** How many workspaces' rows one round of the "workspace unknown" loop delivers. */
+const SWEEP_WORKSPACES = 10;
 /** Rounds one delivery loop runs before it leaves the rest to the next request (or the cron). */
 const LOOP_ROUNDS = 50;
 /**
@@ -83,8 +82,12 @@ const LOOP_ROUNDS = 50;
  * join it, so under load one round (one call, one D1 read and one delete) carries many events.
  */
 const ROUND_DELAY_MS = 100;
-/** Per isolate: workspaces whose delivery loop is running, and whether rows were committed since its round began. */
-const loops = new Map<string, { again: boolean }>();
+/**
+ * Per isolate: workspaces whose delivery loop is running (null: the loop for events whose
+ * workspace only the database knew, which delivers whatever waits), and whether rows were
+ * committed since its round began.
+ */
+const loops = new Map<string | null, { again: boolean }>();
 
 /**
  * Delivery after a commit, shared by the requests of one isolate: the first starts a loop (the
@@ -92,7 +95,7 @@ const loops = new Map<string, { again: boolean }>();
  * loop runs another round while rows keep arriving, so under load one call to the object
  * delivers many requests' events; no request waits on another's promise.
  */
-function deliverAfterCommit(env: Env, workspaceId: string): Promise<void> | null {
+function deliverAfterCommit(env: Env, workspaceId: string | null): Promise<void> | null {
   const running = loops.get(workspaceId);
   if (running) {
     running.again = true;
@@ -105,7 +108,8 @@ function deliverAfterCommit(env: Env, workspaceId: string): Promise<void> | null
       for (let round = 0; round < LOOP_ROUNDS; round++) {
         await new Promise((resolve) => setTimeout(resolve, ROUND_DELAY_MS));
         loop.again = false;
-        await deliverNow(env, workspaceId);
+        if (workspaceId === null) await deliverOutbox(env, SWEEP_WORKSPACES);
+        else await deliverNow(env, workspaceId);
         if (!loop.again) return;
       }
     } finally {

@@ -8,7 +8,13 @@
 import { sha256 } from "@noble/hashes/sha2.js";
 import { utf8ToBytes } from "@noble/hashes/utils.js";
 import { eq, type SQL, sql } from "drizzle-orm";
-import { type AuditEventInput, auditInBatch, jsonBoolean, PREVIOUS_STATEMENT_CHANGED } from "../audit/events";
+import {
+  type AuditEventInput,
+  auditInBatch,
+  auditStatement,
+  jsonBoolean,
+  PREVIOUS_STATEMENT_CHANGED,
+} from "../audit/events";
 import { effectiveScopes, grantableFor, type Role } from "../auth/scopes";
 import { oauthClients, oauthCodes, oauthGrants, oauthTokens, users } from "../db/schema";
 import { hashToken, timingSafeEqual } from "../platform/crypto";
@@ -165,11 +171,11 @@ const INSERT_TOKEN_AFTER_ROTATION = `INSERT INTO oauth_tokens (id, grant_id, kin
 // The event of an issue or rotation is selected from the rows the same batch wrote: only the
 // grant knows the workspace and user. `scope` is what the token response says: the grant's
 // scopes within the user's role ceiling (admin only while the user is an admin; see grantableFor).
-const GRANTED_SCOPE = sql`(SELECT group_concat(j.value, ' ') FROM json_each(g.scopes) j
+const GRANTED_SCOPE = `(SELECT group_concat(j.value, ' ') FROM json_each(g.scopes) j
   WHERE j.value <> 'svc:computer' AND (j.value <> 'admin' OR u.role = 'admin'))`;
 const grantEventFields = {
-  "$.target": sql`'oauth_grant:' || g.id`,
-  "$.subjectUserId": sql`g.user_id`,
+  "$.target": "'oauth_grant:' || g.id",
+  "$.subjectUserId": "g.user_id",
   "$.details.scope": GRANTED_SCOPE,
 };
 
@@ -247,16 +253,12 @@ export async function exchangeCode(
       pair.refreshExpires,
       grantId,
     ),
-    d1Statement(
-      env,
-      auditInBatch(env, tokenEvent("oauth.token.issue", clientId), {
-        from: {
-          source: sql`FROM oauth_grants g JOIN users u ON u.id = g.user_id WHERE g.id = ${grantId}`,
-          workspaceId: sql`g.workspace_id`,
-          fields: grantEventFields,
-        },
-      }),
-    ),
+    auditStatement(env, tokenEvent("oauth.token.issue", clientId), {
+      source: "FROM oauth_grants g JOIN users u ON u.id = g.user_id WHERE g.id = ?4",
+      workspaceId: "g.workspace_id",
+      fields: grantEventFields,
+      binds: [grantId],
+    }),
   ]);
   const row = claimed?.results[0] as
     | { scopes: string; workspace_id: string; user_id: string; role: string }
@@ -330,17 +332,13 @@ export async function refreshTokens(
       oldHash,
       pair.refreshId,
     ),
-    d1Statement(
-      env,
-      auditInBatch(env, tokenEvent("oauth.token.refresh", clientId), {
-        from: {
-          source: sql`FROM oauth_tokens t JOIN oauth_grants g ON g.id = t.grant_id JOIN users u ON u.id = g.user_id
-            WHERE t.token_hash = ${oldHash} AND t.replaced_by = ${pair.refreshId}`,
-          workspaceId: sql`g.workspace_id`,
-          fields: grantEventFields,
-        },
-      }),
-    ),
+    auditStatement(env, tokenEvent("oauth.token.refresh", clientId), {
+      source: `FROM oauth_tokens t JOIN oauth_grants g ON g.id = t.grant_id JOIN users u ON u.id = g.user_id
+        WHERE t.token_hash = ?4 AND t.replaced_by = ?5`,
+      workspaceId: "g.workspace_id",
+      fields: grantEventFields,
+      binds: [oldHash, pair.refreshId],
+    }),
   ]);
   const row = rotated?.results[0] as
     | { grant_id: string; scopes: string; workspace_id: string; user_id: string; role: string }
