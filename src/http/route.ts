@@ -138,6 +138,19 @@ function invalidRequest(options: RouterOptions, issues: Issues): Error {
   return new ApiError(400, "validation_failed", "The request is invalid", fieldErrors(issues));
 }
 
+/**
+ * The validation hook of a route whose credential is a body field (a one-time token): any
+ * issue with that field, its absence included, is `refusal()` (the route's 403, as for a
+ * missing credential) and is checked before the other fields, whose issues stay a 400.
+ */
+export function credentialField(field: string, refusal: () => Error) {
+  return (result: { success: true } | { success: false; error: { issues: Issues } }): undefined => {
+    if (result.success) return undefined;
+    if (result.error.issues.some((i) => i.path[0] === field)) throw refusal();
+    throw invalidRequest({}, result.error.issues);
+  };
+}
+
 /** A router for one area, answering every error (validation failures too) in the format it declares. */
 export function createRouter(options: RouterOptions = {}) {
   const router = new OpenAPIHono<AppEnv>({
