@@ -75,7 +75,8 @@ export function createApp(registry: AreaRegistry = registryOf(AREAS)) {
     type: "http",
     scheme: "bearer",
     description:
-      "A personal access token (svc_pat_…) or an OAuth access token (svc_at_…). Scopes are listed per operation.",
+      "A personal access token (svc_pat_…) or an OAuth access token (svc_at_…). Scopes are listed per operation; " +
+      "`role:admin` means a workspace admin's credential, whatever its scopes.",
   });
   app.doc31("/v1/openapi.json", (c) => ({
     openapi: "3.1.0",

@@ -5,10 +5,16 @@ import type { Scope } from "../auth/scopes";
 import { ApiError, fieldErrors, problemResponse } from "../platform/problem";
 import type { AppEnv } from "./context";
 import { type ErrorFormat, errorHandler, OAuthError } from "./errors";
-import { authenticate, requireAdmin, requireScope } from "./guards";
+import { authenticate, requireAdmin, requireAdminRole, requireScope } from "./guards";
 
-/** Who may call a route: public, any authenticated caller, a scope, or a workspace admin. */
-export type Access = "public" | "authenticated" | "admin" | { scope: Scope };
+/**
+ * Who may call a route: public, any authenticated caller, a scope, a workspace admin whose
+ * credential carries the `admin` scope, or (`admin-role`) a workspace admin with any scope.
+ */
+export type Access = "public" | "authenticated" | "admin" | "admin-role" | { scope: Scope };
+
+/** How the document names the `admin-role` requirement: a role, not a scope (OpenAPI 3.1 allows role names). */
+export const ADMIN_ROLE = "role:admin";
 
 export const BEARER = "bearer";
 
@@ -16,6 +22,7 @@ function securityFor(access: Access): RouteConfig["security"] {
   if (access === "public") return [];
   if (access === "authenticated") return [{ [BEARER]: [] }];
   if (access === "admin") return [{ [BEARER]: ["admin"] }];
+  if (access === "admin-role") return [{ [BEARER]: [ADMIN_ROLE] }];
   return [{ [BEARER]: [access.scope] }];
 }
 
@@ -23,6 +30,7 @@ function middlewareFor(access: Access): MiddlewareHandler<AppEnv>[] {
   if (access === "public") return [];
   if (access === "authenticated") return [authenticate];
   if (access === "admin") return [authenticate, requireAdmin];
+  if (access === "admin-role") return [authenticate, requireAdminRole];
   return [authenticate, requireScope(access.scope)];
 }
 

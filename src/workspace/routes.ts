@@ -19,12 +19,14 @@ workspaceRouter.openapi(
 );
 
 workspaceRouter.openapi(
-  apiRoute("admin", {
+  apiRoute("admin-role", {
     method: "post",
     path: "/v1/api/admin/workspace/slug",
     tags: ["Workspace"],
     summary: "Rename the workspace handle",
-    description: `Re-aliases the email slug to match; the old email slug keeps routing for 30 days. Errors carry code \`invalid\`, \`reserved\` or \`taken\`.`,
+    description:
+      "A workspace admin's credential with any scope (`role:admin`). Re-aliases the email slug to match; the old " +
+      "email slug keeps routing for 30 days. Errors carry code `invalid`, `reserved` or `taken`.",
     request: { body: jsonBody(SetSlugRequestSchema) },
     responses: {
       200: jsonResponse(RenameResultSchema, "The rename result"),
