@@ -30,6 +30,17 @@ describe("GET /v1/api/admin/workspace/slug/available", () => {
     expect(await parse(res, AvailabilitySchema)).toEqual({ slug, available: false, reason });
   });
 
+  // spec: "`GET /v1/api/admin/workspace/slug/available` | any valid token | ... Advisory only. Response: availability verdict" — 200
+  it("answers any candidate with a verdict: an empty or over-long one is invalid, whatever length the URL carries", async () => {
+    const ws = await signupWorkspace();
+    for (const slug of ["", "x".repeat(101), "a".repeat(8000), "é".repeat(2000)]) {
+      const res = await call("GET", `/v1/api/admin/workspace/slug/available?slug=${encodeURIComponent(slug)}`, {
+        token: ws.adminToken,
+      });
+      expect(await parse(res, AvailabilitySchema)).toEqual({ slug, available: false, reason: "invalid" });
+    }
+  });
+
   it("says taken for another workspace's handle and available for a free one, to any member", async () => {
     const a = await signupWorkspace();
     const b = await signupWorkspace();

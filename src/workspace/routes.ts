@@ -12,6 +12,7 @@ workspaceRouter.openapi(
     path: "/v1/api/admin/workspace/slug/available",
     tags: ["Workspace"],
     summary: "Check whether a workspace handle is available (advisory)",
+    description: "Any candidate gets a verdict; one that is not a well-formed handle (of any length) is `invalid`.",
     request: { query: SlugQuerySchema },
     responses: { 200: jsonResponse(AvailabilitySchema, "The verdict"), 400: problemResponse("Missing slug") },
   }),
