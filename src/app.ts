@@ -76,7 +76,8 @@ export function createApp(registry: AreaRegistry = registryOf(AREAS)) {
     type: "http",
     scheme: "bearer",
     description:
-      "A personal access token (svc_pat_…) or an OAuth access token (svc_at_…). Scopes are listed per operation.",
+      "A personal access token (svc_pat_…) or an OAuth access token (svc_at_…). Scopes are listed per operation; " +
+      "`role:admin` means a workspace admin's credential, whatever its scopes.",
   });
   app.openAPIRegistry.registerComponent("securitySchemes", SESSION, {
     type: "apiKey",

@@ -231,8 +231,10 @@ export async function freezeAgent(
 }
 
 /**
- * Unfreezes an agent under every handle it holds. Idempotent for an existing agent; a slug that
- * names no agent is a 404 unless a freeze is stored under it (an alias since dropped).
+ * Unfreezes an agent under every handle it holds. Idempotent, for a slug that names no agent
+ * too: it is not frozen. Each call on an agent is recorded (`changed` says whether a freeze was
+ * lifted); a slug that names no agent is recorded only when a freeze stored under it (an alias
+ * since dropped) was removed, so a caller's arbitrary string never becomes an event's target.
  */
 export async function unfreezeAgent(
   env: Env,
@@ -249,12 +251,10 @@ export async function unfreezeAgent(
       .delete(memoryFreezes)
       .where(and(ownedBy(memoryFreezes, owner), inArray(memoryFreezes.agentSlug, slugs)))
       .returning({ agentSlug: memoryFreezes.agentSlug }),
-    // No event for the 404 below: an unknown slug with nothing stored.
     outboxInsertIf(d, event({ id: agent?.id ?? null, slug: agent?.slug ?? handle }), agent ? sql`1` : removed, {
       changed: jsonBoolean(removed),
     }),
   ]);
-  if (!agent && deleted.length === 0) throw notFound("No such agent in this workspace");
   return { agentSlug: agent?.slug ?? handle, changed: deleted.length > 0, agentId: agent?.id ?? null };
 }
 
