@@ -59,7 +59,7 @@ export function basicCredentials(header: string | undefined): { id: string; secr
       Uint8Array.from(atob(match[1]!), (ch) => ch.charCodeAt(0)),
     );
     const colon = decoded.indexOf(":");
-    if (colon < 0) throw new Error("no colon");
+    if (colon <= 0) throw new Error("no colon, or no client id before it");
     return { id: formDecode(decoded.slice(0, colon)), secret: formDecode(decoded.slice(colon + 1)) };
   } catch {
     throw invalidClient("Malformed Basic credentials", true);
