@@ -355,6 +355,70 @@ describe("token: authorization_code", () => {
   });
 });
 
+/** A POST whose body is sent as bytes, so it carries no Content-Type header at all. */
+const postWithoutType = (path: string, params: Record<string, string>) =>
+  call("POST", path, { rawBody: new TextEncoder().encode(new URLSearchParams(params).toString()) });
+
+// The spec: "The token, introspect and revoke endpoints accept `application/x-www-form-urlencoded`
+// (the default) or `application/json`."
+describe("token, introspect and revoke: a body without Content-Type is a form", () => {
+  it("exchanges a code, refreshes, introspects and revokes with no Content-Type header", async () => {
+    expect(
+      new Request("https://svc.test/", { method: "POST", body: new Uint8Array(1) }).headers.get("Content-Type"),
+    ).toBeNull();
+    const { client, session, ws } = await setup();
+    const { code, verifier } = await freshCode(session, client);
+    const tokens = await parse(
+      await postWithoutType("/v1/oauth/token", {
+        grant_type: "authorization_code",
+        code,
+        code_verifier: verifier,
+        redirect_uri: REDIRECT,
+        client_id: client.client_id,
+      }),
+      TokenResponseSchema.strict(),
+    );
+    const rotated = await parse(
+      await postWithoutType("/v1/oauth/token", {
+        grant_type: "refresh_token",
+        refresh_token: tokens.refresh_token,
+        client_id: client.client_id,
+      }),
+      TokenResponseSchema,
+    );
+    const state = await parse(
+      await postWithoutType("/v1/oauth/introspect", { token: rotated.access_token, client_id: client.client_id }),
+      IntrospectionSchema,
+    );
+    expect(state).toMatchObject({ active: true, client_id: client.client_id });
+
+    const revoked = await postWithoutType("/v1/oauth/revoke", {
+      token: rotated.access_token,
+      client_id: client.client_id,
+    });
+    expect(revoked.status).toBe(200);
+    await expectActive(rotated.access_token, false);
+    expect((await grantOf(rotated.access_token))?.revoke_reason).toBe("revoked");
+    expect(await auditEvents(ws.workspace.id, "oauth.grant.revoke")).toHaveLength(1);
+  });
+
+  it("still refuses a body of another explicit type with invalid_request, on all three, and revokes nothing", async () => {
+    const { client, session } = await setup();
+    const tokens = await tokensFor(session, client);
+    const form = new URLSearchParams({
+      grant_type: "refresh_token",
+      refresh_token: tokens.refresh_token,
+      token: tokens.access_token,
+      client_id: client.client_id,
+    }).toString();
+    for (const path of ["/v1/oauth/token", "/v1/oauth/introspect", "/v1/oauth/revoke"]) {
+      const res = await call("POST", path, { rawBody: form, headers: { "Content-Type": "text/plain" } });
+      await expectOAuthError(res, 400, "invalid_request");
+    }
+    await expectActive(tokens.access_token, true);
+  });
+});
+
 describe("token: client authentication", () => {
   it("authenticates client_secret_post clients by the secret in the body, and only that way", async () => {
     const { client, session } = await setup({ token_endpoint_auth_method: "client_secret_post" });
