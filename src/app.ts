@@ -64,7 +64,9 @@ export function createApp(registry: AreaRegistry = registryOf(AREAS)) {
 
   app.use(requestId());
   // DENY rather than the default SAMEORIGIN: the sign-in and consent pages must never be framed, and this runs last.
-  app.use(secureHeaders({ crossOriginResourcePolicy: false, xFrameOptions: "DENY" }));
+  // `same-origin`, not the default `no-referrer`: under that a browser posts our own pages' forms
+  // with `Origin: null`, which the session's same-origin check must refuse.
+  app.use(secureHeaders({ crossOriginResourcePolicy: false, xFrameOptions: "DENY", referrerPolicy: "same-origin" }));
   app.use((c, next) => {
     c.set("areas", registry);
     return next();

@@ -306,7 +306,7 @@ describe("authorize: consent", () => {
     const csp = res.headers.get("Content-Security-Policy")!;
     expect(csp).toContain("frame-ancestors 'none'");
     expect(csp).toContain("form-action 'self' https://app.example");
-    expect(res.headers.get("Referrer-Policy")).toBe("no-referrer");
+    expect(res.headers.get("Referrer-Policy")).toBe("same-origin");
     expect(res.headers.get("Cache-Control")).toBe("no-store");
     const html = await res.text();
     expect(html).toContain("Test App");
@@ -517,7 +517,7 @@ describe("authorize: after our own sign-in form", () => {
     };
     const res = await call("GET", authorizePath(p), { headers: sameOrigin });
     expect(res.status).toBe(200);
-    expect(res.headers.get("Referrer-Policy")).toBe("no-referrer");
+    expect(res.headers.get("Referrer-Policy")).toBe("same-origin");
     expect(res.headers.get("Cache-Control")).toBe("no-store");
     const html = await res.text();
     const target = /<meta http-equiv="refresh" content="0;url=([^"]+)"/.exec(html)?.[1]?.replaceAll("&amp;", "&");
