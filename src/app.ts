@@ -63,7 +63,9 @@ export function createApp(registry: AreaRegistry = registryOf(AREAS)) {
 
   app.use(requestId());
   // DENY rather than the default SAMEORIGIN: the sign-in and consent pages must never be framed, and this runs last.
-  app.use(secureHeaders({ crossOriginResourcePolicy: false, xFrameOptions: "DENY" }));
+  // `same-origin`, not the default `no-referrer`: under that a browser posts our own pages' forms
+  // with `Origin: null`, which the session's same-origin check must refuse.
+  app.use(secureHeaders({ crossOriginResourcePolicy: false, xFrameOptions: "DENY", referrerPolicy: "same-origin" }));
   app.use((c, next) => {
     c.set("areas", registry);
     return next();
@@ -74,7 +76,8 @@ export function createApp(registry: AreaRegistry = registryOf(AREAS)) {
     type: "http",
     scheme: "bearer",
     description:
-      "A personal access token (svc_pat_…) or an OAuth access token (svc_at_…). Scopes are listed per operation.",
+      "A personal access token (svc_pat_…) or an OAuth access token (svc_at_…). Scopes are listed per operation; " +
+      "`role:admin` means a workspace admin's credential, whatever its scopes.",
   });
   app.openAPIRegistry.registerComponent("securitySchemes", SESSION, {
     type: "apiKey",

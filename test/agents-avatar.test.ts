@@ -145,11 +145,22 @@ describe("GET /v1/avatars/{workspace_id}/{hash}", () => {
     const res = await call("GET", `/v1/avatars/${ws.workspace.id}/${hash}`);
     expect(res.status).toBe(200);
     expect(res.headers.get("ETag")).toBe(`"${hash}"`);
-    expect(res.headers.get("Cache-Control")).toBe("public, max-age=31536000, immutable");
+    expect(res.headers.get("Cache-Control")).toBe("public, max-age=31536000, immutable, no-transform");
     expect(res.headers.get("Cross-Origin-Resource-Policy")).toBe("cross-origin");
     expect(res.headers.get("X-Content-Type-Options")).toBe("nosniff");
     expect(res.headers.get("Content-Security-Policy")).toContain("sandbox");
     expect(res.headers.get("Content-Length")).toBe(String(fromB64(IMAGES.gif).length));
+  });
+
+  it("serves the stored bytes as they are to a client that accepts gzip (identity, no-transform, exact length)", async () => {
+    const res = await call("GET", `/v1/avatars/${ws.workspace.id}/${hash}`, {
+      headers: { "Accept-Encoding": "gzip, br" },
+    });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("Content-Encoding")).toBe("identity");
+    expect(res.headers.get("Cache-Control")).toContain("no-transform");
+    expect(res.headers.get("Content-Length")).toBe(String(fromB64(IMAGES.gif).length));
+    expect(new Uint8Array(await res.arrayBuffer())).toEqual(fromB64(IMAGES.gif));
   });
 
   it("answers a matching If-None-Match with 304 and no body", async () => {

@@ -381,17 +381,18 @@ describe("POST /v1/agents", () => {
   });
 });
 
+// spec: "Lowercase handle, 2-32 characters (letters, digits, hyphens)." — a hyphen anywhere, edges included
 describe("handle rules for slug and aliases", () => {
-  const VALID = ["ab", "a1", "42", "sales-bot", "a-b-c", "x".repeat(32), "bot-2"];
+  const VALID = ["ab", "a1", "42", "sales-bot", "a-b-c", "x".repeat(32), "bot-2", "-sales", "sales-", "-x-", "a--b"];
   const INVALID = [
     "a",
+    "-",
     "x".repeat(33),
+    `-${"x".repeat(32)}`,
     "",
     "Sales",
     "sales_bot",
     "sales bot",
-    "-sales",
-    "sales-",
     "salés",
     "ab!",
     "a.b",

@@ -425,6 +425,29 @@ describe("GET /v1/api/artifacts/{id}/download", () => {
     }
   });
 
+  it("serves the stored bytes as they are to a client that accepts gzip: exact length, bytes and slices", async () => {
+    const gzip = { "Accept-Encoding": "gzip, deflate, br" };
+    const whole = await download(ws.adminToken, id, gzip);
+    expect(whole.status).toBe(200);
+    // identity keeps the runtime from compressing; no-transform asks the edge and proxies the same
+    expect(whole.headers.get("Content-Encoding")).toBe("identity");
+    expect(whole.headers.get("Cache-Control")).toBe("private, no-cache, no-transform");
+    expect(whole.headers.get("Content-Length")).toBe(String(content.length));
+    expect(whole.headers.get("ETag")).toBe(etag);
+    expect(new Uint8Array(await whole.arrayBuffer())).toEqual(enc.encode(content));
+
+    const slice = await download(ws.adminToken, id, { ...gzip, Range: "bytes=5-9" });
+    expect(slice.status).toBe(206);
+    expect(slice.headers.get("Content-Encoding")).toBe("identity");
+    expect(slice.headers.get("Content-Range")).toBe("bytes 5-9/20");
+    expect(slice.headers.get("Content-Length")).toBe("5");
+    expect(new Uint8Array(await slice.arrayBuffer())).toEqual(enc.encode("56789"));
+
+    const notModified = await download(ws.adminToken, id, { ...gzip, "If-None-Match": etag });
+    expect(notModified.status).toBe(304);
+    expect(notModified.headers.get("Cache-Control")).toBe("private, no-cache, no-transform");
+  });
+
   it("honours If-None-Match (304) and If-Range (a stale tag gets the whole file)", async () => {
     const notModified = await download(ws.adminToken, id, { "If-None-Match": etag });
     expect(notModified.status).toBe(304);

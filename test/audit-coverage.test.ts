@@ -495,7 +495,9 @@ describe("audit events of state-changing operations", () => {
 
 describe("denied events of admin refusals", () => {
   const ADMIN_OPERATIONS = OPERATIONS.filter((o) =>
-    o.op.security?.some((s) => Object.values(s).some((scopes) => scopes.includes("admin"))),
+    o.op.security?.some((s) =>
+      Object.values(s).some((scopes) => scopes.includes("admin") || scopes.includes("role:admin")),
+    ),
   );
 
   it("the document has admin-only operations to check", () => {

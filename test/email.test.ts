@@ -821,6 +821,55 @@ describe("review queue", () => {
     );
   });
 
+  // spec: "`GET /v1/api/email/replies` ... Returns only replies whose `review_owner_id` is the caller." — all of them
+  it("pages the replies newest first with limit and cursor, dropping none past 200", async () => {
+    const ws = await signupWorkspace();
+    const colleague = await addUser(ws.adminToken, "admin", ["email:read"]);
+    const team = (await endpoints(ws)).endpoints.find((e) => e.is_system)!;
+    const at = (i: number) => new Date(Date.UTC(2030, 0, 1, 0, 0, Math.floor(i / 3))).toISOString(); // ties by 3
+    const insert = env.DB.prepare(
+      `INSERT INTO email_messages (id, workspace_id, endpoint_id, direction, from_addr, to_addrs, handling_state,
+         review_owner_id, body, occurred_at, updated_at)
+       VALUES (?1, ?2, ?3, 'outbound', 'team@svc.test', '["ada@sender.test"]', ?4, ?5, 'Draft', ?6, ?6)`,
+    );
+    const mine = Array.from({ length: 205 }, (_, i) => ({ id: crypto.randomUUID(), at: at(i) }));
+    await env.DB.batch([
+      ...mine.map((r) => insert.bind(r.id, ws.workspace.id, team.id, "awaiting_review", ws.user.id, r.at)),
+      insert.bind(crypto.randomUUID(), ws.workspace.id, team.id, "awaiting_review", colleague.user.id, at(0)),
+      insert.bind(crypto.randomUUID(), ws.workspace.id, team.id, "sent", ws.user.id, at(0)),
+    ]);
+    const newestFirst = [...mine]
+      .sort((a, b) => (a.at === b.at ? (a.id < b.id ? 1 : -1) : a.at < b.at ? 1 : -1))
+      .map((r) => r.id);
+    const page = async (query: string) =>
+      parse(await call("GET", `/v1/api/email/replies${query}`, { token: ws.adminToken }), ReplyListSchema);
+
+    const first = await page("");
+    expect(first.rows.map((r) => r.email_message_id)).toEqual(newestFirst.slice(0, 50));
+    expect(first.next_cursor).toEqual(expect.any(String));
+
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    do {
+      const p = await page(cursor ? `?limit=100&cursor=${encodeURIComponent(cursor)}` : "?limit=100");
+      expect(p.rows.length).toBeLessThanOrEqual(100);
+      seen.push(...p.rows.map((r) => r.email_message_id));
+      cursor = p.next_cursor;
+    } while (cursor);
+    expect(seen).toEqual(newestFirst);
+
+    const reviewed = await page("?reviewed=true&limit=1");
+    expect(reviewed.rows).toHaveLength(1);
+    expect(reviewed.next_cursor).toBeNull();
+    for (const bad of ["?limit=0", "?limit=101", "?limit=x", "?cursor=bm9wZQ", "?cursor=%25%25"])
+      await expectProblem(await call("GET", `/v1/api/email/replies${bad}`, { token: ws.adminToken }), 400);
+    await expectProblem(
+      await call("GET", "/v1/api/email/replies?cursor=bm9wZQ", { token: ws.adminToken }),
+      400,
+      "invalid_cursor",
+    );
+  });
+
   it("moves an erased reviewer's pending replies to another admin; the mail stays", async () => {
     const ws = await signupWorkspace();
     const second = await addUser(ws.adminToken, "admin", ["email:read"]);

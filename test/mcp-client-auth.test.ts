@@ -260,8 +260,8 @@ describe("the MCP SDK's auth() with a Client ID Metadata Document", () => {
     expect(page).toContain("agents:read");
     expect(page).not.toContain("svc:computer");
     const alone = await authorize("svc:computer");
-    expect(alone.status).toBe(302);
-    expect(new URL(alone.headers.get("Location")!).searchParams.get("error")).toBe("invalid_scope");
+    expect(alone.status).toBe(400);
+    expect(((await alone.json()) as { error: string }).error).toBe("invalid_scope");
     const row = await env.DB.prepare("SELECT scopes FROM oauth_clients WHERE client_id = ?").bind(docUrl).first<{
       scopes: string;
     }>();
@@ -270,13 +270,13 @@ describe("the MCP SDK's auth() with a Client ID Metadata Document", () => {
 });
 
 describe("documents the service refuses", () => {
-  /** The authorize page for a client_id (no redirect), and the token endpoint's answer for it. */
+  /** The authorize page a browser sees for a client_id (no redirect), and the token endpoint's answer for it. */
   async function refusedEverywhere(clientId: string, redirectUri = REDIRECT) {
     const { challenge } = newPkce();
     const page = await exports.default.fetch(
       new Request(
         `${ORIGIN}${authorizePath({ client_id: clientId, redirect_uri: redirectUri, response_type: "code", code_challenge: challenge, state: "s" })}`,
-        { headers: sessionCookie(session), redirect: "manual" },
+        { headers: { ...sessionCookie(session), Accept: "text/html" }, redirect: "manual" },
       ),
     );
     const html = await page.text();

@@ -192,6 +192,36 @@ describe("connectors", () => {
     ]);
   });
 
+  // spec: "403 (token missing, invalid, expired or already redeemed)"
+  it("refuses a missing, empty, unknown or non-string token with 403, not 400; other bad fields stay 400", async () => {
+    const ws = await signupWorkspace();
+    const c = await newConnector(ws.adminToken);
+    const csr = await csrPem();
+    for (const body of [
+      { csr_pem: csr },
+      { csr_pem: csr, token: "" },
+      { csr_pem: csr, token: "svc_enroll_nope" },
+      { csr_pem: csr, token: 42 },
+      { csr_pem: csr, token: null },
+      { csr_pem: csr, token: `svc_enroll_${"x".repeat(300)}` },
+      {}, // the token is the credential: it is checked before the other fields
+      { csr_pem: 7 },
+    ]) {
+      const p = await expectProblem(await enroll(body), 403, "invalid_enrollment_token");
+      expect(p.detail).toBe("The enrollment token is missing, invalid, expired or already redeemed");
+    }
+    await expectProblem(await enroll({ token: c.enrollment_token }), 400, "validation_failed");
+    await expectProblem(await enroll({ csr_pem: 7, token: c.enrollment_token }), 400, "validation_failed");
+    await expectProblem(
+      await enroll({ csr_pem: csr, token: c.enrollment_token, extra: true }),
+      400,
+      "validation_failed",
+    );
+    // none of the refusals redeemed or touched the connector
+    expect(await auditEvents(ws.workspace.id, "mcp.connector.enroll")).toEqual([]);
+    expect((await enroll({ csr_pem: csr, token: c.enrollment_token })).status).toBe(200);
+  });
+
   it("limits one address to 10 enrollment attempts a minute (429), other addresses unaffected", async () => {
     const headers = { "CF-Connecting-IP": "203.0.113.91" };
     const attempt = (h: Record<string, string> = headers) =>

@@ -13,7 +13,17 @@ import { call, expectProblem, ORIGIN } from "./support/api";
 import { seedConversation, uploadFile } from "./support/artifacts";
 import { auditEvents } from "./support/audit";
 import { MCP_METADATA, MCP_RESOURCE, MCP_URL, mcpClient, oauthTokens, rpc, workerFetch } from "./support/mcp";
-import { expectOAuthError, me, oauthPost, sessionCookie, signIn } from "./support/oauth";
+import {
+  authorizePath,
+  expectOAuthError,
+  me,
+  newPkce,
+  oauthPost,
+  REDIRECT,
+  registerClient,
+  sessionCookie,
+  signIn,
+} from "./support/oauth";
 import { fakeLlm } from "./support/scripted-llm";
 import { addUser, signupWorkspace } from "./support/seed";
 
@@ -397,11 +407,21 @@ describe("RFC 8707: tokens bound to a resource", () => {
     expect(await introspection.json()).toMatchObject({ active: true, aud: MCP_RESOURCE });
   });
 
-  it("an unknown resource is invalid_target at authorize (redirect) and at the token endpoint", async () => {
-    // oauth4webapi reads the error redirect (after checking its `iss`).
-    await expect(oauthTokens(ws.adminToken, ws.email, ALL, "https://elsewhere.example/mcp")).rejects.toMatchObject({
-      error: "invalid_target",
-    });
+  it("an unknown resource is invalid_target at authorize (400, no redirect) and at the token endpoint", async () => {
+    const client = await registerClient(ws.adminToken, { scope: ALL });
+    const authorize = await call(
+      "GET",
+      authorizePath({
+        client_id: client.client_id,
+        redirect_uri: REDIRECT,
+        response_type: "code",
+        code_challenge: newPkce().challenge,
+        resource: "https://elsewhere.example/mcp",
+      }),
+      { headers: sessionCookie(await signIn(ws.email)) },
+    );
+    expect(authorize.headers.get("Location")).toBeNull();
+    await expectOAuthError(authorize, 400, "invalid_target");
     const res = await oauthPost("/v1/oauth/token", {
       grant_type: "refresh_token",
       refresh_token: "svc_rt_unknown",

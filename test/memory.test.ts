@@ -278,10 +278,33 @@ describe("freezes", () => {
     ]);
   });
 
-  it("unfreezing an unknown agent or another workspace's agent is 404", async () => {
-    await expectProblem(await unfreeze(member.token, "no-such-agent"), 404, "not_found");
-    await expectProblem(await unfreeze(member.token, foreignAgent.slug), 404, "not_found");
+  // spec: "Unfreezes that agent for the caller ... Idempotent. Response `{ agent_slug, frozen: false }`." — 200 only
+  it("unfreezing an unknown agent or another workspace's agent is 200 frozen: false, and records nothing", async () => {
+    const before = await auditEvents(ws.workspace.id, "memory.unfreeze");
+    for (const slug of ["no-such-agent", foreignAgent.slug]) {
+      expect(await parse(await unfreeze(member.token, slug), UnfreezeSchema)).toEqual({
+        agent_slug: slug,
+        frozen: false,
+      });
+    }
+    // nothing was lifted and the slug names no agent: no event (a known agent's no-op unfreeze is recorded)
+    expect(await auditEvents(ws.workspace.id, "memory.unfreeze")).toEqual(before);
+    expect(await auditEvents(other.workspace.id, "memory.unfreeze")).toEqual([]);
     await expectProblem(await unfreeze(member.token, "x".repeat(65)), 400);
+  });
+
+  it("lifts a freeze kept under a slug that no longer names an agent, and records that one", async () => {
+    const old = `was-${unique()}`;
+    const agent = await createAgent(ws.adminToken, { slug: old, display_name: "Renamed away" });
+    await freeze(member.token, old);
+    await call("PATCH", `/v1/agents/${agent.id}`, { token: ws.adminToken, body: { slug: `now-${unique()}` } });
+    await call("PATCH", `/v1/agents/${agent.id}`, { token: ws.adminToken, body: { aliases: [] } });
+    expect(await parse(await unfreeze(member.token, old), UnfreezeSchema)).toEqual({ agent_slug: old, frozen: false });
+    expect(await countRows("memory_freezes", member.user.id)).toBe(0);
+    const [event] = (await auditEvents(ws.workspace.id, "memory.unfreeze")).filter(
+      (e) => e.target === `agent_slug:${old}`,
+    );
+    expect(event?.details).toEqual({ agent_slug: old, changed: true });
   });
 
   it("one user's freeze does not freeze the agent for a colleague", async () => {

@@ -8,6 +8,7 @@ import {
   authorizePath,
   csrfFrom,
   exchange,
+  expectOAuthError,
   me,
   newPkce,
   obtainCode,
@@ -44,27 +45,42 @@ function params(client: { client_id: string }, extra: Record<string, string | un
   };
 }
 
-const authorize = (session: string | undefined, p: Record<string, string | undefined>) =>
-  call("GET", authorizePath(p), { headers: session ? sessionCookie(session) : {} });
+/** What a browser's navigation sends. */
+const BROWSER = { Accept: "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8" };
 
-async function expectErrorPage(res: Response) {
+const authorize = (
+  session: string | undefined,
+  p: Record<string, string | undefined>,
+  headers: Record<string, string> = BROWSER,
+) => call("GET", authorizePath(p), { headers: { ...headers, ...(session ? sessionCookie(session) : {}) } });
+
+/** A program (no Accept, or one that does not prefer HTML) asking. */
+const authorizeAsProgram = (session: string | undefined, p: Record<string, string | undefined>, accept?: string) =>
+  authorize(session, p, accept ? { Accept: accept } : {});
+
+/** The browser's answer to a request that cannot be used: a 400 page naming the OAuth error, no redirect. */
+async function expectErrorPage(res: Response, error?: string) {
   expect(res.status).toBe(400);
   expect(res.headers.get("Location")).toBeNull();
   expect(res.headers.get("Content-Type")).toContain("text/html");
   expect(res.headers.get("X-Frame-Options")).toBe("DENY");
-  return res.text();
+  const html = await res.text();
+  if (error) expect(html).toContain(`<code>${error}</code>`);
+  return html;
 }
 
-function expectRedirectError(res: Response, error: string, state: string | null = "xyz-123", redirect = REDIRECT) {
-  expect(res.status).toBe(302);
-  const location = new URL(res.headers.get("Location")!);
-  expect(location.origin + location.pathname).toBe(redirect);
-  expect(location.searchParams.get("error")).toBe(error);
-  expect(location.searchParams.get("state")).toBe(state);
-  expect(location.searchParams.get("iss")).toBe(ISS);
-  expect(location.searchParams.get("code")).toBeNull();
-  return location;
+/** A program's answer: 400 with the OAuth error JSON, no redirect. */
+async function expectErrorJson(res: Response, error: string) {
+  expect(res.headers.get("Location")).toBeNull();
+  const body = await expectOAuthError(res, 400, error);
+  expect(body.error_description).toBeTruthy();
+  expect(res.headers.get("Cache-Control")).toBe("no-store");
+  return body;
 }
+
+const codesOf = async (userId: string) =>
+  (await env.DB.prepare("SELECT COUNT(*) AS n FROM oauth_codes WHERE user_id = ?").bind(userId).first<{ n: number }>())
+    ?.n;
 
 describe("authorize: sign-in", () => {
   it("sends a signed-out browser to sign-in and back to the same authorize URL", async () => {
@@ -113,12 +129,37 @@ describe("authorize: sign-in", () => {
 describe("authorize: errors that must not redirect", () => {
   it("shows a 400 page for a missing, unknown or duplicated client_id", async () => {
     const { client, session } = await setup();
-    await expectErrorPage(await authorize(session, params(client, { client_id: undefined })));
-    expect(await expectErrorPage(await authorize(session, params(client, { client_id: "svc_client_nope" })))).toContain(
-      "unknown",
-    );
+    await expectErrorPage(await authorize(session, params(client, { client_id: undefined })), "invalid_request");
+    expect(
+      await expectErrorPage(
+        await authorize(session, params(client, { client_id: "svc_client_nope" })),
+        "invalid_client",
+      ),
+    ).toContain("unknown");
     const dup = `${authorizePath(params(client))}&client_id=${client.client_id}`;
-    await expectErrorPage(await call("GET", dup, { headers: sessionCookie(session) }));
+    await expectErrorPage(await call("GET", dup, { headers: { ...BROWSER, ...sessionCookie(session) } }));
+  });
+
+  it("answers a program the OAuth error JSON instead of the page, for an unknown client or a bad redirect_uri alike", async () => {
+    const { client, session } = await setup();
+    const unknown = await expectErrorJson(
+      await authorizeAsProgram(session, params(client, { client_id: "svc_client_nope" })),
+      "invalid_client",
+    );
+    expect(unknown.error_description).toContain("unknown");
+    await expectErrorJson(
+      await authorizeAsProgram(
+        session,
+        params(client, { redirect_uri: "https://evil.example/cb" }),
+        "application/json",
+      ),
+      "invalid_request",
+    );
+    // `*/*` prefers nothing: a program.
+    await expectErrorJson(
+      await authorizeAsProgram(undefined, params(client, { redirect_uri: "https://evil.example/cb" }), "*/*"),
+      "invalid_request",
+    );
   });
 
   it("shows a 400 page for a deleted client", async () => {
@@ -127,7 +168,7 @@ describe("authorize: errors that must not redirect", () => {
       (await call("DELETE", `/v1/oauth/register/${client.client_id}`, { token: client.registration_access_token }))
         .status,
     ).toBe(204);
-    await expectErrorPage(await authorize(session, params(client)));
+    await expectErrorPage(await authorize(session, params(client)), "invalid_client");
   });
 
   for (const [name, uri] of [
@@ -142,80 +183,108 @@ describe("authorize: errors that must not redirect", () => {
   ] as const) {
     it(`shows a 400 page for a redirect_uri that is ${name}`, async () => {
       const { client, session } = await setup();
-      await expectErrorPage(await authorize(session, params(client, { redirect_uri: uri })));
+      await expectErrorPage(await authorize(session, params(client, { redirect_uri: uri })), "invalid_request");
     });
   }
 
   it("checks client and redirect before anything else, signed in or not", async () => {
     const { client } = await setup();
-    await expectErrorPage(
+    const html = await expectErrorPage(
       await authorize(
         undefined,
         params(client, { redirect_uri: "https://evil.example/cb", code_challenge: undefined }),
       ),
+      "invalid_request",
     );
+    expect(html).toContain("The redirect_uri is not registered");
   });
 });
 
-describe("authorize: errors that go back to the client", () => {
+// The spec's error table: "`invalid_request` | authorize (400), token (400) | Missing or malformed
+// parameters." and "`invalid_scope` | authorize (400) | Only scopes the client may not use were
+// requested."; only "`access_denied` | authorize redirect" goes back to the client.
+describe("authorize: a request that cannot be used is answered 400 where it stands, never redirected", () => {
   const cases: [string, Record<string, string | undefined>, string][] = [
-    ["no code_challenge", { code_challenge: undefined }, "invalid_request"],
-    ["a 31-character code_challenge", { code_challenge: "a".repeat(31) }, "invalid_request"],
+    ["no code_challenge (`code_challenge` (required))", { code_challenge: undefined }, "invalid_request"],
+    [
+      "a 31-character code_challenge (`code_challenge` shorter than 32 characters is rejected)",
+      { code_challenge: "a".repeat(31) },
+      "invalid_request",
+    ],
     ["a 129-character code_challenge", { code_challenge: "a".repeat(129) }, "invalid_request"],
     ["a code_challenge outside base64url", { code_challenge: "a".repeat(42) + "=" }, "invalid_request"],
-    ["code_challenge_method plain", { code_challenge_method: "plain" }, "invalid_request"],
+    [
+      "code_challenge_method plain (`code_challenge_method=plain` is rejected)",
+      { code_challenge_method: "plain" },
+      "invalid_request",
+    ],
     ["code_challenge_method s256 (wrong case)", { code_challenge_method: "s256" }, "invalid_request"],
     ["response_type token", { response_type: "token" }, "unsupported_response_type"],
-    ["only scopes the client may not use", { scope: "admin billing:read" }, "invalid_scope"],
+    [
+      "only scopes the client may not use (Requesting only scopes the client is not allowed returns `invalid_scope`)",
+      { scope: "admin billing:read" },
+      "invalid_scope",
+    ],
     ["only unknown scopes", { scope: "root" }, "invalid_scope"],
+    ["an unknown resource", { resource: "https://elsewhere.example/mcp" }, "invalid_target"],
   ];
   for (const [name, extra, error] of cases) {
-    it(`redirects ${name} with error=${error}, state and iss`, async () => {
-      const { client, session } = await setup();
-      expectRedirectError(await authorize(session, params(client, extra)), error);
+    it(`${name}: ${error} as a page for a browser, as JSON for a program, and no code`, async () => {
+      const { client, session, ws } = await setup();
+      await expectErrorPage(await authorize(session, params(client, extra)), error);
+      await expectErrorJson(await authorizeAsProgram(session, params(client, extra)), error);
+      expect(await codesOf(ws.user.id)).toBe(0);
     });
   }
 
-  it("redirects a repeated parameter with invalid_request", async () => {
+  it("accepts a 32-character code_challenge (PKCE challenge: at least 32 characters)", async () => {
+    const { client, session } = await setup();
+    const res = await authorize(session, params(client, { code_challenge: "a".repeat(32) }));
+    expect(res.status).toBe(200);
+    expect(await res.text()).toContain('value="approve"');
+  });
+
+  it("answers a repeated parameter with invalid_request", async () => {
     const { client, session } = await setup();
     const res = await call("GET", `${authorizePath(params(client))}&scope=agents:read&scope=memory:read`, {
       headers: sessionCookie(session),
     });
-    expectRedirectError(res, "invalid_request");
+    await expectErrorJson(res, "invalid_request");
   });
 
-  it("survives malformed percent-encoding: a 400 page before the redirect is verified, an error redirect after", async () => {
+  it("judges the request before sign-in: a signed-out browser sees the error, not the sign-in page", async () => {
+    const { client } = await setup();
+    await expectErrorPage(
+      await authorize(undefined, params(client, { code_challenge_method: "plain" })),
+      "invalid_request",
+    );
+  });
+
+  it("survives malformed percent-encoding", async () => {
     const { client, session } = await setup();
     const bad = await call("GET", "/v1/oauth/authorize?client_id=%ZZ&redirect_uri=%E0%A4%A", {
-      headers: sessionCookie(session),
+      headers: { ...BROWSER, ...sessionCookie(session) },
     });
     await expectErrorPage(bad);
     const res = await call("GET", `${authorizePath(params(client, { state: undefined }))}&state=%E0%A4%A&scope=%ZZ`, {
       headers: sessionCookie(session),
     });
-    expect(res.status).toBe(302);
-    const location = new URL(res.headers.get("Location")!);
-    expect(location.origin + location.pathname).toBe(REDIRECT);
-    expect(location.searchParams.get("error")).toBe("invalid_scope");
-    expect(location.searchParams.get("iss")).toBe(ISS);
+    await expectErrorJson(res, "invalid_scope");
   });
 
-  it("omits state when the request had none, and keeps the redirect URI's own query", async () => {
+  it("keeps the redirect URI's own query and omits state when the request had none", async () => {
     const ws = await signupWorkspace();
     const client = await registerClient(ws.adminToken, { redirect_uris: ["https://app.example/cb?tenant=a"] });
     const session = await signIn(ws.email);
-    const res = await authorize(
+    const page = await authorize(
       session,
-      params(client, {
-        redirect_uri: "https://app.example/cb?tenant=a",
-        state: undefined,
-        code_challenge_method: "plain",
-      }),
+      params(client, { redirect_uri: "https://app.example/cb?tenant=a", state: undefined }),
     );
+    const res = await postConsent(session, await page.text(), "approve");
     const location = new URL(res.headers.get("Location")!);
     expect(location.searchParams.get("tenant")).toBe("a");
     expect(location.searchParams.has("state")).toBe(false);
-    expect(location.searchParams.get("error")).toBe("invalid_request");
+    expect(location.searchParams.get("code")).toMatch(/^svc_code_/);
   });
 
   it("accepts an absent code_challenge_method and response_type (S256 and code by default)", async () => {
@@ -237,7 +306,7 @@ describe("authorize: consent", () => {
     const csp = res.headers.get("Content-Security-Policy")!;
     expect(csp).toContain("frame-ancestors 'none'");
     expect(csp).toContain("form-action 'self' https://app.example");
-    expect(res.headers.get("Referrer-Policy")).toBe("no-referrer");
+    expect(res.headers.get("Referrer-Policy")).toBe("same-origin");
     expect(res.headers.get("Cache-Control")).toBe("no-store");
     const html = await res.text();
     expect(html).toContain("Test App");
@@ -347,7 +416,7 @@ describe("authorize: consent", () => {
     expect(identity.workspace.id).toBe(other.workspace.id);
   });
 
-  it("redirects a denial with access_denied and state, records no consent, and audits it", async () => {
+  it("redirects a denial with access_denied and state (`access_denied` | authorize redirect), records no consent, and audits it", async () => {
     const { client, session, ws } = await setup();
     const page = await authorize(session, params(client));
     const res = await postConsent(session, await page.text(), "deny");
@@ -448,7 +517,7 @@ describe("authorize: after our own sign-in form", () => {
     };
     const res = await call("GET", authorizePath(p), { headers: sameOrigin });
     expect(res.status).toBe(200);
-    expect(res.headers.get("Referrer-Policy")).toBe("no-referrer");
+    expect(res.headers.get("Referrer-Policy")).toBe("same-origin");
     expect(res.headers.get("Cache-Control")).toBe("no-store");
     const html = await res.text();
     const target = /<meta http-equiv="refresh" content="0;url=([^"]+)"/.exec(html)?.[1]?.replaceAll("&amp;", "&");
@@ -503,16 +572,17 @@ describe("authorize: first-party CLI client", () => {
       "http://127.0.0.2/callback",
       "http://127.0.0.1:41234/callback?x=1",
     ]) {
-      await expectErrorPage(await authorize(session, params({ client_id: "svc_client_cli" }, { redirect_uri: bad })));
+      await expectErrorPage(
+        await authorize(session, params({ client_id: "svc_client_cli" }, { redirect_uri: bad })),
+        "invalid_request",
+      );
     }
-    expectRedirectError(
-      await authorize(
+    await expectErrorJson(
+      await authorizeAsProgram(
         session,
         params({ client_id: "svc_client_cli" }, { redirect_uri: redirectUri, scope: "svc:computer" }),
       ),
       "invalid_scope",
-      "xyz-123",
-      redirectUri,
     );
   });
 

@@ -1,9 +1,19 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { ClientInfoSchema } from "../src/oauth/schemas";
+import grantTypesMigration from "../migrations/0016_oauth_client_grant_types.sql?raw";
+import { ClientInfoSchema, TokenResponseSchema } from "../src/oauth/schemas";
 import { hashToken } from "../src/platform/crypto";
 import { call, parse } from "./support/api";
-import { auditEvents, expectOAuthError, REDIRECT, registerClient, sessionCookie, signIn } from "./support/oauth";
+import {
+  auditEvents,
+  expectOAuthError,
+  oauthPost,
+  REDIRECT,
+  registerClient,
+  sessionCookie,
+  signIn,
+  tokensFor,
+} from "./support/oauth";
 import { addUser, signupWorkspace } from "./support/seed";
 
 const register = (token: string | undefined, body: unknown, headers: Record<string, string> = {}) =>
@@ -23,7 +33,8 @@ describe("POST /v1/oauth/register", () => {
     expect(info.client_id).toMatch(/^svc_client_[0-9a-f]{32}$/);
     expect(info.client_name).toBe("Unnamed app");
     expect(info.token_endpoint_auth_method).toBe("none");
-    expect(info.grant_types).toEqual(["authorization_code"]);
+    // Asked for the default, registered as what the client will get: a refresh token with every code.
+    expect(info.grant_types).toEqual(["authorization_code", "refresh_token"]);
     expect(info.response_types).toEqual(["code"]);
     expect(info.scope).toBe("agents:read");
     expect(info.redirect_uris).toEqual([REDIRECT]);
@@ -53,8 +64,59 @@ describe("POST /v1/oauth/register", () => {
       redirect_uris: [REDIRECT],
       scope: "agents:read",
       token_endpoint_auth_method: "none",
-      grant_types: ["authorization_code"],
+      grant_types: ["authorization_code", "refresh_token"],
     });
+  });
+
+  // RFC 7591 §3.2.1: the server "MAY reject or replace any of the client's requested metadata
+  // values" and answers "the registered metadata"; every client receives rotating refresh
+  // tokens, so every client's registered grant types name refresh_token.
+  it("registers and answers the grant types the client really gets, whatever valid grant_types it asked for", async () => {
+    const ws = await signupWorkspace();
+    const session = await signIn(ws.email);
+    for (const grantTypes of [undefined, ["authorization_code"], ["refresh_token", "authorization_code"]]) {
+      const res = await register(ws.adminToken, {
+        redirect_uris: [REDIRECT],
+        scope: "agents:read",
+        client_name: "Grants",
+        ...(grantTypes ? { grant_types: grantTypes } : {}),
+      });
+      expect(res.status).toBe(201);
+      const info = await parse(res, ClientInfoSchema.strict());
+      expect(info.grant_types, JSON.stringify(grantTypes)).toEqual(["authorization_code", "refresh_token"]);
+      expect(JSON.parse((await clientRow(info.client_id))?.grant_types as string)).toEqual([
+        "authorization_code",
+        "refresh_token",
+      ]);
+      const read = await call("GET", `/v1/oauth/register/${info.client_id}`, { token: info.registration_access_token });
+      expect((await parse(read, ClientInfoSchema)).grant_types).toEqual(["authorization_code", "refresh_token"]);
+
+      // And it does get a refresh token, which works.
+      const tokens = await tokensFor(session, info);
+      const refreshed = await oauthPost("/v1/oauth/token", {
+        grant_type: "refresh_token",
+        refresh_token: tokens.refresh_token,
+        client_id: info.client_id,
+      });
+      await parse(refreshed, TokenResponseSchema);
+    }
+  });
+
+  it("brings clients stored with authorization_code alone in line (migration 0016)", async () => {
+    const ws = await signupWorkspace();
+    const client = await registerClient(ws.adminToken);
+    await env.DB.prepare(`UPDATE oauth_clients SET grant_types = '["authorization_code"]' WHERE client_id = ?`)
+      .bind(client.client_id)
+      .run();
+    await env.DB.exec(
+      grantTypesMigration
+        .replace(/^--.*$/gm, "")
+        .replace(/\s+/g, " ")
+        .trim(),
+    );
+    expect((await clientRow(client.client_id))?.grant_types).toBe('["authorization_code","refresh_token"]');
+    const cli = await clientRow("svc_client_cli");
+    expect(cli?.grant_types).toBe('["authorization_code","refresh_token"]');
   });
 
   it("gives a confidential client a secret shown once, never expiring, stored as a hash", async () => {
@@ -175,6 +237,7 @@ describe("POST /v1/oauth/register", () => {
     ["the implicit grant", { grant_types: ["implicit"] }],
     ["client_credentials", { grant_types: ["authorization_code", "client_credentials"] }],
     ["refresh_token without authorization_code", { grant_types: ["refresh_token"] }],
+    ["a grant_types that is not an array", { grant_types: "authorization_code" }],
     ["empty grant_types", { grant_types: [] }],
     ["response type token", { response_types: ["token"] }],
     ["response types code and token", { response_types: ["code", "token"] }],
@@ -371,7 +434,8 @@ describe("client management with the registration access token", () => {
     ["a change of auth method", { token_endpoint_auth_method: "none" }, "invalid_client_metadata"],
     ["a new secret", { client_secret: "svc_csec_mine" }, "invalid_client_metadata"],
     ["another client_id", { client_id: "svc_client_other" }, "invalid_client_metadata"],
-    ["other grant types", { grant_types: ["authorization_code"] }, "invalid_client_metadata"],
+    ["an unsupported grant type", { grant_types: ["authorization_code", "implicit"] }, "invalid_client_metadata"],
+    ["refresh_token without authorization_code", { grant_types: ["refresh_token"] }, "invalid_client_metadata"],
     ["other response types", { response_types: ["token"] }, "invalid_client_metadata"],
   ];
   for (const [name, change, error] of badUpdates) {
@@ -393,6 +457,27 @@ describe("client management with the registration access token", () => {
       expect(row?.auth_method).toBe("client_secret_post");
     });
   }
+
+  it("judges grant_types on update as at registration, and still answers the grant types the client gets", async () => {
+    const ws = await signupWorkspace();
+    const client = await registerClient(ws.adminToken);
+    for (const grantTypes of [["authorization_code"], ["authorization_code", "refresh_token"]]) {
+      const res = await manage("PUT", client, client.registration_access_token, {
+        redirect_uris: [REDIRECT],
+        scope: "agents:read",
+        grant_types: grantTypes,
+      });
+      expect(res.status).toBe(200);
+      expect((await parse(res, ClientInfoSchema.strict())).grant_types).toEqual([
+        "authorization_code",
+        "refresh_token",
+      ]);
+    }
+    expect(JSON.parse((await clientRow(client.client_id))?.grant_types as string)).toEqual([
+      "authorization_code",
+      "refresh_token",
+    ]);
+  });
 
   it("takes JSON only on update", async () => {
     const ws = await signupWorkspace();

@@ -4,6 +4,7 @@ import { call, expectProblem } from "./support/api";
 import {
   authorizePath,
   exchange,
+  expectOAuthError,
   me,
   newPkce,
   oauthPost,
@@ -31,8 +32,8 @@ async function setClientScopes(clientId: string, scopes: string[]) {
     .run();
 }
 
-async function authorizeRedirect(session: string, clientId: string, scope: string) {
-  const res = await call(
+const authorize = (session: string, clientId: string, scope: string) =>
+  call(
     "GET",
     authorizePath({
       client_id: clientId,
@@ -45,9 +46,6 @@ async function authorizeRedirect(session: string, clientId: string, scope: strin
     }),
     { headers: sessionCookie(session) },
   );
-  expect(res.status).toBe(302);
-  return new URL(res.headers.get("Location")!);
-}
 
 describe("svc:computer over OAuth", () => {
   it("is listed in no metadata document", async () => {
@@ -89,9 +87,9 @@ describe("svc:computer over OAuth", () => {
     const client = await registerClient(ws.adminToken, { scope: "agents:read" });
     await setClientScopes(client.client_id, ["agents:read", "svc:computer"]);
     for (const clientId of [client.client_id, "svc_client_cli"]) {
-      const alone = await authorizeRedirect(session, clientId, "svc:computer");
-      expect(alone.searchParams.get("error"), clientId).toBe("invalid_scope");
-      expect(alone.searchParams.get("code")).toBeNull();
+      const alone = await authorize(session, clientId, "svc:computer");
+      expect(alone.headers.get("Location"), clientId).toBeNull();
+      await expectOAuthError(alone, 400, "invalid_scope");
     }
     const tokens = await tokensFor(session, client, "agents:read svc:computer");
     expect(tokens.scope).toBe("agents:read");
@@ -153,26 +151,10 @@ describe("admin over OAuth", () => {
     const ws = await signupWorkspace();
     const client = await registerClient(ws.adminToken, { scope: "admin agents:read" });
     const member = await addUser(ws.adminToken, "member", ["agents:read"]);
-    const memberSession = await signIn(member.email);
-    const consent = await call(
-      "GET",
-      authorizePath({
-        client_id: client.client_id,
-        redirect_uri: REDIRECT,
-        response_type: "code",
-        code_challenge: newPkce().challenge,
-        code_challenge_method: "S256",
-        scope: "admin",
-        state: "s2",
-      }),
-      { headers: sessionCookie(memberSession) },
-    );
-    expect(consent.status).toBe(200);
-    const approved = await postConsent(memberSession, await consent.text(), "approve");
-    const refused = new URL(approved.headers.get("Location")!);
-    expect(refused.searchParams.get("error")).toBe("invalid_scope");
-    expect(refused.searchParams.get("state")).toBe("s2");
-    expect(refused.searchParams.get("code")).toBeNull();
+    // A member asking for admin alone is refused before any consent page (`invalid_scope` | authorize (400)).
+    const refused = await authorize(await signIn(member.email), client.client_id, "admin");
+    expect(refused.headers.get("Location")).toBeNull();
+    await expectOAuthError(refused, 400, "invalid_scope");
 
     const admin = await addUser(ws.adminToken, "admin", ["admin", "agents:read"]);
     const tokens = await tokensFor(await signIn(admin.email), client, "admin agents:read");
@@ -187,6 +169,23 @@ describe("admin over OAuth", () => {
       })
     ).json()) as { scope: string };
     expect(refreshed.scope).toBe("agents:read");
+  });
+
+  it("refuses an approval with invalid_scope (400, no redirect) when the user lost the role since the consent page", async () => {
+    const ws = await signupWorkspace();
+    const client = await registerClient(ws.adminToken, { scope: "admin agents:read" });
+    const admin = await addUser(ws.adminToken, "admin", ["admin", "agents:read"]);
+    const session = await signIn(admin.email);
+    const consent = await authorize(session, client.client_id, "admin");
+    expect(consent.status).toBe(200);
+    await env.DB.prepare("UPDATE users SET role = 'member' WHERE id = ?1").bind(admin.user.id).run();
+    const approved = await postConsent(session, await consent.text(), "approve");
+    expect(approved.headers.get("Location")).toBeNull();
+    await expectOAuthError(approved, 400, "invalid_scope");
+    const codes = await env.DB.prepare("SELECT COUNT(*) AS n FROM oauth_codes WHERE user_id = ?1")
+      .bind(admin.user.id)
+      .first<{ n: number }>();
+    expect(codes?.n).toBe(0);
   });
 
   it("the consent page says in plain words what admin allows", async () => {

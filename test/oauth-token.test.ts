@@ -355,6 +355,70 @@ describe("token: authorization_code", () => {
   });
 });
 
+/** A POST whose body is sent as bytes, so it carries no Content-Type header at all. */
+const postWithoutType = (path: string, params: Record<string, string>) =>
+  call("POST", path, { rawBody: new TextEncoder().encode(new URLSearchParams(params).toString()) });
+
+// The spec: "The token, introspect and revoke endpoints accept `application/x-www-form-urlencoded`
+// (the default) or `application/json`."
+describe("token, introspect and revoke: a body without Content-Type is a form", () => {
+  it("exchanges a code, refreshes, introspects and revokes with no Content-Type header", async () => {
+    expect(
+      new Request("https://svc.test/", { method: "POST", body: new Uint8Array(1) }).headers.get("Content-Type"),
+    ).toBeNull();
+    const { client, session, ws } = await setup();
+    const { code, verifier } = await freshCode(session, client);
+    const tokens = await parse(
+      await postWithoutType("/v1/oauth/token", {
+        grant_type: "authorization_code",
+        code,
+        code_verifier: verifier,
+        redirect_uri: REDIRECT,
+        client_id: client.client_id,
+      }),
+      TokenResponseSchema.strict(),
+    );
+    const rotated = await parse(
+      await postWithoutType("/v1/oauth/token", {
+        grant_type: "refresh_token",
+        refresh_token: tokens.refresh_token,
+        client_id: client.client_id,
+      }),
+      TokenResponseSchema,
+    );
+    const state = await parse(
+      await postWithoutType("/v1/oauth/introspect", { token: rotated.access_token, client_id: client.client_id }),
+      IntrospectionSchema,
+    );
+    expect(state).toMatchObject({ active: true, client_id: client.client_id });
+
+    const revoked = await postWithoutType("/v1/oauth/revoke", {
+      token: rotated.access_token,
+      client_id: client.client_id,
+    });
+    expect(revoked.status).toBe(200);
+    await expectActive(rotated.access_token, false);
+    expect((await grantOf(rotated.access_token))?.revoke_reason).toBe("revoked");
+    expect(await auditEvents(ws.workspace.id, "oauth.grant.revoke")).toHaveLength(1);
+  });
+
+  it("still refuses a body of another explicit type with invalid_request, on all three, and revokes nothing", async () => {
+    const { client, session } = await setup();
+    const tokens = await tokensFor(session, client);
+    const form = new URLSearchParams({
+      grant_type: "refresh_token",
+      refresh_token: tokens.refresh_token,
+      token: tokens.access_token,
+      client_id: client.client_id,
+    }).toString();
+    for (const path of ["/v1/oauth/token", "/v1/oauth/introspect", "/v1/oauth/revoke"]) {
+      const res = await call("POST", path, { rawBody: form, headers: { "Content-Type": "text/plain" } });
+      await expectOAuthError(res, 400, "invalid_request");
+    }
+    await expectActive(tokens.access_token, true);
+  });
+});
+
 describe("token: client authentication", () => {
   it("authenticates client_secret_post clients by the secret in the body, and only that way", async () => {
     const { client, session } = await setup({ token_endpoint_auth_method: "client_secret_post" });
@@ -911,18 +975,61 @@ describe("revocation", () => {
     expect(await (await introspect(client, tokens.refresh_token)).json()).toEqual({ active: false });
   });
 
-  it("does nothing to another client's token, an unknown token or no token, and still answers 200", async () => {
+  it("does nothing to another client's token (RFC 7009 §2.1), an unknown token or no token, and still answers 200", async () => {
     const { client, session, ws } = await setup();
     const other = await registerClient(ws.adminToken);
     const theirs = await tokensFor(session, other);
-    for (const token of [theirs.access_token, theirs.refresh_token, "svc_rt_unknown", undefined]) {
-      expect((await revoke(client, token)).status).toBe(200);
+    for (const token of [theirs.access_token, theirs.refresh_token, "svc_rt_unknown", "not-a-token", undefined]) {
+      const res = await revoke(client, token);
+      expect(res.status).toBe(200);
+      expect(await res.text()).toBe("");
     }
     await expectActive(theirs.access_token, true);
+    expect((await grantOf(theirs.access_token))?.revoked_at).toBeNull();
+    expect(await auditEvents(ws.workspace.id, "oauth.grant.revoke")).toHaveLength(0);
     expect((await refresh(other, theirs.refresh_token)).status).toBe(200);
   });
 
-  it("is 401 for a bad confidential secret and for a deleted client, and then revokes nothing", async () => {
+  // The spec: `POST /v1/oauth/revoke` … "200 always, 401 (bad confidential secret)".
+  it("answers 200 and revokes nothing for a missing client_id, an unknown client or an unusable document client", async () => {
+    const { client, session, ws } = await setup();
+    const tokens = await tokensFor(session, client);
+    const calls = [
+      oauthPost("/v1/oauth/revoke", { token: tokens.access_token }),
+      oauthPost("/v1/oauth/revoke", { token: tokens.access_token }, { json: true }),
+      oauthPost("/v1/oauth/revoke", { token: tokens.access_token, client_id: "svc_client_nope" }),
+      oauthPost("/v1/oauth/revoke", { token: tokens.access_token, client_id: "svc_client_nope", client_secret: "x" }),
+      oauthPost("/v1/oauth/revoke", { token: tokens.refresh_token }, { basic: ["svc_client_nope", "svc_csec_x"] }),
+      oauthPost("/v1/oauth/revoke", { token: tokens.access_token, client_id: "https://unknown.example/client.json" }),
+      oauthPost("/v1/oauth/revoke", { client_id: "svc_client_nope" }),
+    ];
+    for (const res of await Promise.all(calls)) {
+      expect(res.status, await res.clone().text()).toBe(200);
+      expect(await res.text()).toBe("");
+      expectNoStore(res);
+    }
+    await expectActive(tokens.access_token, true);
+    expect((await grantOf(tokens.access_token))?.revoked_at).toBeNull();
+    expect(await auditEvents(ws.workspace.id, "oauth.grant.revoke")).toHaveLength(0);
+    expect((await refresh(client, tokens.refresh_token)).status).toBe(200);
+  });
+
+  it("is 401 only for a confidential client whose secret does not verify, and then revokes nothing", async () => {
+    const post = await setup({ token_endpoint_auth_method: "client_secret_post" });
+    const { code, verifier } = await freshCode(post.session, post.client);
+    const postTokens = await parse(await exchange(post.client, code, verifier), TokenResponseSchema);
+    for (const res of [
+      await revoke({ ...post.client, client_secret: "svc_csec_bad" }, postTokens.access_token),
+      // A confidential client without its secret.
+      await revoke({ client_id: post.client.client_id }, postTokens.access_token),
+    ]) {
+      await expectOAuthError(res, 401, "invalid_client");
+    }
+    await expectActive(postTokens.access_token, true);
+    expect(await auditEvents(post.ws.workspace.id, "oauth.grant.revoke")).toHaveLength(0);
+  });
+
+  it("is 401 for a bad Basic secret, with the Basic challenge, and then revokes nothing", async () => {
     const { client, session } = await setup({ token_endpoint_auth_method: "client_secret_basic" });
     const { code, verifier } = await freshCode(session, client);
     const tokens = await parse(
@@ -961,7 +1068,8 @@ describe("deleted clients", () => {
     await expectOAuthError(await exchange(client, pending.code, pending.verifier), 401, "invalid_client");
     await expectOAuthError(await refresh(client, tokens.refresh_token), 401, "invalid_client");
     await expectOAuthError(await introspect(client, tokens.access_token), 401, "invalid_client");
-    await expectOAuthError(await revoke(client, tokens.access_token), 401, "invalid_client");
+    // Revocation is "200 always": a deleted client is an unknown one, and its tokens are revoked already.
+    expect((await revoke(client, tokens.access_token)).status).toBe(200);
     expect((await grantOf(tokens.access_token))?.revoke_reason).toBe("client_deleted");
 
     const [deleted] = await auditEvents(ws.workspace.id, "oauth.client.delete");

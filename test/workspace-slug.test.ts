@@ -3,7 +3,8 @@ import { describe, expect, it } from "vitest";
 import { AuditListSchema } from "../src/audit-log/schemas";
 import { AvailabilitySchema, RenameResultSchema } from "../src/workspace/schemas";
 import { call, expectProblem, parse } from "./support/api";
-import { addUser, signupWorkspace } from "./support/seed";
+import { auditEvents } from "./support/audit";
+import { addUser, issueToken, signupWorkspace } from "./support/seed";
 
 const unique = () => `h${crypto.randomUUID().slice(0, 8)}`;
 
@@ -27,6 +28,17 @@ describe("GET /v1/api/admin/workspace/slug/available", () => {
       token: ws.adminToken,
     });
     expect(await parse(res, AvailabilitySchema)).toEqual({ slug, available: false, reason });
+  });
+
+  // spec: "`GET /v1/api/admin/workspace/slug/available` | any valid token | ... Advisory only. Response: availability verdict" — 200
+  it("answers any candidate with a verdict: an empty or over-long one is invalid, whatever length the URL carries", async () => {
+    const ws = await signupWorkspace();
+    for (const slug of ["", "x".repeat(101), "a".repeat(8000), "é".repeat(2000)]) {
+      const res = await call("GET", `/v1/api/admin/workspace/slug/available?slug=${encodeURIComponent(slug)}`, {
+        token: ws.adminToken,
+      });
+      expect(await parse(res, AvailabilitySchema)).toEqual({ slug, available: false, reason: "invalid" });
+    }
   });
 
   it("says taken for another workspace's handle and available for a free one, to any member", async () => {
@@ -144,6 +156,37 @@ describe("POST /v1/api/admin/workspace/slug", () => {
       403,
       "admin_required",
     );
+  });
+
+  // spec: "`POST /v1/api/admin/workspace/slug` | any valid token (no scope listed; admin action)"
+  it("lets an admin rename with a token of any scope, not only `admin`; a member is still refused and recorded", async () => {
+    const ws = await signupWorkspace();
+    const narrow = await issueToken(ws.adminToken, ws.user.id, ["agents:read"]);
+    const next = unique();
+    const renamed = await parse(
+      await call("POST", "/v1/api/admin/workspace/slug", { token: narrow, body: { slug: next } }),
+      RenameResultSchema,
+    );
+    expect(renamed).toMatchObject({ slug: next, previous_slug: ws.workspace.slug });
+    const [event] = await auditEvents(ws.workspace.id, "workspace.slug");
+    expect(event).toMatchObject({ outcome: "success", actor_id: ws.user.id, target: `workspace:${ws.workspace.id}` });
+
+    const member = await addUser(ws.adminToken, "member", ["agents:read", "memory:write"]);
+    await expectProblem(
+      await call("POST", "/v1/api/admin/workspace/slug", { token: member.token, body: { slug: unique() } }),
+      403,
+      "admin_required",
+    );
+    expect((await auditEvents(ws.workspace.id, "access.denied")).map((e) => [e.actor_id, e.target])).toEqual([
+      [member.user.id, "route:POST /v1/api/admin/workspace/slug"],
+    ]);
+    expect((await auditEvents(ws.workspace.id, "workspace.slug")).length).toBe(1);
+
+    // the document says so: the admin role, no scope
+    const doc = (await (await call("GET", "/v1/openapi.json")).json()) as {
+      paths: Record<string, Record<string, { security?: unknown }>>;
+    };
+    expect(doc.paths["/v1/api/admin/workspace/slug"]?.post?.security).toEqual([{ bearer: ["role:admin"] }]);
   });
 
   it("lets exactly one of two racing workspaces take a handle; the other gets 400 taken", async () => {

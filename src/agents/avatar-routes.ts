@@ -1,6 +1,7 @@
 import { z } from "@hono/zod-openapi";
 import { apiRoute, createRouter } from "../http/route";
 import { notFound, problemResponse } from "../platform/problem";
+import { asStored } from "../platform/stored-bytes";
 import { AVATAR_CACHE_CONTROL, avatarKeyFromUrlParts } from "./avatars";
 import { AvatarParamsSchema } from "./schemas";
 
@@ -36,7 +37,7 @@ avatarRouter.openapi(
     const etag = `"${hash}"`;
     const headers: Record<string, string> = {
       ETag: etag,
-      "Cache-Control": AVATAR_CACHE_CONTROL,
+      ...asStored(AVATAR_CACHE_CONTROL),
       "Cross-Origin-Resource-Policy": "cross-origin",
       // Stored SVG monograms are ours, but an image opened directly must never run anything.
       "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; sandbox",

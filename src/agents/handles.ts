@@ -1,10 +1,9 @@
 /**
  * Agent handles: the slug and every alias of an agent share one format and one namespace per
  * workspace (the `agent_handles` table's primary key keeps them unique, so a race cannot
- * create a duplicate). 2-32 characters of a-z, 0-9 and hyphens, starting and ending with a
- * letter or digit (a handle is typed after `@`, where an edge hyphen reads as punctuation).
+ * create a duplicate). 2-32 characters of a-z, 0-9 and hyphens, a hyphen anywhere.
  */
-export const AGENT_HANDLE_PATTERN = /^[a-z0-9](?:[a-z0-9-]{0,30}[a-z0-9])$/;
+export const AGENT_HANDLE_PATTERN = /^[a-z0-9-]{2,32}$/;
 
 /**
  * Words no agent may use as slug or alias: they address groups or the platform in mentions
@@ -53,4 +52,4 @@ export function handleProblem(handle: string): HandleProblem | null {
   return null;
 }
 
-export const HANDLE_RULE = "2-32 characters of a-z, 0-9 and -, starting and ending with a letter or digit";
+export const HANDLE_RULE = "2-32 characters of a-z, 0-9 and -";

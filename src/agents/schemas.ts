@@ -1,7 +1,7 @@
 import { z } from "@hono/zod-openapi";
 import { describeRuntimeProfiles, RUNTIME_PROFILE_SLUGS } from "../llm/models";
 import { TONES, VERBOSITIES } from "../llm/system-prompt";
-import { HANDLE_RULE, RESERVED_AGENT_HANDLES } from "./handles";
+import { AGENT_HANDLE_PATTERN, HANDLE_RULE, RESERVED_AGENT_HANDLES } from "./handles";
 
 export { TONES, VERBOSITIES };
 
@@ -49,7 +49,7 @@ export const AgentIdParamSchema = z.object({
 // failure gets its own problem code; the schema documents the rule.
 const HANDLE_DOC = `${HANDLE_RULE}; not a reserved word (${RESERVED_AGENT_HANDLES.join(", ")}); unique among every slug and alias of the workspace`;
 const HandleSchema = z.string().max(200).openapi({
-  pattern: "^[a-z0-9](?:[a-z0-9-]{0,30}[a-z0-9])$",
+  pattern: AGENT_HANDLE_PATTERN.source,
   minLength: 2,
   maxLength: 32,
   description: HANDLE_DOC,

@@ -6,6 +6,7 @@ import type { AppEnv } from "../http/context";
 import { apiRoute, createRouter, jsonResponse } from "../http/route";
 import { baseUrl } from "../platform/env";
 import { ApiError, badRequest, notFound, problemResponse } from "../platform/problem";
+import { asStored } from "../platform/stored-bytes";
 import { contentDisposition, parseRange } from "./download";
 import { formDataBoundary } from "./multipart";
 import {
@@ -120,7 +121,8 @@ artifactsRouter.openapi(
       "Streams the bytes with the stored `Content-Type`, `Content-Disposition: attachment` (an ASCII `filename` and the " +
       "UTF-8 `filename*`), `X-Content-Type-Options: nosniff`, `Content-Length` and a strong `ETag` (the SHA-256 of the " +
       "bytes). A single `Range: bytes=…` gets 206 (`If-Range` honoured), an unsatisfiable one 416; a matching " +
-      "`If-None-Match` gets 304. Anyone who may not see the artifact gets 404.",
+      "`If-None-Match` gets 304. The bytes go out as stored, whatever `Accept-Encoding` says (`Content-Encoding: " +
+      "identity`, `Cache-Control: no-transform`). Anyone who may not see the artifact gets 404.",
     request: { params: ArtifactIdParamsSchema },
     responses: {
       200: { description: "The bytes", content: { "application/octet-stream": { schema: binary } } },
@@ -144,7 +146,7 @@ artifactsRouter.openapi(
       // Opened directly instead of downloaded, stored HTML or SVG must still run nothing.
       "Content-Security-Policy": "default-src 'none'; sandbox",
       "Accept-Ranges": "bytes",
-      "Cache-Control": "private, no-cache",
+      ...asStored("private, no-cache"),
       ETag: etag,
     };
     const inm = c.req.header("If-None-Match");

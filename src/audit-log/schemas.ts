@@ -19,19 +19,17 @@ export const AuditQuerySchema = z.object({
     default: 90,
     description: "Lookback in days, default 90; 0 or negative means all time",
   }),
+  // The string filters have no length bound: the URL bounds them, and any value is a filter that may match nothing.
   kind: z
     .string()
-    .max(100)
     .optional()
     .openapi({ param: { name: "kind", in: "query" } }),
   outcome: z
     .string()
-    .max(20)
     .optional()
     .openapi({ param: { name: "outcome", in: "query" } }),
   actor_kind: z
     .string()
-    .max(20)
     .optional()
     .openapi({ param: { name: "actor_kind", in: "query" } }),
   agent_id: z
@@ -44,7 +42,6 @@ export const AuditQuerySchema = z.object({
     .openapi({ param: { name: "conversation_id", in: "query" } }),
   q: z
     .string()
-    .max(200)
     .optional()
     .openapi({ param: { name: "q", in: "query" }, description: "Case-insensitive substring of target or intent" }),
 });

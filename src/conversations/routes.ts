@@ -102,13 +102,7 @@ conversationsRouter.openapi(
   ),
   async (c) => {
     const { limit, cursor } = c.req.valid("query");
-    const page = await listConversations(
-      c.env,
-      c.var.caller.workspace.id,
-      c.var.caller.userId,
-      limit === undefined ? 50 : Number(limit),
-      cursor,
-    );
+    const page = await listConversations(c.env, c.var.caller.workspace.id, c.var.caller.userId, limit, cursor);
     return c.json(page, 200);
   },
 );

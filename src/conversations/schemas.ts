@@ -1,4 +1,5 @@
 import { z } from "@hono/zod-openapi";
+import { cursorPageQuery, nextCursor } from "../http/query";
 import { ProblemSchema } from "../platform/problem";
 
 const Id = z.uuid();
@@ -41,7 +42,7 @@ export const ConversationWithMessagesSchema = ConversationSchema.extend({ messag
 export const ConversationListSchema = z
   .object({
     conversations: z.array(ConversationSchema),
-    next_cursor: z.string().nullable().openapi({ description: "Pass as `cursor` for the next page; null at the end" }),
+    next_cursor: nextCursor,
   })
   .openapi("ConversationList");
 
@@ -80,25 +81,7 @@ export const ConversationIdParamSchema = z.object({
   id: Id.openapi({ param: { name: "id", in: "path" }, description: "The conversation's id" }),
 });
 
-export const ListQuerySchema = z.object({
-  limit: z
-    .string()
-    .regex(/^\d{1,3}$/, "must be an integer from 1 to 100")
-    .refine((v) => Number(v) >= 1 && Number(v) <= 100, "must be an integer from 1 to 100")
-    .optional()
-    .openapi({
-      param: { name: "limit", in: "query" },
-      type: "integer",
-      minimum: 1,
-      maximum: 100,
-      description: "Default 50",
-    }),
-  cursor: z
-    .string()
-    .max(200)
-    .optional()
-    .openapi({ param: { name: "cursor", in: "query" }, description: "`next_cursor` of the previous page" }),
-});
+export const ListQuerySchema = z.object(cursorPageQuery);
 
 /** The 502 of a turn whose model did not answer: the provider's own message and status. */
 export const ModelErrorProblemSchema = ProblemSchema.extend({

@@ -3,6 +3,7 @@ import { type AgentRecord, getAgentRecord, resolveAgent } from "../agents/servic
 import { detachConversationApps } from "../apps/service";
 import { detachConversationArtifacts, visibleArtifactIds } from "../artifacts/service";
 import { type AuditEventInput, auditInBatch, jsonBoolean, PREVIOUS_STATEMENT_CHANGED } from "../audit/events";
+import { decodeCursor, encodeCursor } from "../platform/cursor";
 import { d1Statement, parseJsonArray } from "../platform/db";
 import { nowIso } from "../platform/env";
 import { newId } from "../platform/ids";
@@ -116,18 +117,6 @@ export async function createConversation(
     d1Statement(env, auditInBatch(env, event(conversation))),
   ]);
   return conversation;
-}
-
-const encodeCursor = (at: string, id: string) => btoa(`${at}|${id}`).replaceAll("=", "");
-
-function decodeCursor(cursor: string): { at: string; id: string } {
-  try {
-    const [at, id] = atob(cursor).split("|");
-    if (at && id && !Number.isNaN(Date.parse(at))) return { at, id };
-  } catch {
-    // not base64: refused below
-  }
-  throw badRequest("invalid_cursor", "The cursor is not one this API returned");
 }
 
 /** The caller's conversations, most recent activity first. */

@@ -1,4 +1,5 @@
 import { type AuditEventInput, auditInBatch, PREVIOUS_STATEMENT_CHANGED } from "../audit/events";
+import { decodeCursor, encodeCursor } from "../platform/cursor";
 import { d1Statement, parseJsonArray } from "../platform/db";
 import { nowIso } from "../platform/env";
 import { conflict, notFound } from "../platform/problem";
@@ -56,17 +57,36 @@ function toReplyRow(r: ReplyDbRow): ReplyRow {
   };
 }
 
-/** The caller's replies to review (`awaiting_review`), or the ones already reviewed; newest first. */
-export async function listReplies(env: Env, workspaceId: string, userId: string, reviewed: boolean) {
+/** One page of the caller's replies to review (`awaiting_review`), or of the ones already reviewed; newest first. */
+export async function listReplies(
+  env: Env,
+  workspaceId: string,
+  userId: string,
+  query: { reviewed: boolean; limit: number; cursor?: string },
+): Promise<{ rows: ReplyRow[]; next_cursor: string | null }> {
+  const after = query.cursor ? decodeCursor(query.cursor) : null;
   const { results } = await env.DB.prepare(
     `SELECT ${REPLY_COLUMNS} FROM ${REPLY_FROM}
      WHERE o.workspace_id = ?1 AND o.review_owner_id = ?2 AND o.direction = 'outbound'
        AND o.handling_state IN (SELECT value FROM json_each(?3))
-     ORDER BY o.occurred_at DESC, o.id DESC LIMIT 200`,
+       AND (?4 IS NULL OR o.occurred_at < ?4 OR (o.occurred_at = ?4 AND o.id < ?5))
+     ORDER BY o.occurred_at DESC, o.id DESC LIMIT ?6`,
   )
-    .bind(workspaceId, userId, JSON.stringify(reviewed ? REVIEWED : ["awaiting_review"]))
+    .bind(
+      workspaceId,
+      userId,
+      JSON.stringify(query.reviewed ? REVIEWED : ["awaiting_review"]),
+      after?.at ?? null,
+      after?.id ?? null,
+      query.limit + 1,
+    )
     .all<ReplyDbRow>();
-  return results.map(toReplyRow);
+  const rows = results.slice(0, query.limit).map(toReplyRow);
+  const last = rows.at(-1);
+  return {
+    rows,
+    next_cursor: results.length > query.limit && last ? encodeCursor(last.occurred_at, last.email_message_id) : null,
+  };
 }
 
 async function replyRow(env: Env, id: string): Promise<ReplyRow> {

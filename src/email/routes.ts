@@ -127,19 +127,19 @@ emailRouter.openapi(
       summary: "Drafted replies the caller reviews",
       description:
         "Only replies whose review owner is the caller: `reviewed=false` (default) those awaiting review, " +
-        "`reviewed=true` those approved, sent, rejected or whose send failed. Newest first, at most 200.",
+        "`reviewed=true` those approved, sent, rejected or whose send failed. Newest first; `limit` 1-100 " +
+        "(default 50), then `cursor` from `next_cursor` until it is null.",
       request: { query: RepliesQuerySchema },
       responses: {
-        200: jsonResponse(ReplyListSchema, "The replies"),
-        400: problemResponse("`reviewed` is neither true nor false"),
+        200: jsonResponse(ReplyListSchema, "One page of the replies"),
+        400: problemResponse(
+          "`reviewed` is neither true nor false, a `limit` out of range, or a cursor this API did not return",
+        ),
       },
     },
   ),
-  async (c) => {
-    const { reviewed } = c.req.valid("query");
-    const rows = await listReplies(c.env, c.var.caller.workspace.id, c.var.caller.userId, reviewed);
-    return c.json({ rows }, 200);
-  },
+  async (c) =>
+    c.json(await listReplies(c.env, c.var.caller.workspace.id, c.var.caller.userId, c.req.valid("query")), 200),
 );
 
 emailRouter.openapi(

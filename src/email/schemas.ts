@@ -1,4 +1,5 @@
 import { z } from "@hono/zod-openapi";
+import { cursorPageQuery, nextCursor } from "../http/query";
 
 export const ENDPOINT_KINDS = ["system", "custom"] as const;
 export const PLANES = ["team", "agent"] as const;
@@ -189,7 +190,9 @@ export const ReplyRowSchema = z
   .openapi("EmailReplyRow");
 export type ReplyRow = z.infer<typeof ReplyRowSchema>;
 
-export const ReplyListSchema = z.object({ rows: z.array(ReplyRowSchema) }).openapi("EmailReplyList");
+export const ReplyListSchema = z
+  .object({ rows: z.array(ReplyRowSchema), next_cursor: nextCursor })
+  .openapi("EmailReplyList");
 
 export const RepliesQuerySchema = z.object({
   reviewed: z
@@ -197,6 +200,7 @@ export const RepliesQuerySchema = z.object({
     .default("false")
     .transform((v) => v === "true")
     .openapi({ param: { name: "reviewed", in: "query" }, description: "false: to review; true: already reviewed" }),
+  ...cursorPageQuery,
 });
 
 export const ReplyIdParamSchema = z.object({

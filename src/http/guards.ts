@@ -180,21 +180,32 @@ export function requireScope(scope: Scope): MiddlewareHandler<AppEnv> {
   };
 }
 
+/** Refuses (403 `admin_required`, audited) a caller `allowed` does not let through. */
+function adminGuard(allowed: (caller: Caller) => boolean, headers?: Record<string, string>): MiddlewareHandler<AppEnv> {
+  return async (c, next) => {
+    if (!allowed(c.var.caller)) {
+      await auditAlone(
+        c.env,
+        callerEvent(c, {
+          kind: "access.denied",
+          outcome: "denied",
+          target: `route:${c.req.method} ${c.req.routePath}`,
+          intent: "admin",
+        }),
+      );
+      throw new ApiError(403, "admin_required", "This action requires a workspace admin", undefined, headers);
+    }
+    await next();
+  };
+}
+
 /** The caller must be a workspace admin whose credential carries the `admin` scope; a refusal is audited. */
-export const requireAdmin: MiddlewareHandler<AppEnv> = async (c, next) => {
-  if (!isAdmin(c.var.caller)) {
-    await auditAlone(
-      c.env,
-      callerEvent(c, {
-        kind: "access.denied",
-        outcome: "denied",
-        target: `route:${c.req.method} ${c.req.routePath}`,
-        intent: "admin",
-      }),
-    );
-    throw new ApiError(403, "admin_required", "This action requires a workspace admin", undefined, {
-      "WWW-Authenticate": `Bearer error="insufficient_scope", scope="admin"`,
-    });
-  }
-  await next();
-};
+export const requireAdmin = adminGuard(isAdmin, {
+  "WWW-Authenticate": `Bearer error="insufficient_scope", scope="admin"`,
+});
+
+/**
+ * The caller must be a workspace admin, whatever its credential's scopes (no scope would
+ * help a member, so the refusal carries no scope challenge); a refusal is audited.
+ */
+export const requireAdminRole = adminGuard((caller) => caller.role === "admin");

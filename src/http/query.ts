@@ -34,3 +34,34 @@ export function queryInteger(options: {
       description: options.description,
     });
 }
+
+/**
+ * The query of a cursor-paged list: `limit` 1-100 (default 50; out of range is 400) and
+ * `cursor`, the `next_cursor` of the previous page. Its response carries `nextCursor`.
+ */
+export const cursorPageQuery = {
+  limit: z
+    .string()
+    .regex(/^\d{1,3}$/, "must be an integer from 1 to 100")
+    .refine((v) => Number(v) >= 1 && Number(v) <= 100, "must be an integer from 1 to 100")
+    .optional()
+    .transform((v) => (v === undefined ? 50 : Number(v)))
+    .openapi({
+      param: { name: "limit", in: "query" },
+      type: "integer",
+      minimum: 1,
+      maximum: 100,
+      default: 50,
+      description: "Rows per page, 1-100; default 50",
+    }),
+  cursor: z
+    .string()
+    .max(200)
+    .optional()
+    .openapi({ param: { name: "cursor", in: "query" }, description: "`next_cursor` of the previous page" }),
+};
+
+export const nextCursor = z
+  .string()
+  .nullable()
+  .openapi({ description: "Pass as `cursor` for the next page; null at the end" });

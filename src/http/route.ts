@@ -5,10 +5,16 @@ import type { Scope } from "../auth/scopes";
 import { ApiError, fieldErrors, problemResponse } from "../platform/problem";
 import type { AppEnv } from "./context";
 import { type ErrorFormat, errorHandler, OAuthError } from "./errors";
-import { authenticate, authenticateWithSession, requireAdmin, requireScope } from "./guards";
+import { authenticate, authenticateWithSession, requireAdmin, requireAdminRole, requireScope } from "./guards";
 
-/** Who may call a route: public, any authenticated caller, a scope, or a workspace admin. */
-export type Access = "public" | "authenticated" | "admin" | { scope: Scope };
+/**
+ * Who may call a route: public, any authenticated caller, a scope, a workspace admin whose
+ * credential carries the `admin` scope, or (`admin-role`) a workspace admin with any scope.
+ */
+export type Access = "public" | "authenticated" | "admin" | "admin-role" | { scope: Scope };
+
+/** How the document names the `admin-role` requirement: a role, not a scope (OpenAPI 3.1 allows role names). */
+export const ADMIN_ROLE = "role:admin";
 
 export const BEARER = "bearer";
 /** The browser's sign-in session cookie, accepted only where a route says `session: true`. */
@@ -18,6 +24,7 @@ function securityFor(access: Access): RouteConfig["security"] {
   if (access === "public") return [];
   if (access === "authenticated") return [{ [BEARER]: [] }];
   if (access === "admin") return [{ [BEARER]: ["admin"] }];
+  if (access === "admin-role") return [{ [BEARER]: [ADMIN_ROLE] }];
   return [{ [BEARER]: [access.scope] }];
 }
 
@@ -25,6 +32,7 @@ function middlewareFor(access: Access, auth = authenticate): MiddlewareHandler<A
   if (access === "public") return [];
   if (access === "authenticated") return [auth];
   if (access === "admin") return [auth, requireAdmin];
+  if (access === "admin-role") return [auth, requireAdminRole];
   return [auth, requireScope(access.scope)];
 }
 
@@ -150,6 +158,19 @@ function invalidRequest(options: RouterOptions, issues: Issues): Error {
   if (options.errors === "oauth")
     return new OAuthError(400, "invalid_request", issues[0]?.message ?? "The request is invalid");
   return new ApiError(400, "validation_failed", "The request is invalid", fieldErrors(issues));
+}
+
+/**
+ * The validation hook of a route whose credential is a body field (a one-time token): any
+ * issue with that field, its absence included, is `refusal()` (the route's 403, as for a
+ * missing credential) and is checked before the other fields, whose issues stay a 400.
+ */
+export function credentialField(field: string, refusal: () => Error) {
+  return (result: { success: true } | { success: false; error: { issues: Issues } }): undefined => {
+    if (result.success) return undefined;
+    if (result.error.issues.some((i) => i.path[0] === field)) throw refusal();
+    throw invalidRequest({}, result.error.issues);
+  };
 }
 
 /** A router for one area, answering every error (validation failures too) in the format it declares. */

@@ -154,7 +154,8 @@ export async function checkedCsr(pem: string): Promise<X509.Pkcs10CertificateReq
   return csr;
 }
 
-const refused = () =>
+/** The one refusal of every unusable enrollment token, so a caller learns nothing about which it was. */
+export const invalidEnrollmentToken = () =>
   new ApiError(
     403,
     "invalid_enrollment_token",
@@ -190,18 +191,18 @@ export async function enroll(env: Env, input: { csr_pem: string; token: string }
   const ca = await caConfig(env);
   if (!ca)
     throw new ApiError(503, "enrollment_not_configured", "Connector enrollment is not configured on this service");
-  if (!input.token.startsWith(ENROLLMENT_TOKEN_PREFIX)) throw refused();
+  if (!input.token.startsWith(ENROLLMENT_TOKEN_PREFIX)) throw invalidEnrollmentToken();
   const tokenHash = hashToken(input.token);
   const now = new Date();
   const d = db(env);
   // A spent token keeps its hash (its connector is no longer pending): presented again, it is
   // a replay, and the connector's workspace sees the refusal in its audit log.
   const pending = await d.select().from(mcpConnectors).where(eq(mcpConnectors.tokenHash, tokenHash)).get();
-  if (!pending) throw refused();
+  if (!pending) throw invalidEnrollmentToken();
   if (pending.status !== "pending" || pending.tokenExpiresAt <= now.toISOString()) {
     const reason = pending.status === "pending" ? "token_expired" : `connector_${pending.status}`;
     await deniedEnrollment(env, pending.workspaceId, pending.id, reason);
-    throw refused();
+    throw invalidEnrollmentToken();
   }
   const csr = await checkedCsr(input.csr_pem);
   const x509 = await loadX509();
@@ -255,7 +256,7 @@ export async function enroll(env: Env, input: { csr_pem: string; token: string }
   ]);
   if (!redeemed.length) {
     await deniedEnrollment(env, pending.workspaceId, pending.id, "connector_enrolled");
-    throw refused();
+    throw invalidEnrollmentToken();
   }
   return {
     workspaceId: pending.workspaceId,

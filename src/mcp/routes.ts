@@ -1,9 +1,9 @@
 import { onlyOneRemoved } from "../agents/subsets";
 import { callerEvent } from "../http/audit";
 import { rateLimit } from "../http/rate-limit";
-import { apiRoute, createRouter, jsonBody, jsonResponse } from "../http/route";
+import { apiRoute, createRouter, credentialField, jsonBody, jsonResponse } from "../http/route";
 import { problemResponse } from "../platform/problem";
-import { createConnector, enroll, listConnectors, revokeConnector } from "./connectors";
+import { createConnector, enroll, invalidEnrollmentToken, listConnectors, revokeConnector } from "./connectors";
 import { createCustom, deleteCustom, listCustom } from "./custom";
 import {
   ConnectorIdParamSchema,
@@ -164,7 +164,7 @@ mcpRouter.openapi(
       responses: {
         200: jsonResponse(EnrollmentResultSchema, "The certificate, the CA certificate and the tunnel to dial"),
         400: problemResponse(
-          "A malformed body, or a CSR that does not parse, verify or has a weak key (`invalid_csr`)",
+          "A malformed body besides the token, or a CSR that does not parse, verify or has a weak key (`invalid_csr`)",
         ),
         403: problemResponse("The token is missing, invalid, expired or already redeemed (`invalid_enrollment_token`)"),
         429: problemResponse("Rate limited"),
@@ -177,4 +177,5 @@ mcpRouter.openapi(
     const { result } = await enroll(c.env, c.req.valid("json"));
     return c.json(result, 200);
   },
+  credentialField("token", invalidEnrollmentToken),
 );

@@ -104,7 +104,11 @@ export const ConnectorIdParamSchema = z.object({
 export const EnrollRequestSchema = z
   .object({
     csr_pem: z.string().min(1).max(16_384).openapi({ description: "PEM certificate signing request" }),
-    token: z.string().min(1).max(200).openapi({ description: "The one-time enrollment token" }),
+    token: z
+      .string()
+      .min(1)
+      .max(200)
+      .openapi({ description: "The one-time enrollment token; missing, empty or not one we issued is 403" }),
   })
   .strict()
   .openapi("McpConnectorEnroll");

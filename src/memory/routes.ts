@@ -136,13 +136,12 @@ memoryRouter.openapi(
       tags: TAGS,
       summary: "Unfreeze an agent",
       description:
-        "The agent may read and write facts about the caller again. Idempotent. A slug that names no agent of the workspace " +
-        "(and no stored freeze) is a 404.",
+        "The agent may read and write facts about the caller again. Idempotent: a slug that names no agent of the " +
+        "workspace is not frozen either, so it answers the same 200 (and records nothing when no freeze was removed).",
       request: { params: AgentSlugParamSchema },
       responses: {
         200: jsonResponse(UnfreezeSchema, "The agent is not frozen"),
         400: problemResponse("The slug is longer than 64 characters"),
-        404: unknownAgent,
       },
     },
   ),

@@ -39,7 +39,8 @@ export const FreezeListSchema = z
 
 export const UnfreezeSchema = z.object({ agent_slug: z.string(), frozen: z.literal(false) }).openapi("MemoryUnfreeze");
 
-// Any string up to 64 characters is looked up: one that names no agent is a 404, like an unknown id.
+// Any string up to 64 characters is looked up: one that names no agent is a 404 to freeze, and
+// simply not frozen (200) to unfreeze.
 export const AgentSlugParamSchema = z.object({
   agent_slug: z
     .string()

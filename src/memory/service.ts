@@ -231,8 +231,10 @@ export async function freezeAgent(
 }
 
 /**
- * Unfreezes an agent under every handle it holds. Idempotent for an existing agent; a slug that
- * names no agent is a 404 unless a freeze is stored under it (an alias since dropped).
+ * Unfreezes an agent under every handle it holds. Idempotent, for a slug that names no agent
+ * too: it is not frozen. Each call on an agent is recorded (`changed` says whether a freeze was
+ * lifted); a slug that names no agent is recorded only when a freeze stored under it (an alias
+ * since dropped) was removed, so a caller's arbitrary string never becomes an event's target.
  */
 export async function unfreezeAgent(
   env: Env,
@@ -257,7 +259,6 @@ export async function unfreezeAgent(
       },
     }),
   ]);
-  if (!agent && deleted.length === 0) throw notFound("No such agent in this workspace");
   return { agentSlug: agent?.slug ?? handle, changed: deleted.length > 0, agentId: agent?.id ?? null };
 }
 

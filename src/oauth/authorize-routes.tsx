@@ -1,12 +1,13 @@
 import { OpenAPIHono } from "@hono/zod-openapi";
 import type { Context } from "hono";
+import { accepts } from "hono/accepts";
 import { getCookie } from "hono/cookie";
 import { auditAlone } from "../audit/events";
 import { resolveSession, SESSION_COOKIE } from "../auth/resolve";
 import { grantableFor, isScope, roleCeiling } from "../auth/scopes";
 import { callerEvent } from "../http/audit";
 import type { AppEnv } from "../http/context";
-import { renderError } from "../http/errors";
+import { oauthJson, renderError } from "../http/errors";
 import { refuseCrossOrigin } from "../http/guards";
 import { contractRoute, limitBody } from "../http/route";
 import { baseUrl } from "../platform/env";
@@ -23,6 +24,7 @@ import {
   recordConsent,
 } from "./authorize";
 import { isDocumentClient, isDocumentClientId } from "./client-documents";
+import { OAuthErrorSchema } from "./errors";
 import { AuthorizeErrorPage, ConsentPage, ContinuePage, SCOPE_TEXT } from "./pages";
 import { AuthorizeQuerySchema } from "./schemas";
 import { issueCode } from "./tokens";
@@ -54,8 +56,23 @@ authorizeRouter.onError((err, c) => {
   );
 });
 
-const errorPage = (c: Ctx, status: 400 | 403, message: string, error?: string) =>
-  c.html(<AuthorizeErrorPage message={message} error={error} />, status, PAGE_HEADERS);
+/**
+ * A request the authorization server will not act on, answered where it stands (only the
+ * user's `access_denied` travels to the client): a browser gets a page that says why, a
+ * program the OAuth error JSON.
+ */
+function authorizeError(c: Ctx, status: 400 | 403, error: string, message: string) {
+  const type = accepts(c, {
+    header: "Accept",
+    supports: ["text/html", "application/json"],
+    default: "application/json",
+  });
+  if (type === "application/json") return oauthJson(c, status, error, message);
+  return c.html(<AuthorizeErrorPage message={message} error={error} />, status, PAGE_HEADERS);
+}
+
+const noScopeForRole = (c: Ctx) =>
+  authorizeError(c, 400, "invalid_scope", "None of the requested scopes is available to your role");
 
 async function currentSession(c: Ctx): Promise<Session | null> {
   const secret = getCookie(c, SESSION_COOKIE);
@@ -104,14 +121,7 @@ function toClient(c: Ctx, location: string, status: 302 | 303) {
 async function redirectWithCode(c: Ctx, req: AuthorizeRequest, session: Session, status: 302 | 303) {
   const issuer = baseUrl(c.env, c.req.url);
   const scopes = grantableFor(req.scopes, session.caller.role);
-  if (!scopes.length) {
-    const error = {
-      error: "invalid_scope",
-      error_description: "None of the requested scopes is available to your role",
-      state: req.state,
-    };
-    return toClient(c, authorizationRedirect(req.redirectUri, issuer, error), status);
-  }
+  if (!scopes.length) return noScopeForRole(c);
   const code = await issueCode(c.env, {
     clientId: req.client.clientId,
     workspaceId: session.caller.workspace.id,
@@ -136,12 +146,13 @@ async function authorize(c: Ctx) {
 
   // (a document client only gets here signed in)
   const check = await checkAuthorizeRequest(c.env, url.searchParams, baseUrl(c.env, c.req.url), true);
-  if (check.kind === "fatal") return errorPage(c, 400, check.message, check.error);
-  if (check.kind === "error") return toClient(c, check.location, 302);
+  if (check.kind === "error") return authorizeError(c, 400, check.error, check.message);
   const req = check.request;
 
   const session = early ?? (await currentSession(c));
   if (!session) return signIn();
+  // Refused before consent: approving scopes the role cannot hold would lead nowhere.
+  if (!grantableFor(req.scopes, session.caller.role).length) return noScopeForRole(c);
 
   // A client known only by its metadata document is asked about every time: anyone can publish one.
   const document = isDocumentClient(req.client);
@@ -176,28 +187,36 @@ authorizeRouter.openapi(
     tags: ["OAuth"],
     summary: "Authorization endpoint (browser)",
     description:
-      "Needs the user's session; a signed-out browser is sent to sign-in and back. An unknown or deleted client or a redirect_uri not on the " +
-      "allowlist (loopback `http` URIs match on any port) is a 400 page without redirect. Other errors go back to redirect_uri with `error`, " +
-      "`state` and `iss`. PKCE with S256 is required. The granted scope is the requested scope ∩ the client's scopes (all of them when none is " +
-      "requested) ∩ what the user's role allows now (`admin` only for an admin); `svc:computer` is never granted (dropped from a " +
-      "mixed request, `invalid_scope` when it is all that was asked, as is a request left with nothing the role allows). Third-party clients get a consent page the first time and whenever the scopes grow. Success: 302 with `code`, `state`, `iss`.",
+      "Needs the user's session; a signed-out browser is sent to sign-in and back. Redirect URIs must be on the client's allowlist " +
+      "(loopback `http` URIs match on any port). A request that cannot be used is answered 400 where it stands, never redirected: an HTML " +
+      "page for a browser (`Accept` preferring `text/html`), otherwise the OAuth error JSON. Its `error` is `invalid_client` (unknown or " +
+      "deleted client), `invalid_request` (missing or repeated parameter, unregistered redirect_uri, a code_challenge missing or not " +
+      "32-128 base64url characters, a code_challenge_method other than S256), `unsupported_response_type`, `invalid_target` (resource) " +
+      "or `invalid_scope`. Only the user's refusal goes back to redirect_uri (`error=access_denied`, `state`, `iss`). The granted " +
+      "scope is the requested scope ∩ the client's scopes (all of them when none is requested) ∩ what the user's role allows now " +
+      "(`admin` only for an admin); `svc:computer` is never granted (dropped from a mixed request, `invalid_scope` when it is all that " +
+      "was asked, as is a request left with nothing the role allows). Third-party clients get a consent page the first time and " +
+      "whenever the scopes grow. Success: 302 with `code`, `state`, `iss`.",
     request: { query: AuthorizeQuerySchema },
     responses: {
-      302: { description: "Redirect to redirect_uri (code or error), or to sign-in" },
+      302: { description: "Redirect to redirect_uri with a code, or to sign-in" },
       200: { description: "Consent page (HTML)" },
-      400: { description: "Error page (HTML)" },
+      400: {
+        description: "The request cannot be used: an error page (HTML) for a browser, otherwise the OAuth error JSON",
+        content: { "text/html": { schema: { type: "string" } }, "application/json": { schema: OAuthErrorSchema } },
+      },
     },
   }),
   authorize,
-  // The query schema documents the parameters; `checkAuthorizeRequest` judges them, because
-  // its answer is an error page or an error redirect, by which parameter is wrong. A query
-  // the schema refuses goes to the same handler.
+  // The query schema documents the parameters; `checkAuthorizeRequest` judges them, in an
+  // order that names the most basic fault first. A query the schema refuses goes to the same
+  // handler.
   (result, c) => (result.success ? undefined : authorize(c)),
 );
 
 authorizeRouter.post("/v1/oauth/consent", limitBody(), async (c) => {
   const form = await c.req.parseBody({ all: true }).catch(() => null);
-  if (!form) return errorPage(c, 400, "The consent form could not be read.");
+  if (!form) return authorizeError(c, 400, "invalid_request", "The consent form could not be read.");
   const query = new URLSearchParams();
   for (const name of AUTHORIZE_PARAMS) {
     for (const v of [form[name]].flat()) if (typeof v === "string") query.append(name, v);
@@ -205,17 +224,17 @@ authorizeRouter.post("/v1/oauth/consent", limitBody(), async (c) => {
   const issuer = baseUrl(c.env, c.req.url);
   const session = await currentSession(c);
   const check = await checkAuthorizeRequest(c.env, query, issuer, session !== null);
-  if (check.kind === "fatal") return errorPage(c, 400, check.message, check.error);
-  if (check.kind === "error") return c.redirect(check.location, 303);
+  if (check.kind === "error") return authorizeError(c, 400, check.error, check.message);
   const req = check.request;
 
   // Signed out meanwhile: start the authorization again, through sign-in.
   if (!session) return c.redirect(`/v1/oauth/authorize?${new URLSearchParams(req.params)}`, 303);
   const csrf = form.csrf_token;
   if (!consentCsrfValid(session.secret, req, typeof csrf === "string" ? csrf : undefined)) {
-    return errorPage(
+    return authorizeError(
       c,
       403,
+      "invalid_request",
       "This consent form has expired or was not issued to you. Go back to the application and start again.",
     );
   }
@@ -241,7 +260,7 @@ authorizeRouter.post("/v1/oauth/consent", limitBody(), async (c) => {
       303,
     );
   }
-  if (decision !== "approve") return errorPage(c, 400, "Choose Allow or Deny.");
+  if (decision !== "approve") return authorizeError(c, 400, "invalid_request", "Choose Allow or Deny.");
   await recordConsent(
     c.env,
     {

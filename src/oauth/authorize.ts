@@ -1,6 +1,6 @@
 /**
- * The authorization request: validation in an order that never redirects to an unverified
- * place, consent memory, and the consent form's session-bound CSRF token.
+ * The authorization request: its validation (client and redirect URI first), consent memory,
+ * and the consent form's session-bound CSRF token.
  */
 import { hmac } from "@noble/hashes/hmac.js";
 import { sha256 } from "@noble/hashes/sha2.js";
@@ -44,11 +44,8 @@ export type AuthorizeRequest = {
 };
 
 export type AuthorizeCheck =
-  /** Client or redirect URI cannot be trusted: show an error page (with its OAuth `error`), never redirect. */
-  | { kind: "fatal"; message: string; error?: string }
-  /** The redirect URI is verified: the error goes back to the client. */
-  | { kind: "error"; location: string }
-  | { kind: "ok"; request: AuthorizeRequest };
+  /** The request cannot be used: answered 400 where it stands, never redirected (only `access_denied` is). */
+  { kind: "error"; error: string; message: string } | { kind: "ok"; request: AuthorizeRequest };
 
 // 43 characters for S256; RFC 7636 allows 43-128 for verifiers, we accept 32-128 as the spec says.
 const CHALLENGE = /^[A-Za-z0-9_-]{32,128}$/;
@@ -65,6 +62,8 @@ export function authorizationRedirect(
   return url.href;
 }
 
+const fail = (error: string, message: string): AuthorizeCheck => ({ kind: "error", error, message });
+
 /**
  * Judges an authorization request. `signedIn`: whether a user is signed in — a Client ID
  * Metadata Document never seen before is fetched only then (see `resolveClient`).
@@ -80,22 +79,18 @@ export async function checkAuthorizeRequest(
     return all.length === 1 && all[0] !== "" ? all[0] : all.length > 1 ? null : undefined;
   };
   const clientId = once("client_id");
-  if (clientId === undefined)
-    return { kind: "fatal", message: "The request has no client_id.", error: "invalid_request" };
-  if (clientId === null)
-    return { kind: "fatal", message: "The request has more than one client_id.", error: "invalid_request" };
+  if (clientId === undefined) return fail("invalid_request", "The request has no client_id.");
+  if (clientId === null) return fail("invalid_request", "The request has more than one client_id.");
   let client: ClientRow | undefined;
   try {
     client = await resolveClient(env, clientId, { origin: issuer, fetchNew: signedIn });
   } catch (e) {
-    if (e instanceof UnusableClientDocument) return { kind: "fatal", message: e.message, error: "invalid_request" };
+    if (e instanceof UnusableClientDocument) return fail("invalid_request", e.message);
     throw e;
   }
-  if (!client)
-    return { kind: "fatal", message: "This application is unknown or has been deleted.", error: "invalid_client" };
+  if (!client) return fail("invalid_client", "This application is unknown or has been deleted.");
   const presented = once("redirect_uri");
-  if (!presented)
-    return { kind: "fatal", message: "The request has no single redirect_uri.", error: "invalid_request" };
+  if (!presented) return fail("invalid_request", "The request has no single redirect_uri.");
   // A metadata document's redirect URIs match exactly (no loopback port leeway): anyone can publish one.
   const registered = clientRedirectUris(client);
   const redirectUri = (
@@ -105,19 +100,8 @@ export async function checkAuthorizeRequest(
   )
     ? presented
     : null;
-  if (!redirectUri)
-    return {
-      kind: "fatal",
-      message: "The redirect_uri is not registered for this application.",
-      error: "invalid_request",
-    };
+  if (!redirectUri) return fail("invalid_request", "The redirect_uri is not registered for this application.");
 
-  // From here on the redirect URI is verified: errors go back to the client.
-  const state = query.get("state") ?? undefined;
-  const fail = (error: string, description: string): AuthorizeCheck => ({
-    kind: "error",
-    location: authorizationRedirect(redirectUri, issuer, { error, error_description: description, state }),
-  });
   for (const name of AUTHORIZE_PARAMS)
     if (query.getAll(name).length > 1) return fail("invalid_request", `${name} is given more than once`);
   const responseType = once("response_type");
@@ -142,6 +126,7 @@ export async function checkAuthorizeRequest(
   const scopes = (requested.size ? allowed.filter((s) => requested.has(s)) : allowed).filter(isGrantable);
   if (!scopes.length) return fail("invalid_scope", "None of the requested scopes can be granted to this application");
 
+  const state = query.get("state") ?? undefined;
   const params: Record<string, string> = {};
   for (const name of AUTHORIZE_PARAMS) {
     const v = query.get(name);

@@ -113,7 +113,8 @@ export function readClientDocument(url: string, body: unknown): ClientDocument {
     name: doc.client_name,
     redirectUris: [...new Set(doc.redirect_uris)],
     scopes: scopes.filter(isGrantable),
-    grantTypes: [...new Set(doc.grant_types ?? ["authorization_code"])],
+    // What the token endpoint really does for every client (see the registration schema).
+    grantTypes: [...GRANT_TYPES],
   };
 }
 

@@ -156,11 +156,6 @@ export async function updateClient(
     (!client.secretHash || !timingSafeEqual(hashToken(req.client_secret), client.secretHash))
   )
     throw immutable("client_secret");
-  if (
-    req.grant_types !== undefined &&
-    !sameList([...new Set(req.grant_types)].sort(), parseJsonArray(client.grantTypes).sort())
-  )
-    throw immutable("grant_types");
   if (req.response_types !== undefined && !sameList([...new Set(req.response_types)], ["code"]))
     throw immutable("response_types");
   const updated: ClientRow = {

@@ -3,8 +3,9 @@ import { invalidClient, invalidRequest } from "./errors";
 
 /**
  * The parameters of a token, introspection or revocation request: a form
- * (`application/x-www-form-urlencoded`, the default) or a JSON object, through the same
- * rules. A parameter given twice is refused; an empty one counts as absent (RFC 6749 §3.1).
+ * (`application/x-www-form-urlencoded`, also what a body without a Content-Type is read as)
+ * or a JSON object, through the same rules; any other media type is refused. A parameter
+ * given twice is refused; an empty one counts as absent (RFC 6749 §3.1).
  */
 export async function readParams(req: Request): Promise<Map<string, string>> {
   const type = (req.headers.get("Content-Type") ?? "").split(";")[0]!.trim().toLowerCase();
@@ -34,7 +35,7 @@ export async function readParams(req: Request): Promise<Map<string, string>> {
     }
     return params;
   }
-  if (type === "application/x-www-form-urlencoded" || (type === "" && text === "")) {
+  if (type === "application/x-www-form-urlencoded" || type === "") {
     for (const [key, value] of new URLSearchParams(text)) put(key, value);
     return params;
   }
@@ -59,7 +60,7 @@ export function basicCredentials(header: string | undefined): { id: string; secr
       Uint8Array.from(atob(match[1]!), (ch) => ch.charCodeAt(0)),
     );
     const colon = decoded.indexOf(":");
-    if (colon < 0) throw new Error("no colon");
+    if (colon <= 0) throw new Error("no colon, or no client id before it");
     return { id: formDecode(decoded.slice(0, colon)), secret: formDecode(decoded.slice(colon + 1)) };
   } catch {
     throw invalidClient("Malformed Basic credentials", true);

@@ -5,6 +5,7 @@ import { redirectUriProblem } from "./redirect-uris";
 export const AUTH_METHODS = ["none", "client_secret_post", "client_secret_basic"] as const;
 export type AuthMethod = (typeof AUTH_METHODS)[number];
 export const GRANT_TYPES = ["authorization_code", "refresh_token"] as const;
+export type GrantType = (typeof GRANT_TYPES)[number];
 export const DEFAULT_CLIENT_NAME = "Unnamed app";
 
 const RedirectUrisSchema = z
@@ -55,6 +56,26 @@ const ScopeSchema = z
     example: "agents:read conversations:read",
   });
 
+/**
+ * The grant types a client asks for (RFC 7591 §2: omitted means `authorization_code` only).
+ * Every code exchange also issues a rotating refresh token, so the registered value is always
+ * both: §3.2.1 lets the server replace a requested value and has the response say what it
+ * registered.
+ */
+const GrantTypesSchema = z
+  .array(z.enum(GRANT_TYPES, { error: "grant_types may hold authorization_code and refresh_token only" }))
+  .min(1, "grant_types must not be empty")
+  .refine((g) => g.includes("authorization_code"), "grant_types must include authorization_code")
+  .optional()
+  .transform((): GrantType[] => [...GRANT_TYPES])
+  .openapi({
+    description:
+      "`authorization_code` (required) and optionally `refresh_token`; default `[authorization_code]`. Every client receives " +
+      "refresh tokens, so the registered (and answered) value is always `[authorization_code, refresh_token]`.",
+    type: "array",
+    items: { type: "string", enum: [...GRANT_TYPES] },
+  });
+
 /** RFC 7591 client metadata. Unknown members are ignored (RFC 7591 §2); `first_party` cannot be set. */
 export const RegisterRequestSchema = z
   .object({
@@ -64,12 +85,7 @@ export const RegisterRequestSchema = z
       .enum(AUTH_METHODS)
       .default("none")
       .openapi({ description: "`none` (public client, PKCE only) or a confidential method" }),
-    grant_types: z
-      .array(z.enum(GRANT_TYPES))
-      .min(1)
-      .default(["authorization_code"])
-      .refine((g) => g.includes("authorization_code"), "grant_types must include authorization_code")
-      .transform((g) => [...new Set(g)]),
+    grant_types: GrantTypesSchema,
     response_types: z
       .array(z.literal("code"))
       .min(1)
@@ -82,7 +98,8 @@ export type RegisterRequest = z.infer<typeof RegisterRequestSchema>;
 
 /**
  * RFC 7592 update: replaces the mutable metadata. The immutable members may be echoed
- * (clients send back what they read) but not changed.
+ * (clients send back what they read) but not changed; `grant_types` is judged as at
+ * registration, where any valid value registers the same two.
  */
 export const UpdateClientRequestSchema = z
   .object({
@@ -92,7 +109,7 @@ export const UpdateClientRequestSchema = z
     client_id: z.string().optional(),
     client_secret: z.string().optional(),
     token_endpoint_auth_method: z.string().optional(),
-    grant_types: z.array(z.string()).optional(),
+    grant_types: GrantTypesSchema,
     response_types: z.array(z.string()).optional(),
   })
   .openapi("ClientUpdateRequest");

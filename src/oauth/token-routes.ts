@@ -5,7 +5,7 @@ import { NO_STORE } from "../http/errors";
 import { rateLimit } from "../http/rate-limit";
 import { apiRoute, createRouter, ownBody } from "../http/route";
 import { baseUrl } from "../platform/env";
-import { authenticateClient } from "./client-auth";
+import { authenticateClient, revocationClient } from "./client-auth";
 import { invalidRequest, invalidTarget, OAuthErrorSchema, tokenRequestError } from "./errors";
 import { readParams } from "./params";
 import { IntrospectionSchema, TokenParamsSchema, TokenRequestSchema, TokenResponseSchema } from "./schemas";
@@ -36,9 +36,13 @@ const tokenParamsBody = ownBody(tokenRouter, "TokenParams", TokenParamsSchema, {
  * client from it, then parses it with the body's schema: a client that cannot authenticate
  * hears `invalid_client` before anything about its parameters.
  */
-async function clientRequest<T>(c: Context<AppEnv>, body: { parse: (input: unknown) => T }) {
+async function clientRequest<T, C>(
+  c: Context<AppEnv>,
+  body: { parse: (input: unknown) => T },
+  authenticate: (...args: Parameters<typeof authenticateClient>) => Promise<C>,
+) {
   const params = await readParams(c.req.raw);
-  const client = await authenticateClient(c.env, c.req.header("Authorization"), params, baseUrl(c.env, c.req.url));
+  const client = await authenticate(c.env, c.req.header("Authorization"), params, baseUrl(c.env, c.req.url));
   return { client, request: body.parse(Object.fromEntries(params)) };
 }
 
@@ -73,7 +77,7 @@ tokenRouter.openapi(
     [rateLimit("TOKEN_LIMITER")],
   ),
   async (c) => {
-    const { client, request } = await clientRequest(c, tokenBody);
+    const { client, request } = await clientRequest(c, tokenBody, authenticateClient);
     let resource: string | null = null;
     if (request.resource !== undefined) {
       resource = canonicalResource(baseUrl(c.env, c.req.url), request.resource);
@@ -112,7 +116,7 @@ tokenRouter.openapi(
     },
   }),
   async (c) => {
-    const { client, request } = await clientRequest(c, tokenParamsBody);
+    const { client, request } = await clientRequest(c, tokenParamsBody, authenticateClient);
     const state = request.token ? await introspect(c.env, client.clientId, request.token) : { active: false };
     return c.json(state, 200, NO_STORE);
   },
@@ -125,20 +129,22 @@ tokenRouter.openapi(
     tags: TAGS,
     summary: "Token revocation (RFC 7009)",
     description:
-      "Revokes the token and its whole family when it belongs to the calling client; otherwise does nothing. Always 200 for an authenticated client.",
+      "Revokes the token and its whole family when it belongs to the calling client; otherwise does nothing. Always 200, also when " +
+      "client_id is missing or names no active client, or the token is unknown or another client's (RFC 7009 §2.2); only a known " +
+      "client that fails to authenticate (a confidential client's missing or wrong secret) is 401.",
     request: { body: tokenParamsBody.doc },
     responses: {
       200: { description: "Done (empty body)" },
       400: oauthError(
         "invalid_request: a body that is neither a form nor a JSON object of strings, or a repeated parameter",
       ),
-      401: oauthError("invalid_client"),
+      401: oauthError("invalid_client: a known client's secret did not verify"),
       413: TOO_LARGE,
     },
   }),
   async (c) => {
-    const { client, request } = await clientRequest(c, tokenParamsBody);
-    if (request.token) await revokeToken(c.env, client.clientId, request.token);
+    const { client, request } = await clientRequest(c, tokenParamsBody, revocationClient);
+    if (client && request.token) await revokeToken(c.env, client.clientId, request.token);
     return c.body(null, 200, NO_STORE);
   },
 );

@@ -9,7 +9,9 @@ export const PAGE_HEADERS: Record<string, string> = {
   "X-Frame-Options": "DENY",
   "Content-Security-Policy":
     "default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
-  "Referrer-Policy": "no-referrer",
+  // Not `no-referrer`: under it a browser posts our own forms with `Origin: null`, which the
+  // same-origin check must refuse. `same-origin` still sends no Referer to any other site.
+  "Referrer-Policy": "same-origin",
   "Cache-Control": "no-store",
 };
 

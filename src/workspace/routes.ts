@@ -12,6 +12,7 @@ workspaceRouter.openapi(
     path: "/v1/api/admin/workspace/slug/available",
     tags: ["Workspace"],
     summary: "Check whether a workspace handle is available (advisory)",
+    description: "Any candidate gets a verdict; one that is not a well-formed handle (of any length) is `invalid`.",
     request: { query: SlugQuerySchema },
     responses: { 200: jsonResponse(AvailabilitySchema, "The verdict"), 400: problemResponse("Missing slug") },
   }),
@@ -19,12 +20,14 @@ workspaceRouter.openapi(
 );
 
 workspaceRouter.openapi(
-  apiRoute("admin", {
+  apiRoute("admin-role", {
     method: "post",
     path: "/v1/api/admin/workspace/slug",
     tags: ["Workspace"],
     summary: "Rename the workspace handle",
-    description: `Re-aliases the email slug to match; the old email slug keeps routing for 30 days. Errors carry code \`invalid\`, \`reserved\` or \`taken\`.`,
+    description:
+      "A workspace admin's credential with any scope (`role:admin`). Re-aliases the email slug to match; the old " +
+      "email slug keeps routing for 30 days. Errors carry code `invalid`, `reserved` or `taken`.",
     request: { body: jsonBody(SetSlugRequestSchema) },
     responses: {
       200: jsonResponse(RenameResultSchema, "The rename result"),

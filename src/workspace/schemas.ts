@@ -1,11 +1,8 @@
 import { z } from "@hono/zod-openapi";
 
+// No length bound: every candidate gets a verdict (a malformed one `invalid`), and the URL bounds it.
 export const SlugQuerySchema = z.object({
-  slug: z
-    .string()
-    .min(1)
-    .max(100)
-    .openapi({ param: { name: "slug", in: "query" } }),
+  slug: z.string().openapi({ param: { name: "slug", in: "query" }, description: "The candidate handle" }),
 });
 
 export const AvailabilitySchema = z

@@ -28,9 +28,15 @@ function pkce() {
 
 async function api(
   path: string,
-  init: { method?: string; token?: string; json?: unknown; form?: Record<string, string> } = {},
+  init: {
+    method?: string;
+    token?: string;
+    json?: unknown;
+    form?: Record<string, string>;
+    headers?: Record<string, string>;
+  } = {},
 ) {
-  const headers: Record<string, string> = {};
+  const headers: Record<string, string> = { ...init.headers };
   if (init.token) headers.Authorization = `Bearer ${init.token}`;
   let body: string | undefined;
   if (init.json !== undefined) {
@@ -201,9 +207,27 @@ describe("OAuth in a real browser", () => {
     await context.close();
   });
 
+  it("shows a readable error page where it stands, not a redirect, for a request it will not act on", async () => {
+    const { challenge } = pkce();
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    const plain = authorizeUrl("svc_client_cli", callback, challenge, "bad", "agents:read").replace(
+      "code_challenge_method=S256",
+      "code_challenge_method=plain",
+    );
+    const res = await page.goto(plain);
+    expect(res?.status()).toBe(400);
+    expect(new URL(page.url()).pathname).toBe("/v1/oauth/authorize");
+    expect(await page.locator("h1").textContent()).toContain("cannot be used");
+    expect(await page.locator("body").textContent()).toContain("invalid_request");
+    await context.close();
+  });
+
   it("refuses to be framed", async () => {
-    const res = await api(`/v1/oauth/authorize?client_id=svc_client_cli`);
+    // The error page a browser gets (a program gets the OAuth error JSON).
+    const res = await api(`/v1/oauth/authorize?client_id=svc_client_cli`, { headers: { Accept: "text/html" } });
     expect(res.status).toBe(400);
+    expect(res.headers.get("content-type")).toMatch(/^text\/html/);
     expect(res.headers.get("x-frame-options")).toBe("DENY");
     expect(res.headers.get("content-security-policy")).toContain("frame-ancestors 'none'");
   });
