@@ -58,7 +58,7 @@ module.exports = {
       name: "identity-below-the-routes",
       severity: "error",
       from: { path: "^src/identity/", pathNot: TABLES },
-      to: { path: "^(src/(?!platform/|db/|auth/|identity/)|durable-objects/)" },
+      to: { path: "^(src/(?!platform/|db/|audit/|auth/|identity/)|durable-objects/)" },
     },
     {
       name: "audit-below-everything-that-records",
