@@ -1,5 +1,5 @@
 /**
- * The audit hash chain, as pure functions (documented in README "Audit log").
+ * The audit hash chain, as pure functions (documented in docs/audit-log.md).
  *
  *   details_digest = hex SHA-256( salt_bytes ‖ UTF-8(canonical(details)) )
  *   hash           = hex SHA-256( UTF-8(JSON.stringify([

@@ -8,7 +8,7 @@ import { newId } from "../platform/ids";
 import { notFound } from "../platform/problem";
 import type { Fact, Freeze } from "./schemas";
 
-/** Facts kept per user; remembering one more drops the oldest (see README "Memory"). */
+/** Facts kept per user; remembering one more drops the oldest (docs/memory.md). */
 export const FACTS_PER_USER = 200;
 
 /** Whose memory, and which agent is asking: its every handle, so a renamed agent stays frozen. */
