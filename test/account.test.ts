@@ -5,10 +5,11 @@ import { AgentListSchema } from "../src/agents/schemas";
 import { DEFAULT_GRANT } from "../src/auth/scopes";
 import { call, expectProblem, parse } from "./support/api";
 import { PASSWORD, signupWorkspace } from "./support/seed";
+import { unique } from "./support/unique";
 
 describe("POST /v1/api/signup", () => {
   it("creates the workspace, its admin, the default agent and an admin PAT shown once", async () => {
-    const email = `founder-${crypto.randomUUID()}@Example.com`;
+    const email = `founder-${unique()}@Example.com`;
     const res = await call("POST", "/v1/api/signup", {
       body: { workspace_name: "Ünïcode & Co.", email, password: PASSWORD, name: "Founder" },
     });
@@ -98,18 +99,18 @@ describe("POST /v1/api/signup", () => {
     const patterns = new Set(emailFields.map((field) => field.pattern));
     expect(patterns.size).toBe(1);
     const pattern = new RegExp([...patterns][0]!);
-    const unique = crypto.randomUUID().slice(0, 8);
+    const tag = unique();
     const samples = [
-      `ada-${unique}@acme.test`,
-      `o'brien+tag.${unique}@mail.example.co`,
-      `0${unique}@com`,
-      `a${unique}@b.c`,
-      `x${unique}@localhost`,
-      `x${unique}@-acme.test`,
-      `x${unique}..y@acme.test`,
-      ` ada${unique}@acme.test`,
-      `ada${unique}@acme.test.`,
-      `ada${unique}@[127.0.0.1]`,
+      `ada-${tag}@acme.test`,
+      `o'brien+tag.${tag}@mail.example.co`,
+      `0${tag}@com`,
+      `a${tag}@b.c`,
+      `x${tag}@localhost`,
+      `x${tag}@-acme.test`,
+      `x${tag}..y@acme.test`,
+      ` ada${tag}@acme.test`,
+      `ada${tag}@acme.test.`,
+      `ada${tag}@[127.0.0.1]`,
     ];
     for (const email of samples) {
       const res = await call("POST", "/v1/api/signup", {
@@ -149,7 +150,7 @@ describe("POST /v1/api/signup", () => {
     for (let i = 0; i < 12; i++) {
       last = await call("POST", "/v1/api/signup", {
         headers: { "CF-Connecting-IP": ip },
-        body: { workspace_name: "Flood", email: `flood-${i}-${crypto.randomUUID()}@example.com`, password: PASSWORD },
+        body: { workspace_name: "Flood", email: `flood-${i}-${unique()}@example.com`, password: PASSWORD },
       });
       statuses.push(last.status);
     }
@@ -157,7 +158,7 @@ describe("POST /v1/api/signup", () => {
     expect(statuses).toContain(429);
     const limited = await call("POST", "/v1/api/signup", {
       headers: { "CF-Connecting-IP": ip },
-      body: { workspace_name: "Flood", email: `flood-x-${crypto.randomUUID()}@example.com`, password: PASSWORD },
+      body: { workspace_name: "Flood", email: `flood-x-${unique()}@example.com`, password: PASSWORD },
     });
     await expectProblem(limited, 429, "rate_limited");
     expect(limited.headers.get("Retry-After")).toBe("60");

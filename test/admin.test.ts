@@ -6,10 +6,11 @@ import { UserSchema } from "../src/identity/schemas";
 import { call, expectProblem, parse } from "./support/api";
 import { callWith } from "./support/app";
 import { addUser, issueToken, PASSWORD, signupWorkspace } from "./support/seed";
+import { unique } from "./support/unique";
 
 describe("sign-up mode", () => {
   it("is 403 when SIGNUP_MODE=closed and creates nothing", async () => {
-    const email = `closed-${crypto.randomUUID()}@example.com`;
+    const email = `closed-${unique()}@example.com`;
     const res = await callWith({ SIGNUP_MODE: "closed" }, "POST", "/v1/api/signup", {
       body: { workspace_name: "Closed", email, password: PASSWORD },
     });
@@ -21,7 +22,7 @@ describe("sign-up mode", () => {
 describe("users", () => {
   it("lets an admin add and list users; the new user can be given a token", async () => {
     const ws = await signupWorkspace();
-    const email = `new-${crypto.randomUUID()}@example.com`;
+    const email = `new-${unique()}@example.com`;
     const res = await call("POST", "/v1/api/admin/users", {
       token: ws.adminToken,
       body: { email, role: "member", name: "Mia" },

@@ -6,6 +6,7 @@ import { createAgent, getAgent, handlesOf, IMAGES } from "./support/agents";
 import { call, expectProblem, parse } from "./support/api";
 import { auditEvents } from "./support/audit";
 import { addUser, issueToken, signupWorkspace } from "./support/seed";
+import { unique } from "./support/unique";
 
 const UNKNOWN_ID = "0190f5e2-7c1a-7000-8000-000000000000";
 
@@ -407,9 +408,9 @@ describe("handle rules for slug and aliases", () => {
     it(`accepts "${h}" as a slug and as an alias`, async () => {
       const a = await createAgent(ws.adminToken, { slug: h, display_name: "Valid" });
       expect(a.slug).toBe(h);
-      await patch(ws.adminToken, a.id, { slug: `z${crypto.randomUUID().slice(0, 8)}` });
+      await patch(ws.adminToken, a.id, { slug: `z${unique()}` });
       const b = await createAgent(ws.adminToken, {
-        slug: `y${crypto.randomUUID().slice(0, 8)}`,
+        slug: `y${unique()}`,
         display_name: "Valid",
         aliases: [],
       });

@@ -8,6 +8,7 @@ import { seedConversation, uploadFile } from "./support/artifacts";
 import { auditEvents, factEvent } from "./support/audit";
 import { REDIRECT, registerClient } from "./support/oauth";
 import { addUser, PASSWORD, signupWorkspace } from "./support/seed";
+import { unique } from "./support/unique";
 
 /**
  * Every state-changing operation of the OpenAPI document records its audit event on success,
@@ -37,8 +38,6 @@ type Success = {
   /** Runs the operation successfully; returns the workspace whose log gets the event, and what the event must show. */
   run: (ws: Ws) => Promise<{ workspaceId?: string; target: string; intent: string; secrets?: string[] }>;
 };
-
-const unique = () => crypto.randomUUID().slice(0, 8);
 
 async function ok(res: Response, status = 200): Promise<Record<string, unknown>> {
   const text = await res.text();

@@ -6,38 +6,16 @@ import { PAT_KIND, resolveBearer } from "../src/auth/resolve";
 import { askBrowser } from "../src/browser/service";
 import { type BrowserTurn, computerTools } from "../src/browser/tools";
 import { connectExtension, TINY_PNG } from "./support/browser";
+import { answer, type CallOptions, type GenerateResult, toolCall, toolResults } from "./support/mock-model";
 import { signupWorkspace } from "./support/seed";
 
 // The ask service tested directly with an AI SDK mock model (the routes test drives the
 // same service over HTTP with a fake OpenAI-compatible endpoint).
 
-type CallOptions = Parameters<MockLanguageModelV4["doGenerate"]>[0];
-type GenerateResult = Awaited<ReturnType<MockLanguageModelV4["doGenerate"]>>;
-
-const usage = {
-  inputTokens: { total: 10, noCache: 10, cacheRead: undefined, cacheWrite: undefined },
-  outputTokens: { total: 5, text: 5, reasoning: undefined },
-};
-const toolCall = (toolName: string, input: object, toolCallId = crypto.randomUUID()): GenerateResult => ({
-  content: [{ type: "tool-call", toolCallId, toolName, input: JSON.stringify(input) }],
-  finishReason: { unified: "tool-calls", raw: undefined },
-  usage,
-  warnings: [],
-});
-const answer = (text: string): GenerateResult => ({
-  content: [{ type: "text", text }],
-  finishReason: { unified: "stop", raw: undefined },
-  usage,
-  warnings: [],
-});
-
 function scripted(...steps: ((options: CallOptions) => GenerateResult)[]) {
   let n = 0;
   return new MockLanguageModelV4({ doGenerate: async (options) => steps[Math.min(n++, steps.length - 1)]!(options) });
 }
-
-const toolResults = (options: CallOptions) =>
-  options.prompt.flatMap((m) => (m.role === "tool" ? m.content.filter((p) => p.type === "tool-result") : []));
 
 async function connected() {
   const ws = await signupWorkspace();

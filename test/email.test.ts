@@ -17,6 +17,7 @@ import { auditEvents } from "./support/audit";
 import { eventually } from "./support/browser";
 import { type ChatRequest, fakeLlm, type Turn } from "./support/scripted-llm";
 import { addUser, signupWorkspace } from "./support/seed";
+import { unique } from "./support/unique";
 
 const areas = registryOf(AREAS);
 let llm: ReturnType<typeof fakeLlm> | null = null;
@@ -316,7 +317,7 @@ describe("inbound mail", () => {
   it("routes the previous slug within its 30 days, and not after", async () => {
     const ws = await signupWorkspace();
     const before = await endpoints(ws);
-    const slug = `renamed-${crypto.randomUUID().slice(0, 8)}`;
+    const slug = `renamed-${unique()}`;
     expect((await call("POST", "/v1/api/admin/workspace/slug", { token: ws.adminToken, body: { slug } })).status).toBe(
       200,
     );

@@ -10,6 +10,7 @@ import { formType, multipartBody, seedConversation, uploadFile } from "./support
 import { factEvent } from "./support/audit";
 import { REDIRECT, registerClient } from "./support/oauth";
 import { addUser, PASSWORD, signupWorkspace } from "./support/seed";
+import { unique } from "./support/unique";
 
 /**
  * Every operation of the OpenAPI document gets hostile input: malformed JSON, JSON of the
@@ -68,7 +69,6 @@ const KB100 = "x".repeat(100 * 1024);
  * units per character ("😀", JSON Schema counts code points).
  */
 const longest = (maxLength: number) => ["€".repeat(maxLength), "😀".repeat(maxLength)];
-const unique = () => crypto.randomUUID().slice(0, 8);
 const UNKNOWN_UUID = "0190f5e2-7c1a-7000-8000-000000000000";
 const NOT_UUIDS = [
   "not-a-uuid",

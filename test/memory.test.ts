@@ -14,12 +14,12 @@ import { createAgent } from "./support/agents";
 import { call, expectProblem, parse } from "./support/api";
 import { auditEvents } from "./support/audit";
 import { addUser, issueToken, signupWorkspace } from "./support/seed";
+import { unique } from "./support/unique";
 
 type Ws = Awaited<ReturnType<typeof signupWorkspace>>;
 type AgentRef = { id: string; slug: string };
 
 const UNKNOWN_ID = "0190f5e2-7c1a-7000-8000-000000000000";
-const unique = () => crypto.randomUUID().slice(0, 8);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function defaultAgent(token: string): Promise<AgentRef> {

@@ -19,6 +19,7 @@ import {
   signIn,
 } from "./support/oauth";
 import { addUser, signupWorkspace } from "./support/seed";
+import { unique } from "./support/unique";
 
 const EVIL = { Origin: "https://evil.example" };
 // Any sibling subdomain is "same-site" for a SameSite=Lax cookie; it is still another origin.
@@ -64,7 +65,7 @@ describe("the sign-in session cookie is a credential only where a route opts in"
 
   it("with the cookie alone, DELETE /v1/agents/{id} is 401 and the agent stays enabled", async () => {
     const ws = await signupWorkspace();
-    const agent = await createAgent(ws.adminToken, { slug: `a-${crypto.randomUUID().slice(0, 8)}`, display_name: "A" });
+    const agent = await createAgent(ws.adminToken, { slug: `a-${unique()}`, display_name: "A" });
     const session = await signIn(ws.email);
     const res = await call("DELETE", `/v1/agents/${agent.id}`, { headers: { ...sessionCookie(session), ...EVIL } });
     await expectProblem(res, 401, "unauthenticated");

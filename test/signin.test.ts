@@ -5,6 +5,7 @@ import { call, parse } from "./support/api";
 import { auditEvents } from "./support/audit";
 import { Browser } from "./support/pages";
 import { PASSWORD, signupWorkspace } from "./support/seed";
+import { unique } from "./support/unique";
 
 describe("browser sign-in", () => {
   it("renders a form with the documented fields and frame-busting headers", async () => {
@@ -87,7 +88,7 @@ describe("browser sign-in", () => {
     const csrf_token = await b.csrf();
     const wrong = await b.request("POST", "/v1/signin", { email: ws.email, password: "wrong password!", csrf_token });
     const unknown = await b.request("POST", "/v1/signin", {
-      email: `nobody-${crypto.randomUUID()}@example.com`,
+      email: `nobody-${unique()}@example.com`,
       password: "wrong password!",
       csrf_token,
     });

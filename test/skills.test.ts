@@ -16,6 +16,7 @@ import { skillToolProvider } from "../src/skills/tools";
 import { fromB64, IMAGES } from "./support/agents";
 import { call, parse } from "./support/api";
 import { callWith } from "./support/app";
+import { answer, toolCall, toolResults } from "./support/mock-model";
 import { makeDocx, makeXlsx } from "./support/office";
 import { makePdf } from "./support/pdf";
 import { signupWorkspace } from "./support/seed";
@@ -639,27 +640,6 @@ describe("generate_image", () => {
 });
 
 describe("research", () => {
-  type CallOptions = Parameters<MockLanguageModelV4["doGenerate"]>[0];
-  type GenerateResult = Awaited<ReturnType<MockLanguageModelV4["doGenerate"]>>;
-  const usage = {
-    inputTokens: { total: 10, noCache: 10, cacheRead: undefined, cacheWrite: undefined },
-    outputTokens: { total: 5, text: 5, reasoning: undefined },
-  };
-  const toolCall = (toolName: string, input: object): GenerateResult => ({
-    content: [{ type: "tool-call", toolCallId: crypto.randomUUID(), toolName, input: JSON.stringify(input) }],
-    finishReason: { unified: "tool-calls", raw: undefined },
-    usage,
-    warnings: [],
-  });
-  const answer = (text: string): GenerateResult => ({
-    content: [{ type: "text", text }],
-    finishReason: { unified: "stop", raw: undefined },
-    usage,
-    warnings: [],
-  });
-  const toolResults = (options: CallOptions) =>
-    options.prompt.flatMap((m) => (m.role === "tool" ? m.content.filter((p) => p.type === "tool-result") : []));
-
   const REPORT =
     "Tides come from the Moon's gravity, twice a day ([source](https://news.example/article)).\n\n## Findings\n\nSpring tides have the largest range.";
 

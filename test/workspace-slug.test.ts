@@ -5,8 +5,10 @@ import { AvailabilitySchema, RenameResultSchema } from "../src/workspace/schemas
 import { call, expectProblem, parse } from "./support/api";
 import { auditEvents } from "./support/audit";
 import { addUser, issueToken, signupWorkspace } from "./support/seed";
+import { unique } from "./support/unique";
 
-const unique = () => `h${crypto.randomUUID().slice(0, 8)}`;
+/** A free workspace slug (slugs start with a letter). */
+const freeSlug = () => `h${unique()}`;
 
 describe("GET /v1/api/admin/workspace/slug/available", () => {
   it.each([
@@ -50,7 +52,7 @@ describe("GET /v1/api/admin/workspace/slug/available", () => {
       AvailabilitySchema,
     );
     expect(taken).toEqual({ slug: b.workspace.slug, available: false, reason: "taken" });
-    const free = unique();
+    const free = freeSlug();
     expect(
       await parse(
         await call("GET", `/v1/api/admin/workspace/slug/available?slug=${free}`, { token: member.token }),
@@ -65,7 +67,7 @@ describe("GET /v1/api/admin/workspace/slug/available", () => {
 describe("POST /v1/api/admin/workspace/slug", () => {
   it("renames the handle, re-aliases the email slug and keeps the old one routing for 30 days", async () => {
     const ws = await signupWorkspace();
-    const next = unique();
+    const next = freeSlug();
     const res = await call("POST", "/v1/api/admin/workspace/slug", { token: ws.adminToken, body: { slug: next } });
     const result = await parse(res, RenameResultSchema);
     expect(result).toMatchObject({ slug: next, previous_slug: ws.workspace.slug, email_slug: next });
@@ -117,7 +119,7 @@ describe("POST /v1/api/admin/workspace/slug", () => {
   it("frees a retired handle once its window has passed", async () => {
     const ws = await signupWorkspace();
     const old = ws.workspace.slug;
-    await call("POST", "/v1/api/admin/workspace/slug", { token: ws.adminToken, body: { slug: unique() } });
+    await call("POST", "/v1/api/admin/workspace/slug", { token: ws.adminToken, body: { slug: freeSlug() } });
     await env.DB.prepare("UPDATE email_slugs SET routes_until = ? WHERE slug = ?")
       .bind(new Date(Date.now() - 1000).toISOString(), old)
       .run();
@@ -152,7 +154,7 @@ describe("POST /v1/api/admin/workspace/slug", () => {
     );
     const member = await addUser(a.adminToken, "member", ["agents:read"]);
     await expectProblem(
-      await call("POST", "/v1/api/admin/workspace/slug", { token: member.token, body: { slug: unique() } }),
+      await call("POST", "/v1/api/admin/workspace/slug", { token: member.token, body: { slug: freeSlug() } }),
       403,
       "admin_required",
     );
@@ -192,7 +194,7 @@ describe("POST /v1/api/admin/workspace/slug", () => {
   it("lets exactly one of two racing workspaces take a handle; the other gets 400 taken", async () => {
     const a = await signupWorkspace();
     const b = await signupWorkspace();
-    const wanted = unique();
+    const wanted = freeSlug();
     const [ra, rb] = await Promise.all([
       call("POST", "/v1/api/admin/workspace/slug", { token: a.adminToken, body: { slug: wanted } }),
       call("POST", "/v1/api/admin/workspace/slug", { token: b.adminToken, body: { slug: wanted } }),

@@ -3,10 +3,9 @@ import { CreatedTokenSchema } from "../../src/admin/schemas";
 import type { Scope } from "../../src/auth/scopes";
 import { UserSchema } from "../../src/identity/schemas";
 import { call, parse } from "./api";
+import { unique } from "./unique";
 
 export const PASSWORD = "correct horse battery";
-
-const unique = () => crypto.randomUUID().slice(0, 8);
 
 /** Signs up a fresh workspace; returns its admin and the admin PAT. */
 export async function signupWorkspace(name = `Acme ${unique()}`) {
