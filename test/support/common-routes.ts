@@ -3,6 +3,7 @@ import { expect, it } from "vitest";
 import { CreatedTokenSchema } from "../../src/admin/schemas";
 import { publishApp } from "../../src/apps/service";
 import { GRANTABLE_SCOPES, type Scope } from "../../src/auth/scopes";
+import { ADMIN_ROLE } from "../../src/http/route";
 import { rememberFact } from "../../src/memory/service";
 import { createAgent } from "./agents";
 import { call, expectProblem, parse } from "./api";
@@ -52,7 +53,7 @@ export const BEARER = "bearer";
  */
 export type Guard =
   | { kind: "public" }
-  | { kind: "bearer"; scope: Scope | null }
+  | { kind: "bearer"; scope: Scope | typeof ADMIN_ROLE | null }
   | { kind: "other"; schemes: string[] }
   | { kind: "undeclared" };
 
@@ -61,7 +62,7 @@ export function guardOf(op: Operation): Guard {
   if (op.security.length === 0) return { kind: "public" };
   const bearer = op.security.find((req) => BEARER in req);
   if (!bearer) return { kind: "other", schemes: op.security.flatMap((req) => Object.keys(req)) };
-  return { kind: "bearer", scope: (bearer[BEARER]![0] as Scope | undefined) ?? null };
+  return { kind: "bearer", scope: (bearer[BEARER]![0] as Scope | typeof ADMIN_ROLE | undefined) ?? null };
 }
 
 export type Workspace = Awaited<ReturnType<typeof signupWorkspace>>;
@@ -156,15 +157,15 @@ export class CommonRouteFixture {
 
   /**
    * A valid token of workspace A that lacks `scope` and holds every other grantable scope:
-   * for `admin`, a member's token (a member's role caps it below admin); otherwise the
+   * for `admin` (or the admin role, `role:admin`), a member's token (a member's role caps it below admin); otherwise the
    * admin's token without that one scope.
    */
-  tokenWithout(scope: Scope): Promise<string> {
+  tokenWithout(scope: Scope | typeof ADMIN_ROLE): Promise<string> {
     let token = this.tokens.get(scope);
     if (!token) {
-      const others = GRANTABLE_SCOPES.filter((s) => s !== scope);
+      const others = GRANTABLE_SCOPES.filter((s) => s !== scope && (scope !== ADMIN_ROLE || s !== "admin"));
       token =
-        scope === "admin"
+        scope === "admin" || scope === ADMIN_ROLE
           ? addUser(this.A.adminToken, "member", others).then((m) => m.token)
           : issueTokenFor(this.A, others);
       this.tokens.set(scope, token);
@@ -243,12 +244,13 @@ export function runCommonRouteTests(op: Operation, fixture: CommonRouteFixture, 
 
   const scope = guard.scope;
   if (scope) {
-    const who = scope === "admin" ? "a member's token" : `a token without ${scope}`;
+    const byRole = scope === "admin" || scope === ADMIN_ROLE;
+    const who = byRole ? "a member's token" : `a token without ${scope}`;
     // "Admin-only endpoints return 403 when the caller lacks the admin role."
     it(`${op.key}: 403 with ${who}`, async () => {
       const res = await call(op.method, placeholderPath, { token: await fixture.tokenWithout(scope) });
       const body = await expectDeclared(op, res, 403);
-      expect(body.code).toBe(scope === "admin" ? "admin_required" : "insufficient_scope");
+      expect(body.code).toBe(byRole ? "admin_required" : "insufficient_scope");
     });
   }
 
