@@ -6,6 +6,7 @@ import { bearerToken, type Resolved, resolveBearer, resolveSession, SESSION_COOK
 import { apiResource, resourceMetadataUrl, usableAt } from "../auth/resources";
 import type { Scope } from "../auth/scopes";
 import { baseUrl } from "../platform/env";
+import { logError } from "../platform/log";
 import { crossOriginWrite } from "../platform/pages";
 import { ApiError } from "../platform/problem";
 import { callerEvent } from "./audit";
@@ -165,7 +166,7 @@ export async function refuseCrossOrigin(c: Context<AppEnv>): Promise<void> {
 /** Makes a resolved credential the request's caller; its `last_used_at` is written after the response. */
 export function setCaller(c: Context<AppEnv>, resolved: Resolved): void {
   const touch = resolved.touch;
-  if (touch) c.executionCtx.waitUntil(touch().catch((e) => console.error("last_used_at update failed", e)));
+  if (touch) c.executionCtx.waitUntil(touch().catch((e) => logError("last_used_at update failed", e)));
   c.set("caller", resolved.caller);
 }
 
