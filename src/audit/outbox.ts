@@ -1,5 +1,6 @@
 import { eq, sql } from "drizzle-orm";
 import { auditLog } from "../../durable-objects/audit-log/client";
+import { markFailed } from "../../durable-objects/audit-log/outbox";
 import { auditOutbox } from "../db/schema";
 import { db } from "../platform/db";
 import { logError } from "../platform/log";
@@ -21,11 +22,7 @@ export async function deliverOutbox(env: Env, maxWorkspaces = 100): Promise<numb
       delivered += await auditLog(env, workspaceId).deliver(workspaceId);
     } catch (e) {
       logError("audit outbox delivery failed", e, { workspace_id: workspaceId });
-      await db(env)
-        .update(auditOutbox)
-        .set({ attempts: sql`${auditOutbox.attempts} + 1`, lastError: String(e).slice(0, 500) })
-        .where(eq(auditOutbox.workspaceId, workspaceId))
-        .run();
+      await markFailed(env, { workspaceId }, e);
     }
   }
   return delivered;
