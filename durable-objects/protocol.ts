@@ -1,5 +1,5 @@
 /**
- * The local-browser frame protocol (decisions.md, Note D): WebDriver-BiDi-shaped JSON text
+ * The local-browser frame protocol: WebDriver-BiDi-shaped JSON text
  * frames over `GET /v1/agent-browser/connect`. Shared by the BrowserSession object, the
  * Worker routes and the reference bridge in tools/browser-bridge (Node runs this file with
  * its built-in type stripping, so it uses erasable TypeScript only and imports nothing but zod).

@@ -1,6 +1,6 @@
 /**
  * The one way the service reaches the network on a user's behalf (web reader, search,
- * crawler, MCP servers, avatars by URL). The rules (decisions.md, "Outbound requests"):
+ * crawler, MCP servers, avatars by URL). Its rules:
  *
  * - `https` only; plain `http` only for a host mapped by `OUTBOUND_ORIGIN_MAP`;
  * - hosts that are IP literals (v4 in any of the dotted, decimal, octal or hex forms the URL

@@ -27,7 +27,7 @@ export type DomainCheck = { ok: true; domain: string } | { ok: false; reason: st
 const LABEL = /^(?!-)[a-z0-9-]{1,63}(?<!-)$/;
 
 /**
- * Normalizes what an admin typed as the business's domain (decisions.md, "Business profile"):
+ * Normalizes what an admin typed as the business's domain:
  * trim, lowercase, drop scheme, credentials, path, query, fragment, port and a leading `www.`,
  * IDNA to ASCII; refuses IP literals (v4 in any form, v6), single labels, `localhost` and
  * reserved suffixes (unless mapped by `OUTBOUND_ORIGIN_MAP`), and names over 253 characters.
