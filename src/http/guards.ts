@@ -1,6 +1,5 @@
 import type { Context, MiddlewareHandler } from "hono";
 import { getCookie } from "hono/cookie";
-import { auditAlone } from "../audit/events";
 import { type Caller, isAdmin } from "../auth/caller";
 import { bearerToken, type Resolved, resolveBearer, resolveSession, SESSION_COOKIE } from "../auth/resolve";
 import { apiResource, resourceMetadataUrl, usableAt } from "../auth/resources";
@@ -9,7 +8,7 @@ import { baseUrl } from "../platform/env";
 import { logError } from "../platform/log";
 import { crossOriginWrite } from "../platform/pages";
 import { ApiError } from "../platform/problem";
-import { callerEvent } from "./audit";
+import { auditDenied } from "./audit";
 import type { AppEnv } from "./context";
 
 /** Which protected resource a route belongs to, for its 401 challenge and the token's audience. */
@@ -147,15 +146,7 @@ export async function sessionCaller(c: Context<AppEnv>): Promise<Caller | null> 
  */
 export async function refuseCrossOrigin(c: Context<AppEnv>): Promise<void> {
   if (!crossOriginWrite(c)) return;
-  await auditAlone(
-    c.env,
-    callerEvent(c, {
-      kind: "access.denied",
-      outcome: "denied",
-      target: `route:${c.req.method} ${c.req.routePath}`,
-      intent: "same_origin",
-    }),
-  );
+  await auditDenied(c, "same_origin");
   throw new ApiError(
     403,
     "cross_origin_request",
@@ -184,15 +175,7 @@ export function requireScope(scope: Scope): MiddlewareHandler<AppEnv> {
 /** The caller must be a workspace admin whose credential carries the `admin` scope; a refusal is audited. */
 export const requireAdmin: MiddlewareHandler<AppEnv> = async (c, next) => {
   if (!isAdmin(c.var.caller)) {
-    await auditAlone(
-      c.env,
-      callerEvent(c, {
-        kind: "access.denied",
-        outcome: "denied",
-        target: `route:${c.req.method} ${c.req.routePath}`,
-        intent: "admin",
-      }),
-    );
+    await auditDenied(c, "admin");
     throw new ApiError(403, "admin_required", "This action requires a workspace admin", undefined, {
       "WWW-Authenticate": `Bearer error="insufficient_scope", scope="admin"`,
     });
