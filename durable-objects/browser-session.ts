@@ -2,6 +2,7 @@ import { DurableObject } from "cloudflare:workers";
 import { z } from "zod";
 import { auditAlone } from "../src/audit/events";
 import { nowIso } from "../src/platform/env";
+import { logError } from "../src/platform/log";
 import {
   CLOSE,
   CommandFrameSchema,
@@ -317,7 +318,7 @@ export class BrowserSession extends DurableObject<Env> {
       });
     } catch (e) {
       // Neither the chain nor the outbox took it; the socket is closed, so there is no one to tell.
-      console.error(JSON.stringify({ level: "error", msg: "browser.disconnect event lost", error: String(e) }));
+      logError("browser.disconnect event lost", e);
     }
   }
 }

@@ -607,7 +607,7 @@ function bodyCases(op: (typeof OPERATIONS)[number]): Case[] {
     audited,
     expect,
   });
-  // Unknown fields beside a valid body are refused (decisions.md): a misspelt optional field
+  // Unknown fields beside a valid body are refused: a misspelt optional field
   // must not silently fall back to its default. OAuth registration ignores them (RFC 7591 §2).
   cases.push({
     label: "valid body with unknown fields",

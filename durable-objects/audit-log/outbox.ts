@@ -25,12 +25,12 @@ export async function removeDelivered(env: Env, ids: string[]): Promise<void> {
   if (ids.length) await db(env).delete(auditOutbox).where(idIn(ids)).run();
 }
 
-/** Counts a failed attempt on rows that stay for the next delivery. */
-export async function markFailed(env: Env, ids: string[], error: unknown): Promise<void> {
-  if (!ids.length) return;
+/** Counts a failed attempt on rows that stay for the next delivery: these rows, or all of a workspace's. */
+export async function markFailed(env: Env, rows: string[] | { workspaceId: string }, error: unknown): Promise<void> {
+  if (Array.isArray(rows) && !rows.length) return;
   await db(env)
     .update(auditOutbox)
     .set({ attempts: sql`${auditOutbox.attempts} + 1`, lastError: String(error).slice(0, 500) })
-    .where(idIn(ids))
+    .where(Array.isArray(rows) ? idIn(rows) : eq(auditOutbox.workspaceId, rows.workspaceId))
     .run();
 }

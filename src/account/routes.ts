@@ -1,7 +1,6 @@
 import { ErasureSummarySchema } from "../admin/erase-schemas";
 import { eraseUser } from "../admin/erase-service";
-import { auditAlone } from "../audit/events";
-import { callerEvent } from "../http/audit";
+import { auditDenied, callerEvent } from "../http/audit";
 import { rateLimit } from "../http/rate-limit";
 import { apiRoute, createRouter, jsonBody, jsonResponse } from "../http/route";
 import { reauthenticated } from "../identity/sessions";
@@ -110,15 +109,7 @@ accountRouter.openapi(
     const caller = c.var.caller;
     const who = { ...caller, workspaceId: caller.workspace.id };
     if (!(await reauthenticated(c.env, who, body.password))) {
-      await auditAlone(
-        c.env,
-        callerEvent(c, {
-          kind: "access.denied",
-          outcome: "denied",
-          target: `route:${c.req.method} ${c.req.routePath}`,
-          intent: "reauthenticate",
-        }),
-      );
+      await auditDenied(c, "reauthenticate");
       throw new ApiError(
         403,
         "reauthentication_required",

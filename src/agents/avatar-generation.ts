@@ -1,4 +1,5 @@
 import { generateImage, type ImageModel } from "ai";
+import { logError } from "../platform/log";
 import { ApiError } from "../platform/problem";
 import { type AvatarImage, MAX_GENERATED_AVATAR_BYTES, sniffImageType } from "./avatars";
 
@@ -40,7 +41,7 @@ export async function generateAvatarImage(
     });
     bytes = result.image.uint8Array;
   } catch (e) {
-    console.error(JSON.stringify({ level: "error", msg: "avatar generation failed", error: String(e) }));
+    logError("avatar generation failed", e);
     throw generationFailed();
   }
   const contentType = sniffImageType(bytes);

@@ -74,126 +74,102 @@ async function mcpServerEntry(env: Env, slug: string) {
 
 export type InstallResult<T> = { entry: T; changed: boolean; agentsUpdated: number };
 
-const skillInstalled = (workspaceId: string, slug: string) =>
-  sql`EXISTS (SELECT 1 FROM workspace_skills WHERE workspace_id = ${workspaceId} AND slug = ${slug})`;
-const serverInstalled = (workspaceId: string, slug: string) =>
-  sql`EXISTS (SELECT 1 FROM workspace_mcp_servers WHERE workspace_id = ${workspaceId} AND slug = ${slug})`;
 const agentsHolding = (workspaceId: string, column: "skills" | "mcp_servers", slug: string) =>
   sql`(SELECT count(*) FROM agents a WHERE a.workspace_id = ${workspaceId}
     AND EXISTS (SELECT 1 FROM json_each(a.${sql.raw(column)}) j WHERE j.value = ${slug}))`;
 
+/** One of the two catalogues: its per-workspace install table and the agent column that subsets it. */
+type Catalogue<E> = {
+  // Both install tables have the same columns (workspace_id, slug, installed_at).
+  table: typeof workspaceSkills;
+  column: "skills" | "mcp_servers";
+  entry: (env: Env, slug: string, installed: boolean) => Promise<E>;
+};
+
+const SKILLS: Catalogue<SkillEntry> = {
+  table: workspaceSkills,
+  column: "skills",
+  entry: async (env, slug, installed) => {
+    const s = await skillEntry(env, slug);
+    return { slug: s.slug, name: s.name, description: s.description, installed, ...skillStatus(env, s.slug) };
+  },
+};
+
+const MCP_SERVERS: Catalogue<McpServerEntry> = {
+  table: workspaceMcpServers as unknown as typeof workspaceSkills,
+  column: "mcp_servers",
+  entry: async (env, slug, installed) => {
+    const s = await mcpServerEntry(env, slug);
+    return { slug: s.slug, name: s.name, description: s.description, url: s.url, installed, custom: false };
+  },
+};
+
+const installedIn = (table: typeof workspaceSkills, workspaceId: string, slug: string) =>
+  sql`EXISTS (SELECT 1 FROM ${table} WHERE ${table.workspaceId} = ${workspaceId} AND ${table.slug} = ${slug})`;
+
 /**
- * Installs a catalogue skill for the workspace. Idempotent. The event, written first in the
+ * Installs a catalogue entry for the workspace. Idempotent. The event, written first in the
  * same batch, says whether this call changed anything (`changed`).
  */
-export async function installSkill(
+async function install<E>(
   env: Env,
+  catalogue: Catalogue<E>,
   workspaceId: string,
   slug: string,
   event: AuditEventInput,
-): Promise<InstallResult<SkillEntry>> {
-  const s = await skillEntry(env, slug);
+): Promise<InstallResult<E>> {
+  const entry = await catalogue.entry(env, slug, true);
+  const { table } = catalogue;
   const d = db(env);
   const [, inserted] = await d.batch([
     auditInBatch(env, event, {
-      detailsFromSql: { changed: jsonBoolean(sql`NOT ${skillInstalled(workspaceId, slug)}`) },
+      detailsFromSql: { changed: jsonBoolean(sql`NOT ${installedIn(table, workspaceId, slug)}`) },
     }),
     d
-      .insert(workspaceSkills)
+      .insert(table)
       .values({ workspaceId, slug, installedAt: nowIso() })
       .onConflictDoNothing()
-      .returning({ slug: workspaceSkills.slug }),
+      .returning({ slug: table.slug }),
   ]);
-  return {
-    entry: { slug: s.slug, name: s.name, description: s.description, installed: true, ...skillStatus(env, s.slug) },
-    changed: inserted.length > 0,
-    agentsUpdated: 0,
-  };
+  return { entry, changed: inserted.length > 0, agentsUpdated: 0 };
 }
 
 /**
- * Uninstalls a skill and removes it from every agent's subset, in one batch. Idempotent.
- * An agent whose subset held only this skill is disabled, or widened if it is the default
- * agent (see `removeFromEverySubset`), each with its event.
+ * Uninstalls a catalogue entry and removes it from every agent's subset, in one batch.
+ * Idempotent. An agent whose subset held only this entry is disabled, or widened if it is the
+ * default agent (see `removeFromEverySubset`), each with its event.
  */
-export async function uninstallSkill(
+async function uninstall<E>(
   env: Env,
+  catalogue: Catalogue<E>,
   workspaceId: string,
   slug: string,
   event: AuditEventInput,
-): Promise<InstallResult<SkillEntry>> {
-  const s = await skillEntry(env, slug);
+): Promise<InstallResult<E>> {
+  const entry = await catalogue.entry(env, slug, false);
+  const { table, column } = catalogue;
   const d = db(env);
   const [, deleted, , , , updated] = await d.batch([
     auditInBatch(env, event, {
       detailsFromSql: {
-        changed: jsonBoolean(skillInstalled(workspaceId, slug)),
-        agents_updated: agentsHolding(workspaceId, "skills", slug),
+        changed: jsonBoolean(installedIn(table, workspaceId, slug)),
+        agents_updated: agentsHolding(workspaceId, column, slug),
       },
     }),
     d
-      .delete(workspaceSkills)
-      .where(and(eq(workspaceSkills.workspaceId, workspaceId), eq(workspaceSkills.slug, slug)))
-      .returning({ slug: workspaceSkills.slug }),
-    ...removeFromEverySubset(env, workspaceId, "skills", slug, event.actor),
+      .delete(table)
+      .where(and(eq(table.workspaceId, workspaceId), eq(table.slug, slug)))
+      .returning({ slug: table.slug }),
+    ...removeFromEverySubset(env, workspaceId, column, slug, event.actor),
   ]);
-  return {
-    entry: { slug: s.slug, name: s.name, description: s.description, installed: false, ...skillStatus(env, s.slug) },
-    changed: deleted.length > 0,
-    agentsUpdated: updated.length,
-  };
+  return { entry, changed: deleted.length > 0, agentsUpdated: updated.length };
 }
 
-export async function installMcpServer(
-  env: Env,
-  workspaceId: string,
-  slug: string,
-  event: AuditEventInput,
-): Promise<InstallResult<McpServerEntry>> {
-  const s = await mcpServerEntry(env, slug);
-  const d = db(env);
-  const [, inserted] = await d.batch([
-    auditInBatch(env, event, {
-      detailsFromSql: { changed: jsonBoolean(sql`NOT ${serverInstalled(workspaceId, slug)}`) },
-    }),
-    d
-      .insert(workspaceMcpServers)
-      .values({ workspaceId, slug, installedAt: nowIso() })
-      .onConflictDoNothing()
-      .returning({ slug: workspaceMcpServers.slug }),
-  ]);
-  return {
-    entry: { slug: s.slug, name: s.name, description: s.description, url: s.url, installed: true, custom: false },
-    changed: inserted.length > 0,
-    agentsUpdated: 0,
-  };
-}
-
-/** As `uninstallSkill`, for a platform MCP server. */
-export async function uninstallMcpServer(
-  env: Env,
-  workspaceId: string,
-  slug: string,
-  event: AuditEventInput,
-): Promise<InstallResult<McpServerEntry>> {
-  const s = await mcpServerEntry(env, slug);
-  const d = db(env);
-  const [, deleted, , , , updated] = await d.batch([
-    auditInBatch(env, event, {
-      detailsFromSql: {
-        changed: jsonBoolean(serverInstalled(workspaceId, slug)),
-        agents_updated: agentsHolding(workspaceId, "mcp_servers", slug),
-      },
-    }),
-    d
-      .delete(workspaceMcpServers)
-      .where(and(eq(workspaceMcpServers.workspaceId, workspaceId), eq(workspaceMcpServers.slug, slug)))
-      .returning({ slug: workspaceMcpServers.slug }),
-    ...removeFromEverySubset(env, workspaceId, "mcp_servers", slug, event.actor),
-  ]);
-  return {
-    entry: { slug: s.slug, name: s.name, description: s.description, url: s.url, installed: false, custom: false },
-    changed: deleted.length > 0,
-    agentsUpdated: updated.length,
-  };
-}
+export const installSkill = (env: Env, workspaceId: string, slug: string, event: AuditEventInput) =>
+  install(env, SKILLS, workspaceId, slug, event);
+export const uninstallSkill = (env: Env, workspaceId: string, slug: string, event: AuditEventInput) =>
+  uninstall(env, SKILLS, workspaceId, slug, event);
+export const installMcpServer = (env: Env, workspaceId: string, slug: string, event: AuditEventInput) =>
+  install(env, MCP_SERVERS, workspaceId, slug, event);
+export const uninstallMcpServer = (env: Env, workspaceId: string, slug: string, event: AuditEventInput) =>
+  uninstall(env, MCP_SERVERS, workspaceId, slug, event);

@@ -1,4 +1,5 @@
 import { generateText, type LanguageModel } from "ai";
+import { logError } from "../platform/log";
 import { ApiError } from "../platform/problem";
 import type { BusinessProfileFacts } from "../profile/service";
 import type { AgentRow } from "./schemas";
@@ -107,7 +108,7 @@ export async function draftInstructions(
     });
     text = cleanDraft(result.text);
   } catch (e) {
-    console.error(JSON.stringify({ level: "error", msg: "instruction suggestion failed", error: String(e) }));
+    logError("instruction suggestion failed", e);
     throw new ApiError(500, "suggestion_failed", "The language model did not produce a draft");
   }
   if (!text) throw new ApiError(500, "suggestion_failed", "The language model returned an empty draft");

@@ -1,15 +1,13 @@
 import { sql } from "drizzle-orm";
 import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
-import { createdAt } from "../db/columns";
+import { createdAt, ref } from "../db/columns";
 import { workspaces } from "../workspace/tables";
 
 export const agents = sqliteTable(
   "agents",
   {
     id: text("id").primaryKey(),
-    workspaceId: text("workspace_id")
-      .notNull()
-      .references(() => workspaces.id),
+    workspaceId: ref("workspace_id", () => workspaces.id),
     slug: text("slug").notNull(),
     displayName: text("display_name").notNull(),
     description: text("description"),
@@ -46,13 +44,9 @@ export const agents = sqliteTable(
 export const agentHandles = sqliteTable(
   "agent_handles",
   {
-    workspaceId: text("workspace_id")
-      .notNull()
-      .references(() => workspaces.id),
+    workspaceId: ref("workspace_id", () => workspaces.id),
     handle: text("handle").notNull(),
-    agentId: text("agent_id")
-      .notNull()
-      .references(() => agents.id),
+    agentId: ref("agent_id", () => agents.id),
   },
   (t) => [primaryKey({ columns: [t.workspaceId, t.handle] }), index("agent_handles_agent_idx").on(t.agentId)],
 );
@@ -69,12 +63,8 @@ export const skills = sqliteTable("skills", {
 export const workspaceSkills = sqliteTable(
   "workspace_skills",
   {
-    workspaceId: text("workspace_id")
-      .notNull()
-      .references(() => workspaces.id),
-    slug: text("slug")
-      .notNull()
-      .references(() => skills.slug),
+    workspaceId: ref("workspace_id", () => workspaces.id),
+    slug: ref("slug", () => skills.slug),
     installedAt: text("installed_at").notNull(),
   },
   (t) => [primaryKey({ columns: [t.workspaceId, t.slug] })],
@@ -96,9 +86,7 @@ export const mcpServers = sqliteTable("mcp_servers", {
 export const workspaceMcpServers = sqliteTable(
   "workspace_mcp_servers",
   {
-    workspaceId: text("workspace_id")
-      .notNull()
-      .references(() => workspaces.id),
+    workspaceId: ref("workspace_id", () => workspaces.id),
     slug: text("slug").notNull(),
     installedAt: text("installed_at").notNull(),
   },

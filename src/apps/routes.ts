@@ -8,6 +8,7 @@ import { callerEvent } from "../http/audit";
 import type { AppEnv } from "../http/context";
 import { apiRoute, createRouter, jsonResponse } from "../http/route";
 import { baseUrl } from "../platform/env";
+import { logError } from "../platform/log";
 import { ApiError, problemResponse } from "../platform/problem";
 import { AppIdParamsSchema, AppListSchema, AppSchema, toApp } from "./schemas";
 import { destroyApp, findVisitedApp, listApps, manifestOf, touchApp } from "./service";
@@ -155,7 +156,7 @@ async function visit(c: Context<AppEnv>) {
   if (!file) return notFoundPage(c);
   const object = await c.env.FILES.get(appFileKey(row.workspaceId, row.id, n));
   if (!object) return notFoundPage(c);
-  c.executionCtx.waitUntil(touchApp(c.env, row).catch((e) => console.error("app activity update failed", e)));
+  c.executionCtx.waitUntil(touchApp(c.env, row).catch((e) => logError("app activity update failed", e)));
   return c.body(object.body, 200, {
     ...SANDBOX_HEADERS,
     "Content-Type": file.content_type,

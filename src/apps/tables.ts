@@ -1,7 +1,7 @@
 /** Static bundles published by agents; the bytes are in R2 under `apps/<workspace>/<app>/<n>`. */
 import { sql } from "drizzle-orm";
 import { index, integer, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
-import { createdAt } from "../db/columns";
+import { createdAt, ref } from "../db/columns";
 import { users } from "../identity/tables";
 import { workspaces } from "../workspace/tables";
 
@@ -9,9 +9,7 @@ export const apps = sqliteTable(
   "apps",
   {
     id: text("id").primaryKey(),
-    workspaceId: text("workspace_id")
-      .notNull()
-      .references(() => workspaces.id),
+    workspaceId: ref("workspace_id", () => workspaces.id),
     /** Unique per workspace among apps that are not destroyed. */
     slug: text("slug").notNull(),
     title: text("title").notNull(),

@@ -1,6 +1,6 @@
 /** Artifact metadata; the bytes are in R2 under `artifacts/<workspace>/<id>`. */
 import { index, integer, sqliteTable, text } from "drizzle-orm/sqlite-core";
-import { createdAt } from "../db/columns";
+import { createdAt, ref } from "../db/columns";
 import { users } from "../identity/tables";
 import { workspaces } from "../workspace/tables";
 
@@ -8,9 +8,7 @@ export const artifacts = sqliteTable(
   "artifacts",
   {
     id: text("id").primaryKey(),
-    workspaceId: text("workspace_id")
-      .notNull()
-      .references(() => workspaces.id),
+    workspaceId: ref("workspace_id", () => workspaces.id),
     /** Null once detached (its conversation was deleted). */
     conversationId: text("conversation_id"),
     /** The user whose turn or upload produced it. */

@@ -1,5 +1,6 @@
 import { AsyncLocalStorage } from "node:async_hooks";
 import { auditLog } from "../../durable-objects/audit-log/client";
+import { logError } from "../platform/log";
 import { deliverOutbox } from "./outbox";
 
 /**
@@ -67,9 +68,7 @@ export async function deliverNow(env: Env, workspaceId: string): Promise<void> {
   try {
     await auditLog(env, workspaceId).deliver(workspaceId);
   } catch (error) {
-    console.error(
-      JSON.stringify({ level: "error", msg: "audit delivery failed; rows wait in the outbox", error: String(error) }),
-    );
+    logError("audit delivery failed; rows wait in the outbox", error);
   }
 }
 

@@ -1,7 +1,9 @@
 import { eq, sql } from "drizzle-orm";
 import { auditLog } from "../../durable-objects/audit-log/client";
+import { markFailed } from "../../durable-objects/audit-log/outbox";
 import { auditOutbox } from "../db/schema";
 import { db } from "../platform/db";
+import { logError } from "../platform/log";
 
 /**
  * The safety net behind the after-response delivery: asks the audit object of every workspace
@@ -19,19 +21,8 @@ export async function deliverOutbox(env: Env, maxWorkspaces = 100): Promise<numb
     try {
       delivered += await auditLog(env, workspaceId).deliver(workspaceId);
     } catch (e) {
-      console.error(
-        JSON.stringify({
-          level: "error",
-          msg: "audit outbox delivery failed",
-          workspace_id: workspaceId,
-          error: String(e),
-        }),
-      );
-      await db(env)
-        .update(auditOutbox)
-        .set({ attempts: sql`${auditOutbox.attempts} + 1`, lastError: String(e).slice(0, 500) })
-        .where(eq(auditOutbox.workspaceId, workspaceId))
-        .run();
+      logError("audit outbox delivery failed", e, { workspace_id: workspaceId });
+      await markFailed(env, { workspaceId }, e);
     }
   }
   return delivered;

@@ -1,4 +1,4 @@
-/** The scope vocabulary and the role ceilings that cap every token. */
+/** The scope vocabulary: every scope a token may carry, and the role ceilings that cap every token. */
 export const SCOPES = [
   "admin",
   "agents:read",

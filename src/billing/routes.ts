@@ -4,6 +4,7 @@ import { callerEvent } from "../http/audit";
 import type { AppEnv } from "../http/context";
 import { apiRoute, createRouter, jsonBody, jsonResponse } from "../http/route";
 import { baseUrl } from "../platform/env";
+import { logError } from "../platform/log";
 import { ApiError, problemResponse } from "../platform/problem";
 import { listPacks, listPlans } from "./catalogue";
 import { entries, freeMonthlyCredits, grantedBalance } from "./ledger";
@@ -233,16 +234,11 @@ billingRouter.openapi(
     try {
       outcome = await processEvent(c.env, event);
     } catch (error) {
-      console.error(
-        JSON.stringify({
-          level: "error",
-          msg: "stripe webhook failed",
-          request_id: c.get("requestId"),
-          event_id: event.id,
-          event_type: event.type,
-          error: String(error),
-        }),
-      );
+      logError("stripe webhook failed", error, {
+        request_id: c.get("requestId"),
+        event_id: event.id,
+        event_type: event.type,
+      });
       throw new ApiError(500, "webhook_failed", "The event could not be processed; Stripe will retry it");
     }
     return c.json({ received: true as const, duplicate: outcome.duplicate }, 200);

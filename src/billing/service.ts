@@ -4,6 +4,7 @@ import { type AuditEventInput, auditInBatch, PREVIOUS_STATEMENT_CHANGED } from "
 import { billingAccounts } from "../db/schema";
 import { d1Statement, db } from "../platform/db";
 import { nowIso } from "../platform/env";
+import { logError } from "../platform/log";
 import { ApiError, badRequest } from "../platform/problem";
 import { findPack, findPlan } from "./catalogue";
 import { grantedBalance } from "./ledger";
@@ -36,15 +37,7 @@ async function callStripe<T>(what: string, fn: () => Promise<T>): Promise<T> {
     return await fn();
   } catch (e) {
     if (e instanceof Stripe.errors.StripeError) {
-      console.error(
-        JSON.stringify({
-          level: "error",
-          msg: `stripe ${what} failed`,
-          type: e.type,
-          code: e.code,
-          status: e.statusCode,
-        }),
-      );
+      logError(`stripe ${what} failed`, undefined, { type: e.type, code: e.code, status: e.statusCode });
       throw new ApiError(502, "payment_provider_error", `The payment provider refused to ${what}`);
     }
     throw e;

@@ -1,4 +1,5 @@
 import Stripe from "stripe";
+import { logError } from "../platform/log";
 import { ApiError } from "../platform/problem";
 
 export type { Stripe };
@@ -63,7 +64,7 @@ export function prices(env: Env): Record<string, string> {
         Object.entries(value).filter((e): e is [string, string] => typeof e[1] === "string" && e[1].length > 0),
       );
   } catch {
-    console.error(JSON.stringify({ level: "error", msg: "STRIPE_PRICES is not a JSON object; nothing is priced" }));
+    logError("STRIPE_PRICES is not a JSON object; nothing is priced");
   }
   priceCache.set(raw, parsed);
   return parsed;

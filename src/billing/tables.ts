@@ -3,7 +3,7 @@
  * and plan, the append-only credit ledger, and the Stripe events already processed.
  */
 import { index, integer, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
-import { createdAt } from "../db/columns";
+import { createdAt, ref } from "../db/columns";
 import { workspaces } from "../workspace/tables";
 
 export const plans = sqliteTable("plans", {
@@ -48,9 +48,7 @@ export const creditLedger = sqliteTable(
   "credit_ledger",
   {
     id: text("id").primaryKey(),
-    workspaceId: text("workspace_id")
-      .notNull()
-      .references(() => workspaces.id),
+    workspaceId: ref("workspace_id", () => workspaces.id),
     amount: integer("amount").notNull(),
     kind: text("kind", {
       enum: ["monthly_grant", "plan_grant", "topup", "usage", "refund", "dispute", "adjustment"],

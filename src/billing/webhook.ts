@@ -4,6 +4,7 @@ import { type AuditEventInput, auditInBatch, PREVIOUS_STATEMENT_CHANGED } from "
 import { d1Statement, isUniqueViolation } from "../platform/db";
 import { nowIso } from "../platform/env";
 import { newId } from "../platform/ids";
+import { logError } from "../platform/log";
 import { findPack, findPlan } from "./catalogue";
 import type { LedgerKind } from "./schemas";
 import { type Account, findAccount, LIVE_STATUSES } from "./service";
@@ -140,9 +141,7 @@ async function subscriptionState(
   const pricedSlug = slugForPrice(env, sub.items.data[0]?.price.id);
   const plan = pricedSlug ? await findPlan(env, pricedSlug) : undefined;
   if (live && !plan) {
-    console.error(
-      JSON.stringify({ level: "error", msg: "live subscription with a price no plan has", event_id: eventId }),
-    );
+    logError("live subscription with a price no plan has", undefined, { event_id: eventId });
     return { workspaceId, planSlug: null, effects: linkCustomerEffects(env, workspaceId, customerId) };
   }
   const planSlug = live && plan ? plan.slug : "free";

@@ -38,7 +38,7 @@ browserRouter.openapi(
       "`Sec-WebSocket-Protocol: svc-pat.<token>`, which the 101 response echoes.",
       patOnly,
       "A newer connection of the same user replaces the older one, which is closed with code",
-      `${CLOSE.replaced}. Frames are JSON text: the server sends \`{ id, method, params }\``,
+      `${CLOSE.replaced}. Frames are WebDriver-BiDi-shaped JSON text: the server sends \`{ id, method, params }\``,
       'and the extension answers `{ type: "success", id, result }` or `{ type: "error", id, error, message }`.',
       `Liveness: the text frame \`${PING_FRAME}\` is answered with \`${PONG_FRAME}\`.`,
       `Bounds: frames of at most ${LIMITS.maxFrameChars} characters, text only; at most ${LIMITS.maxFramesPerWindow} frames`,

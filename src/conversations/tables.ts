@@ -1,7 +1,7 @@
 /** Conversations, who may read and post in them, and their messages. */
 import { index, integer, primaryKey, sqliteTable, text } from "drizzle-orm/sqlite-core";
 import { agents } from "../agents/tables";
-import { createdAt } from "../db/columns";
+import { createdAt, ref } from "../db/columns";
 import { users } from "../identity/tables";
 import { workspaces } from "../workspace/tables";
 
@@ -9,17 +9,11 @@ export const conversations = sqliteTable(
   "conversations",
   {
     id: text("id").primaryKey(),
-    workspaceId: text("workspace_id")
-      .notNull()
-      .references(() => workspaces.id),
+    workspaceId: ref("workspace_id", () => workspaces.id),
     title: text("title"),
     mode: text("mode", { enum: ["standard", "fast"] }).notNull(),
-    agentId: text("agent_id")
-      .notNull()
-      .references(() => agents.id),
-    createdBy: text("created_by")
-      .notNull()
-      .references(() => users.id),
+    agentId: ref("agent_id", () => agents.id),
+    createdBy: ref("created_by", () => users.id),
     /** Set while a turn runs (its assistant message id); a conditional UPDATE claims it, so turns never overlap. */
     turnId: text("turn_id"),
     turnStartedAt: text("turn_started_at"),
@@ -33,12 +27,8 @@ export const conversations = sqliteTable(
 export const conversationParticipants = sqliteTable(
   "conversation_participants",
   {
-    conversationId: text("conversation_id")
-      .notNull()
-      .references(() => conversations.id, { onDelete: "cascade" }),
-    userId: text("user_id")
-      .notNull()
-      .references(() => users.id),
+    conversationId: ref("conversation_id", () => conversations.id, { onDelete: "cascade" }),
+    userId: ref("user_id", () => users.id),
     workspaceId: text("workspace_id").notNull(),
     /** Copied from the conversation, so "my conversations, newest first" is one index range. */
     lastMessageAt: text("last_message_at").notNull(),
@@ -54,9 +44,7 @@ export const messages = sqliteTable(
   "messages",
   {
     id: text("id").primaryKey(),
-    conversationId: text("conversation_id")
-      .notNull()
-      .references(() => conversations.id, { onDelete: "cascade" }),
+    conversationId: ref("conversation_id", () => conversations.id, { onDelete: "cascade" }),
     workspaceId: text("workspace_id").notNull(),
     role: text("role", { enum: ["user", "assistant"] }).notNull(),
     authorUserId: text("author_user_id").references(() => users.id),

@@ -4,6 +4,7 @@ import { emailMessages } from "../db/schema";
 import { db } from "../platform/db";
 import { nowIso } from "../platform/env";
 import { newId } from "../platform/ids";
+import { logError } from "../platform/log";
 import { emailDomain, SYSTEM_LOCALPART } from "./endpoints";
 
 /** Mail over this size is refused at the door (the raw message, headers included). */
@@ -149,6 +150,6 @@ export async function queueTriage(env: Env, messageId: string): Promise<void> {
   try {
     await env.EMAIL_TRIAGE.send({ message_id: messageId } satisfies TriageJob);
   } catch (error) {
-    console.error(JSON.stringify({ level: "error", msg: "email triage not queued", error: String(error) }));
+    logError("email triage not queued", error);
   }
 }

@@ -1,5 +1,5 @@
 import { index, integer, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
-import { createdAt } from "../db/columns";
+import { createdAt, ref } from "../db/columns";
 import { workspaces } from "../workspace/tables";
 
 /**
@@ -10,9 +10,7 @@ export const emailEndpoints = sqliteTable(
   "email_endpoints",
   {
     id: text("id").primaryKey(),
-    workspaceId: text("workspace_id")
-      .notNull()
-      .references(() => workspaces.id),
+    workspaceId: ref("workspace_id", () => workspaces.id),
     localpart: text("localpart").notNull(),
     kind: text("kind").notNull(),
     plane: text("plane").notNull(),
@@ -43,9 +41,7 @@ export const emailMessages = sqliteTable(
   "email_messages",
   {
     id: text("id").primaryKey(),
-    workspaceId: text("workspace_id")
-      .notNull()
-      .references(() => workspaces.id),
+    workspaceId: ref("workspace_id", () => workspaces.id),
     endpointId: text("endpoint_id").notNull(),
     direction: text("direction").notNull(),
     replyToId: text("reply_to_id"),

@@ -1,6 +1,6 @@
 import type { Context } from "hono";
 import type { ActorKind } from "../../durable-objects/audit-log/types";
-import type { AuditActor, AuditEventInput, AuditEventOf } from "../audit/events";
+import { type AuditActor, type AuditEventInput, type AuditEventOf, auditAlone } from "../audit/events";
 import type { Caller } from "../auth/caller";
 import type { AppEnv } from "./context";
 
@@ -19,4 +19,17 @@ export function callerEvent(c: Context<AppEnv>, event: AuditEventOf): AuditEvent
   if (!workspaceId) throw new Error(`audit event ${event.kind} has no workspace`);
   const actor = event.actor ?? (caller ? callerActor(caller) : { kind: "system" as const, id: null });
   return { ...event, workspaceId, actor } as AuditEventInput;
+}
+
+/** Records the caller's refused attempt on this route; `intent` names the rule that refused it. */
+export async function auditDenied(c: Context<AppEnv>, intent: string): Promise<void> {
+  await auditAlone(
+    c.env,
+    callerEvent(c, {
+      kind: "access.denied",
+      outcome: "denied",
+      target: `route:${c.req.method} ${c.req.routePath}`,
+      intent,
+    }),
+  );
 }

@@ -1,6 +1,7 @@
 import type { Context, ErrorHandler } from "hono";
 import { HTTPException } from "hono/http-exception";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
+import { logError } from "../platform/log";
 import { ApiError, problem } from "../platform/problem";
 import type { AppEnv } from "./context";
 
@@ -67,18 +68,15 @@ export function renderError(err: unknown, c: Context<AppEnv>, format: ErrorForma
       return problem(c, status as 400, code, err.message || "Bad request");
     }
   }
-  console.error(
-    JSON.stringify({
-      level: "error",
-      request_id: c.get("requestId"),
-      path: c.req.path,
-      error: String(err),
-      stack: (err as Error)?.stack,
-    }),
-  );
+  logUnhandled(c, err);
   return format.format === "oauth"
     ? oauthJson(c, 500, "server_error", "An unexpected error occurred")
     : problem(c, 500, "internal_error", "An unexpected error occurred");
+}
+
+/** Logs an error no handler expected, with the request it broke (the client sees only a 500). */
+export function logUnhandled(c: Context<AppEnv>, err: unknown): void {
+  logError("unhandled error", err, { request_id: c.get("requestId"), path: c.req.path, stack: (err as Error)?.stack });
 }
 
 export const errorHandler =

@@ -1,14 +1,14 @@
 import type { Context, MiddlewareHandler } from "hono";
 import { getCookie } from "hono/cookie";
-import { auditAlone } from "../audit/events";
 import { type Caller, isAdmin } from "../auth/caller";
 import { bearerToken, type Resolved, resolveBearer, resolveSession, SESSION_COOKIE } from "../auth/resolve";
 import { apiResource, resourceMetadataUrl, usableAt } from "../auth/resources";
 import type { Scope } from "../auth/scopes";
 import { baseUrl } from "../platform/env";
+import { logError } from "../platform/log";
 import { crossOriginWrite } from "../platform/pages";
 import { ApiError } from "../platform/problem";
-import { callerEvent } from "./audit";
+import { auditDenied } from "./audit";
 import type { AppEnv } from "./context";
 
 /** Which protected resource a route belongs to, for its 401 challenge and the token's audience. */
@@ -146,15 +146,7 @@ export async function sessionCaller(c: Context<AppEnv>): Promise<Caller | null> 
  */
 export async function refuseCrossOrigin(c: Context<AppEnv>): Promise<void> {
   if (!crossOriginWrite(c)) return;
-  await auditAlone(
-    c.env,
-    callerEvent(c, {
-      kind: "access.denied",
-      outcome: "denied",
-      target: `route:${c.req.method} ${c.req.routePath}`,
-      intent: "same_origin",
-    }),
-  );
+  await auditDenied(c, "same_origin");
   throw new ApiError(
     403,
     "cross_origin_request",
@@ -165,7 +157,7 @@ export async function refuseCrossOrigin(c: Context<AppEnv>): Promise<void> {
 /** Makes a resolved credential the request's caller; its `last_used_at` is written after the response. */
 export function setCaller(c: Context<AppEnv>, resolved: Resolved): void {
   const touch = resolved.touch;
-  if (touch) c.executionCtx.waitUntil(touch().catch((e) => console.error("last_used_at update failed", e)));
+  if (touch) c.executionCtx.waitUntil(touch().catch((e) => logError("last_used_at update failed", e)));
   c.set("caller", resolved.caller);
 }
 
@@ -184,15 +176,7 @@ export function requireScope(scope: Scope): MiddlewareHandler<AppEnv> {
 function adminGuard(allowed: (caller: Caller) => boolean, headers?: Record<string, string>): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
     if (!allowed(c.var.caller)) {
-      await auditAlone(
-        c.env,
-        callerEvent(c, {
-          kind: "access.denied",
-          outcome: "denied",
-          target: `route:${c.req.method} ${c.req.routePath}`,
-          intent: "admin",
-        }),
-      );
+      await auditDenied(c, "admin");
       throw new ApiError(403, "admin_required", "This action requires a workspace admin", undefined, headers);
     }
     await next();

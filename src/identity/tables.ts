@@ -1,14 +1,12 @@
 import { index, sqliteTable, text } from "drizzle-orm/sqlite-core";
-import { createdAt } from "../db/columns";
+import { createdAt, ref } from "../db/columns";
 import { workspaces } from "../workspace/tables";
 
 export const users = sqliteTable(
   "users",
   {
     id: text("id").primaryKey(),
-    workspaceId: text("workspace_id")
-      .notNull()
-      .references(() => workspaces.id),
+    workspaceId: ref("workspace_id", () => workspaces.id),
     /** Sign-in name, unique across the service; null once the user is erased. */
     email: text("email").unique(),
     name: text("name"),
@@ -25,12 +23,8 @@ export const apiTokens = sqliteTable(
   "api_tokens",
   {
     id: text("id").primaryKey(),
-    workspaceId: text("workspace_id")
-      .notNull()
-      .references(() => workspaces.id),
-    userId: text("user_id")
-      .notNull()
-      .references(() => users.id),
+    workspaceId: ref("workspace_id", () => workspaces.id),
+    userId: ref("user_id", () => users.id),
     name: text("name").notNull(),
     tokenHash: text("token_hash").notNull().unique(),
     /** JSON array of scope strings. */
@@ -48,12 +42,8 @@ export const sessions = sqliteTable(
   "sessions",
   {
     id: text("id").primaryKey(),
-    workspaceId: text("workspace_id")
-      .notNull()
-      .references(() => workspaces.id),
-    userId: text("user_id")
-      .notNull()
-      .references(() => users.id),
+    workspaceId: ref("workspace_id", () => workspaces.id),
+    userId: ref("user_id", () => users.id),
     tokenHash: text("token_hash").notNull().unique(),
     createdAt: createdAt(),
     expiresAt: text("expires_at").notNull(),

@@ -1,4 +1,5 @@
 import { APICallError, RetryError } from "ai";
+import { logError } from "../platform/log";
 import { ApiError } from "../platform/problem";
 
 /** Why a model call failed, as the provider said it: its HTTP status (when it answered) and message. */
@@ -32,5 +33,5 @@ export function modelError(failure: ModelFailure | null): ApiError {
 
 /** Logs a failed model call: the provider's status and message only (never the request or a key). */
 export function logModelFailure(msg: string, failure: ModelFailure): void {
-  console.error(JSON.stringify({ level: "error", msg, provider_status: failure.status, error: failure.message }));
+  logError(msg, failure.message, { provider_status: failure.status });
 }

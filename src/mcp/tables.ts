@@ -1,5 +1,5 @@
 import { index, primaryKey, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
-import { createdAt } from "../db/columns";
+import { createdAt, ref } from "../db/columns";
 import { workspaces } from "../workspace/tables";
 
 /**
@@ -10,9 +10,7 @@ import { workspaces } from "../workspace/tables";
 export const mcpCustomIntegrations = sqliteTable(
   "mcp_custom_integrations",
   {
-    workspaceId: text("workspace_id")
-      .notNull()
-      .references(() => workspaces.id),
+    workspaceId: ref("workspace_id", () => workspaces.id),
     slug: text("slug").notNull(),
     name: text("name").notNull(),
     url: text("url").notNull(),
@@ -33,9 +31,7 @@ export const mcpConnectors = sqliteTable(
   "mcp_connectors",
   {
     id: text("id").primaryKey(),
-    workspaceId: text("workspace_id")
-      .notNull()
-      .references(() => workspaces.id),
+    workspaceId: ref("workspace_id", () => workspaces.id),
     name: text("name").notNull(),
     status: text("status").notNull(),
     tokenHash: text("token_hash"),

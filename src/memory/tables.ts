@@ -1,6 +1,6 @@
 /** Facts remembered about a user, and the agents a user froze. */
 import { index, primaryKey, sqliteTable, text } from "drizzle-orm/sqlite-core";
-import { createdAt } from "../db/columns";
+import { createdAt, ref } from "../db/columns";
 import { users } from "../identity/tables";
 import { workspaces } from "../workspace/tables";
 
@@ -8,12 +8,8 @@ export const memoryFacts = sqliteTable(
   "memory_facts",
   {
     id: text("id").primaryKey(),
-    workspaceId: text("workspace_id")
-      .notNull()
-      .references(() => workspaces.id),
-    userId: text("user_id")
-      .notNull()
-      .references(() => users.id),
+    workspaceId: ref("workspace_id", () => workspaces.id),
+    userId: ref("user_id", () => users.id),
     agentSlug: text("agent_slug").notNull(),
     content: text("content").notNull(),
     createdAt: createdAt(),
@@ -24,12 +20,8 @@ export const memoryFacts = sqliteTable(
 export const memoryFreezes = sqliteTable(
   "memory_freezes",
   {
-    workspaceId: text("workspace_id")
-      .notNull()
-      .references(() => workspaces.id),
-    userId: text("user_id")
-      .notNull()
-      .references(() => users.id),
+    workspaceId: ref("workspace_id", () => workspaces.id),
+    userId: ref("user_id", () => users.id),
     agentSlug: text("agent_slug").notNull(),
     reason: text("reason"),
     createdAt: createdAt(),

@@ -7,7 +7,7 @@ import { resolveSession, SESSION_COOKIE } from "../auth/resolve";
 import { grantableFor, isScope, roleCeiling } from "../auth/scopes";
 import { callerEvent } from "../http/audit";
 import type { AppEnv } from "../http/context";
-import { oauthJson, renderError } from "../http/errors";
+import { logUnhandled, oauthJson, renderError } from "../http/errors";
 import { refuseCrossOrigin } from "../http/guards";
 import { contractRoute, limitBody } from "../http/route";
 import { baseUrl } from "../platform/env";
@@ -40,15 +40,7 @@ type Session = { secret: string; caller: AppEnv["Variables"]["caller"] };
 authorizeRouter.onError((err, c) => {
   // The contract's own refusals (a body over the limit) keep their problem shape.
   if (err instanceof ApiError) return renderError(err, c, { format: "problem" });
-  console.error(
-    JSON.stringify({
-      level: "error",
-      request_id: c.get("requestId"),
-      path: c.req.path,
-      error: String(err),
-      stack: (err as Error)?.stack,
-    }),
-  );
+  logUnhandled(c, err);
   return c.html(
     <AuthorizeErrorPage message="Something went wrong on our side. Please try again." />,
     500,

@@ -2,15 +2,12 @@
  * The authorization request: its validation (client and redirect URI first), consent memory,
  * and the consent form's session-bound CSRF token.
  */
-import { hmac } from "@noble/hashes/hmac.js";
-import { sha256 } from "@noble/hashes/sha2.js";
-import { utf8ToBytes } from "@noble/hashes/utils.js";
 import { and, eq } from "drizzle-orm";
 import { type AuditEventInput, auditInBatch } from "../audit/events";
 import { canonicalResource } from "../auth/resources";
 import { isGrantable } from "../auth/scopes";
 import { oauthConsents } from "../db/schema";
-import { timingSafeEqual } from "../platform/crypto";
+import { hmacSha256, timingSafeEqual } from "../platform/crypto";
 import { db, parseJsonArray } from "../platform/db";
 import { nowIso } from "../platform/env";
 import { base64url, newId } from "../platform/ids";
@@ -201,7 +198,7 @@ function consentMac(sessionSecret: string, issuedAt: number, req: AuthorizeReque
     req.state ?? "",
     req.resource ?? "",
   ].join("\n");
-  return base64url(hmac(sha256, utf8ToBytes(sessionSecret), utf8ToBytes(message)));
+  return base64url(hmacSha256(sessionSecret, message));
 }
 
 /**

@@ -15,8 +15,7 @@ import { z } from "zod";
 import { GRANTABLE_SCOPES, isGrantable } from "../auth/scopes";
 import { guardedFetch, OutboundError } from "../platform/guarded-fetch";
 import { activeClient, type ClientRow } from "./clients";
-import { redirectUriProblem } from "./redirect-uris";
-import { GRANT_TYPES } from "./schemas";
+import { GRANT_TYPES, RedirectUriListSchema } from "./schemas";
 
 export const DOCUMENT_MAX_BYTES = 64 * 1024;
 export const DOCUMENT_TIMEOUT_MS = 5_000;
@@ -59,16 +58,7 @@ const DocumentSchema = z.object({
     .trim()
     .min(1, "client_name must not be blank")
     .max(200, "client_name must be at most 200 characters"),
-  redirect_uris: z
-    .array(z.string(), { error: "redirect_uris must be an array of strings" })
-    .min(1, "redirect_uris must not be empty")
-    .max(20, "at most 20 redirect_uris")
-    .superRefine((uris, ctx) => {
-      uris.forEach((uri, i) => {
-        const problem = redirectUriProblem(uri);
-        if (problem) ctx.addIssue({ code: "custom", path: [i], message: `${uri.slice(0, 100)}: ${problem}` });
-      });
-    }),
+  redirect_uris: RedirectUriListSchema,
   token_endpoint_auth_method: z
     .literal("none", {
       error: "token_endpoint_auth_method must be none: only public clients may use a metadata document",

@@ -8,7 +8,8 @@ export const GRANT_TYPES = ["authorization_code", "refresh_token"] as const;
 export type GrantType = (typeof GRANT_TYPES)[number];
 export const DEFAULT_CLIENT_NAME = "Unnamed app";
 
-const RedirectUrisSchema = z
+/** `redirect_uris` as registration and client metadata documents both accept them. */
+export const RedirectUriListSchema = z
   .array(z.string(), { error: "redirect_uris must be an array of strings" })
   .min(1, "redirect_uris must not be empty")
   .max(20, "at most 20 redirect_uris")
@@ -17,12 +18,12 @@ const RedirectUrisSchema = z
       const problem = redirectUriProblem(uri);
       if (problem) ctx.addIssue({ code: "custom", path: [i], message: `${uri.slice(0, 100)}: ${problem}` });
     });
-  })
-  .transform((uris) => [...new Set(uris)])
-  .openapi({
-    description: "Absolute `https` URIs, or `http` on a loopback host (any port at authorize time). No fragments.",
-    example: ["https://app.example/callback"],
   });
+
+const RedirectUrisSchema = RedirectUriListSchema.transform((uris) => [...new Set(uris)]).openapi({
+  description: "Absolute `https` URIs, or `http` on a loopback host (any port at authorize time). No fragments.",
+  example: ["https://app.example/callback"],
+});
 
 const ClientNameSchema = z
   .string()

@@ -3,7 +3,7 @@
  * token, code, access and refresh token) is stored as SHA-256 hex only.
  */
 import { index, integer, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
-import { createdAt } from "../db/columns";
+import { createdAt, ref } from "../db/columns";
 import { users } from "../identity/tables";
 import { workspaces } from "../workspace/tables";
 
@@ -50,15 +50,9 @@ export const oauthConsents = sqliteTable(
   "oauth_consents",
   {
     id: text("id").primaryKey(),
-    workspaceId: text("workspace_id")
-      .notNull()
-      .references(() => workspaces.id),
-    userId: text("user_id")
-      .notNull()
-      .references(() => users.id),
-    clientId: text("client_id")
-      .notNull()
-      .references(() => oauthClients.clientId),
+    workspaceId: ref("workspace_id", () => workspaces.id),
+    userId: ref("user_id", () => users.id),
+    clientId: ref("client_id", () => oauthClients.clientId),
     /** JSON array of scope strings. */
     scopes: text("scopes").notNull(),
     createdAt: createdAt(),
@@ -73,15 +67,9 @@ export const oauthCodes = sqliteTable(
   {
     id: text("id").primaryKey(),
     codeHash: text("code_hash").notNull().unique(),
-    clientId: text("client_id")
-      .notNull()
-      .references(() => oauthClients.clientId),
-    workspaceId: text("workspace_id")
-      .notNull()
-      .references(() => workspaces.id),
-    userId: text("user_id")
-      .notNull()
-      .references(() => users.id),
+    clientId: ref("client_id", () => oauthClients.clientId),
+    workspaceId: ref("workspace_id", () => workspaces.id),
+    userId: ref("user_id", () => users.id),
     redirectUri: text("redirect_uri").notNull(),
     scopes: text("scopes").notNull(),
     /** base64url(SHA-256(code_verifier)). */
@@ -102,15 +90,9 @@ export const oauthGrants = sqliteTable(
   "oauth_grants",
   {
     id: text("id").primaryKey(),
-    workspaceId: text("workspace_id")
-      .notNull()
-      .references(() => workspaces.id),
-    userId: text("user_id")
-      .notNull()
-      .references(() => users.id),
-    clientId: text("client_id")
-      .notNull()
-      .references(() => oauthClients.clientId),
+    workspaceId: ref("workspace_id", () => workspaces.id),
+    userId: ref("user_id", () => users.id),
+    clientId: ref("client_id", () => oauthClients.clientId),
     /** JSON array of the scopes granted at authorize; kept by every rotation. */
     scopes: text("scopes").notNull(),
     createdAt: createdAt(),
@@ -131,9 +113,7 @@ export const oauthTokens = sqliteTable(
   "oauth_tokens",
   {
     id: text("id").primaryKey(),
-    grantId: text("grant_id")
-      .notNull()
-      .references(() => oauthGrants.id),
+    grantId: ref("grant_id", () => oauthGrants.id),
     kind: text("kind", { enum: ["access", "refresh"] }).notNull(),
     tokenHash: text("token_hash").notNull().unique(),
     createdAt: createdAt(),

@@ -20,6 +20,14 @@ const oauthError = (description: string) => ({
 });
 const TAGS = ["OAuth"];
 const TOO_LARGE = oauthError("invalid_request: the request body exceeds 1 MiB");
+/** The refusals of introspection and revocation, both a client's request about one token. */
+const CLIENT_REQUEST_ERRORS = {
+  400: oauthError(
+    "invalid_request: a body that is neither a form nor a JSON object of strings, or a repeated parameter",
+  ),
+  401: oauthError("invalid_client"),
+  413: TOO_LARGE,
+};
 const FORM_AND_JSON = ["application/x-www-form-urlencoded", "application/json"];
 
 const tokenBody = ownBody(tokenRouter, "TokenRequest", TokenRequestSchema, {
@@ -108,11 +116,7 @@ tokenRouter.openapi(
     request: { body: tokenParamsBody.doc },
     responses: {
       200: { description: "The token's state", content: { "application/json": { schema: IntrospectionSchema } } },
-      400: oauthError(
-        "invalid_request: a body that is neither a form nor a JSON object of strings, or a repeated parameter",
-      ),
-      401: oauthError("invalid_client"),
-      413: TOO_LARGE,
+      ...CLIENT_REQUEST_ERRORS,
     },
   }),
   async (c) => {

@@ -1,9 +1,15 @@
 import { hash } from "node:crypto";
+import { hmac } from "@noble/hashes/hmac.js";
+import { sha256 } from "@noble/hashes/sha2.js";
 import { utf8ToBytes } from "@noble/hashes/utils.js";
 import { base64ToBytes, bytesToBase64 } from "./ids";
 
 /** SHA-256 hex of a token: the only form in which tokens, codes and secrets are stored. */
 export const hashToken = (token: string): string => hash("sha256", token, "hex");
+
+/** HMAC-SHA256 of `message` under `key` (both UTF-8 text): the one MAC of the service. */
+export const hmacSha256 = (key: string, message: string): Uint8Array =>
+  hmac(sha256, utf8ToBytes(key), utf8ToBytes(message));
 
 /** Constant-time comparison of two strings (length leaks, content does not). */
 export function timingSafeEqual(a: string, b: string): boolean {

@@ -30,6 +30,24 @@ export function decodeEntities(text: string): string {
   });
 }
 
+const INLINE_TAG = /<\/?(?:a|abbr|b|code|em|i|mark|s|small|span|strong|sub|sup|u)\b[^>]*>/gi;
+
+/**
+ * Plain text of an HTML string: scripts and styles dropped, inline tags removed without a gap
+ * (`<b>Cloud</b>flare` stays one word), other tags read as a space, references decoded and
+ * white space folded.
+ */
+export function htmlToText(html: string): string {
+  return decodeEntities(
+    html
+      .replace(/<(script|style)\b[^>]*>[\s\S]*?<\/\1\s*>/gi, " ")
+      .replace(INLINE_TAG, "")
+      .replace(/<[^>]*>/g, " "),
+  )
+    .replace(/\s+/g, " ")
+    .trim();
+}
+
 /** Registers `fn` for the element's end tag; false for an element that has none (void, self-closing). */
 export function onEndTag(el: Element, fn: () => void): boolean {
   try {

@@ -1,4 +1,5 @@
 import { base64ToBytes, base64url } from "./ids";
+import { logWarning } from "./log";
 import { ApiError } from "./problem";
 
 /**
@@ -69,12 +70,7 @@ async function currentKey(env: Env): Promise<Key> {
     throw new EncryptionUnavailable("ENCRYPTION_KEY is not configured; stored credentials cannot be sealed");
   if (!warned) {
     warned = true;
-    console.warn(
-      JSON.stringify({
-        level: "warn",
-        msg: "ENCRYPTION_KEY unset: using the local development key (never in production)",
-      }),
-    );
+    logWarning("ENCRYPTION_KEY unset: using the local development key (never in production)");
   }
   const cached = imported.get(DEV_KEY_TEXT);
   if (cached) return cached;

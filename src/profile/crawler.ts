@@ -22,7 +22,7 @@ import {
   summaryOf,
 } from "./extract";
 import { ALLOW_ALL, DISALLOW_ALL, parseRobots, type Robots, robotsAllow } from "./robots";
-import type { Technology } from "./schemas";
+import { OVERRIDABLE_FIELDS, type Technology } from "./schemas";
 import { TechnologyMatcher } from "./signatures";
 
 /** The home page is read up to this many bytes; the rest is cut off. */
@@ -32,16 +32,7 @@ export const ROBOTS_LIMIT = 512 * 1024;
 export const MAX_STYLESHEETS = 3;
 export const REQUEST_TIMEOUT_MS = 10_000;
 
-export const DISCOVERED_FIELDS = [
-  "summary",
-  "palette",
-  "fonts",
-  "logo_url",
-  "industry",
-  "segment",
-  "size_hint",
-  "technologies",
-] as const;
+export const DISCOVERED_FIELDS = [...OVERRIDABLE_FIELDS, "technologies"] as const;
 export type DiscoveredField = (typeof DISCOVERED_FIELDS)[number];
 export type Source = { url: string; fetched_at: string };
 

@@ -1,5 +1,6 @@
 import { generateText, type LanguageModel, Output } from "ai";
 import { z } from "zod";
+import { logWarning } from "../platform/log";
 
 export const SIZE_HINTS = ["1-10", "11-50", "51-200", "201-1000", "1000+"] as const;
 export type SizeHint = (typeof SIZE_HINTS)[number];
@@ -50,7 +51,7 @@ export async function enrich(model: LanguageModel, input: EnrichmentInput, signa
     const clip = (s: string | null) => (s?.trim() ? s.trim().slice(0, 100) : null);
     return { industry: clip(output.industry), segment: clip(output.segment), size_hint: output.size_hint };
   } catch (error) {
-    console.warn(JSON.stringify({ level: "warn", msg: "profile enrichment failed", error: String(error) }));
+    logWarning("profile enrichment failed", error);
     return NO_ENRICHMENT;
   }
 }

@@ -6,6 +6,7 @@ import { languageModel } from "../llm/model";
 import { db } from "../platform/db";
 import { nowIso } from "../platform/env";
 import { newId } from "../platform/ids";
+import { logError } from "../platform/log";
 import { type CrawlOptions, type CrawlResult, crawlSite, type DiscoveredProfile, EMPTY_DISCOVERY } from "./crawler";
 import { normalizeDomain } from "./domain";
 import { hexColour } from "./extract";
@@ -181,7 +182,7 @@ async function enqueueCrawl(env: Env, message: CrawlMessage): Promise<void> {
   try {
     await env.PROFILE_CRAWL.send(message);
   } catch (error) {
-    console.error(JSON.stringify({ level: "error", msg: "profile crawl not queued", error: String(error) }));
+    logError("profile crawl not queued", error);
     await db(env)
       .update(businessProfiles)
       .set({ crawlStatus: "error", lastError: "The crawl could not be queued; it will be retried", crawlId: null })
@@ -274,7 +275,7 @@ export async function consumeCrawls(batch: MessageBatch<unknown>, env: Env): Pro
         await runCrawl(env, parsed.data);
         message.ack();
       } catch (error) {
-        console.error(JSON.stringify({ level: "error", msg: "profile crawl failed", error: String(error) }));
+        logError("profile crawl failed", error);
         message.retry({ delaySeconds: 30 });
       }
     }),

@@ -1,6 +1,7 @@
 import { isStepCount, type LanguageModel, type StepResult, streamText, type ToolSet } from "ai";
 import { logModelFailure, type ModelFailure, modelFailure } from "../llm/errors";
 import { composeSystemPrompt, type PromptAgent } from "../llm/system-prompt";
+import { logError } from "../platform/log";
 import type { ToolProvider, TurnScope } from "../platform/turn-tools";
 import { turnCredits } from "./credits";
 import { boundedHistory, type HistoryMessage } from "./history";
@@ -80,7 +81,7 @@ async function gatherTools(scope: TurnScope, providers: readonly ToolProvider[])
   const offers = await Promise.all(
     providers.map((provide) =>
       provide(scope).catch((e) => {
-        console.error(JSON.stringify({ level: "error", msg: "tool provider failed", error: String(e) }));
+        logError("tool provider failed", e);
         return { tools: {}, instructions: [] };
       }),
     ),

@@ -1,4 +1,5 @@
 import { generateImage, type ImageModel } from "ai";
+import { logError } from "../platform/log";
 import type { TurnScope } from "../platform/turn-tools";
 import { nameStem, storeProduced } from "./produced";
 
@@ -30,7 +31,7 @@ export async function generateImageArtifact(
     bytes = result.image.uint8Array;
   } catch (e) {
     if (signal.aborted) throw new Error("Image generation was cancelled: the turn ran out of time");
-    console.error(JSON.stringify({ level: "error", msg: "generate_image failed", error: String(e) }));
+    logError("generate_image failed", e);
     throw new Error("The image model did not produce an image");
   }
   const kind = imageType(bytes);

@@ -1,5 +1,6 @@
 import { generateText, isStepCount, type LanguageModel, tool } from "ai";
 import { z } from "zod";
+import { logError } from "../platform/log";
 import type { TurnScope } from "../platform/turn-tools";
 import { clip } from "./extract";
 import { nameStem, storeProduced } from "./produced";
@@ -80,7 +81,7 @@ export async function research(
     text = result.text.trim();
   } catch (e) {
     if (signal.aborted) throw new Error("The research was cancelled: the turn ran out of time");
-    console.error(JSON.stringify({ level: "error", msg: "research failed", error: String(e) }));
+    logError("research failed", e);
     throw new Error("The research could not be completed: the model failed");
   }
   if (!text) throw new Error("The research produced no report");

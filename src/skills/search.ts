@@ -1,5 +1,5 @@
 import { guardedFetch } from "../platform/guarded-fetch";
-import { decodeEntities } from "../platform/html";
+import { htmlToText } from "../platform/html";
 
 /** One search hit as the model sees it. */
 export type SearchResult = { title: string; url: string; snippet: string };
@@ -9,12 +9,7 @@ export const MAX_RESULTS = 8;
 type BraveAnswer = { web?: { results?: { title?: unknown; url?: unknown; description?: unknown }[] } };
 
 /** Brave marks matches with `<strong>`; the model gets plain text. */
-const plain = (s: unknown) =>
-  typeof s === "string"
-    ? decodeEntities(s.replace(/<[^>]*>/g, ""))
-        .replace(/\s+/g, " ")
-        .trim()
-    : "";
+const plain = (s: unknown) => (typeof s === "string" ? htmlToText(s) : "");
 
 /**
  * Searches the web through the configured provider (Brave Search API shape:

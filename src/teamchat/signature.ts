@@ -1,23 +1,12 @@
-import { timingSafeEqual } from "../platform/crypto";
+import { bytesToHex } from "@noble/hashes/utils.js";
+import { hmacSha256, timingSafeEqual } from "../platform/crypto";
 
 /** Slack's replay window: a request signed more than 5 minutes from now is refused. */
 export const REPLAY_WINDOW_SECONDS = 5 * 60;
 
-async function hmacHex(secret: string, text: string): Promise<string> {
-  const key = await crypto.subtle.importKey(
-    "raw",
-    new TextEncoder().encode(secret),
-    { name: "HMAC", hash: "SHA-256" },
-    false,
-    ["sign"],
-  );
-  const sig = new Uint8Array(await crypto.subtle.sign("HMAC", key, new TextEncoder().encode(text)));
-  return Array.from(sig, (b) => b.toString(16).padStart(2, "0")).join("");
-}
-
 /** `v0=` + hex HMAC-SHA256 of `v0:<timestamp>:<raw body>` under the signing secret. */
 export async function slackSignature(secret: string, timestamp: string, body: string): Promise<string> {
-  return `v0=${await hmacHex(secret, `v0:${timestamp}:${body}`)}`;
+  return `v0=${bytesToHex(hmacSha256(secret, `v0:${timestamp}:${body}`))}`;
 }
 
 export type SignatureVerdict = "ok" | "missing" | "stale" | "invalid";

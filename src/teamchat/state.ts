@@ -1,4 +1,4 @@
-import { timingSafeEqual } from "../platform/crypto";
+import { hmacSha256, timingSafeEqual } from "../platform/crypto";
 import { base64url } from "../platform/ids";
 
 /**
@@ -13,17 +13,8 @@ export type InstallState = { workspaceId: string; userId: string; nonce: string;
 
 type Payload = { w: string; u: string; n: string; e: number };
 
-async function mac(secret: string, payload: string): Promise<string> {
-  const key = await crypto.subtle.importKey(
-    "raw",
-    new TextEncoder().encode(secret),
-    { name: "HMAC", hash: "SHA-256" },
-    false,
-    ["sign"],
-  );
-  const sig = await crypto.subtle.sign("HMAC", key, new TextEncoder().encode(`slack-install-state.${payload}`));
-  return base64url(new Uint8Array(sig));
-}
+const mac = (secret: string, payload: string): string =>
+  base64url(hmacSha256(secret, `slack-install-state.${payload}`));
 
 export async function signState(
   secret: string,
@@ -34,7 +25,7 @@ export async function signState(
   const nonce = base64url(crypto.getRandomValues(new Uint8Array(32)));
   const payload: Payload = { w: workspaceId, u: userId, n: nonce, e: now + STATE_TTL_MS };
   const encoded = base64url(new TextEncoder().encode(JSON.stringify(payload)));
-  return `${encoded}.${await mac(secret, encoded)}`;
+  return `${encoded}.${mac(secret, encoded)}`;
 }
 
 export type StateVerdict = { ok: true; state: InstallState } | { ok: false; reason: "invalid" | "expired" };
@@ -43,7 +34,7 @@ export type StateVerdict = { ok: true; state: InstallState } | { ok: false; reas
 export async function verifyState(secret: string, state: string, now = Date.now()): Promise<StateVerdict> {
   const [encoded, given, extra] = state.split(".");
   if (!encoded || !given || extra !== undefined || state.length > 1024) return { ok: false, reason: "invalid" };
-  if (!timingSafeEqual(await mac(secret, encoded), given)) return { ok: false, reason: "invalid" };
+  if (!timingSafeEqual(mac(secret, encoded), given)) return { ok: false, reason: "invalid" };
   let payload: Payload;
   try {
     const b64 = encoded.replaceAll("-", "+").replaceAll("_", "/");

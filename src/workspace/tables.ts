@@ -1,5 +1,5 @@
 import { sqliteTable, text } from "drizzle-orm/sqlite-core";
-import { createdAt } from "../db/columns";
+import { createdAt, ref } from "../db/columns";
 
 export const workspaces = sqliteTable("workspaces", {
   id: text("id").primaryKey(),
@@ -17,9 +17,7 @@ export const workspaces = sqliteTable("workspaces", {
  */
 export const emailSlugs = sqliteTable("email_slugs", {
   slug: text("slug").primaryKey(),
-  workspaceId: text("workspace_id")
-    .notNull()
-    .references(() => workspaces.id),
+  workspaceId: ref("workspace_id", () => workspaces.id),
   routesUntil: text("routes_until"),
   createdAt: createdAt(),
 });
