@@ -13,6 +13,7 @@ import { decodeAvatarUpload, monogramAvatar, storeAvatar } from "./avatars";
 import { listSkills } from "./catalogue";
 import { catalogueRouter } from "./catalogue-routes";
 import { DEFAULT_RUNTIME_PROFILE } from "./defaults";
+import { createAgent, updateAgent } from "./edits";
 import {
   AgentIdParamSchema,
   AgentListSchema,
@@ -26,17 +27,8 @@ import {
   SuggestInstructionsResponseSchema,
   UpdateAgentRequestSchema,
 } from "./schemas";
-import {
-  createAgent,
-  disableAgent,
-  enableAgent,
-  getAgentRecord,
-  listAgents,
-  makeDefault,
-  setAvatarUrl,
-  toAgentRow,
-  updateAgent,
-} from "./service";
+import { getAgentRecord, listAgents, toAgentRow } from "./service";
+import { disableAgent, enableAgent, makeDefault, setAvatarUrl } from "./status";
 import { getSubset, putSubset } from "./subsets";
 import { draftInstructions } from "./suggest";
 
