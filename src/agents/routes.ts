@@ -10,8 +10,6 @@ import { readBusinessProfile } from "../profile/service";
 import { avatarPrompt, generateAvatarImage } from "./avatar-generation";
 import { avatarRouter } from "./avatar-routes";
 import { decodeAvatarUpload, monogramAvatar, storeAvatar } from "./avatars";
-import { listSkills } from "./catalogue";
-import { catalogueRouter } from "./catalogue-routes";
 import { DEFAULT_RUNTIME_PROFILE } from "./defaults";
 import { createAgent, updateAgent } from "./edits";
 import {
@@ -29,7 +27,7 @@ import {
 } from "./schemas";
 import { getAgentRecord, listAgents, toAgentRow } from "./service";
 import { disableAgent, enableAgent, makeDefault, setAvatarUrl } from "./status";
-import { getSubset, putSubset } from "./subsets";
+import { enabledSkillNames, getSubset, putSubset } from "./subsets";
 import { draftInstructions } from "./suggest";
 
 export const agentsRouter = createRouter();
@@ -398,14 +396,11 @@ agentsRouter.openapi(
         "model_not_configured",
         "Instruction suggestions are disabled: no language-model provider is configured",
       );
-    const [profile, catalogue, enabled] = await Promise.all([
+    const [profile, enabled] = await Promise.all([
       readBusinessProfile(c.env, caller.workspace.id),
-      listSkills(c.env, caller.workspace.id),
       getSubset(c.env, caller.workspace.id, id, "skills"),
     ]);
-    const skills = catalogue
-      .filter((s) => s.installed && (enabled.length === 0 || enabled.includes(s.slug)))
-      .map((s) => s.name);
+    const skills = await enabledSkillNames(c.env, caller.workspace.id, enabled);
     const draft = await draftInstructions(model, { agent, workspaceName: caller.workspace.name, profile, skills });
     await auditAlone(
       c.env,
@@ -424,4 +419,3 @@ agentsRouter.openapi(
 );
 
 agentsRouter.route("/", avatarRouter);
-agentsRouter.route("/", catalogueRouter);

@@ -3,6 +3,7 @@ import { callerEvent } from "../http/audit";
 import { rateLimit } from "../http/rate-limit";
 import { apiRoute, createRouter, jsonBody, jsonResponse } from "../http/route";
 import { problemResponse } from "../platform/problem";
+import { mcpCatalogueRouter } from "./catalogue-routes";
 import { createConnector, enroll, listConnectors, revokeConnector } from "./connectors";
 import { createCustom, deleteCustom, listCustom } from "./custom";
 import {
@@ -178,3 +179,5 @@ mcpRouter.openapi(
     return c.json(result, 200);
   },
 );
+
+mcpRouter.route("/", mcpCatalogueRouter);
