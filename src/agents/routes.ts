@@ -1,54 +1,19 @@
-import type { Context } from "hono";
-import { type AuditDetails, type AuditEventOf, type AuditKind, auditAlone } from "../audit/events";
 import { callerEvent } from "../http/audit";
-import type { AppEnv } from "../http/context";
-import { apiRoute, createRouter, jsonBody, jsonResponse, MiB } from "../http/route";
-import { imageModel, languageModel } from "../llm/model";
-import { baseUrl } from "../platform/env";
-import { ApiError, problemResponse } from "../platform/problem";
-import { readBusinessProfile } from "../profile/service";
-import { avatarPrompt, generateAvatarImage } from "./avatar-generation";
+import { apiRoute, createRouter, jsonBody, jsonResponse } from "../http/route";
+import { problemResponse } from "../platform/problem";
+import { avatarEditRouter } from "./avatar-edit-routes";
 import { avatarRouter } from "./avatar-routes";
-import { decodeAvatarUpload, monogramAvatar, storeAvatar } from "./avatars";
+import { monogramAvatar, storeAvatar } from "./avatars";
 import { DEFAULT_RUNTIME_PROFILE } from "./defaults";
 import { createAgent, updateAgent } from "./edits";
-import {
-  AgentIdParamSchema,
-  AgentListSchema,
-  AgentMcpServersSchema,
-  AgentRowSchema,
-  AgentSkillsSchema,
-  AvatarGenerateRequestSchema,
-  AvatarGenerateResponseSchema,
-  AvatarUploadRequestSchema,
-  CreateAgentRequestSchema,
-  SuggestInstructionsResponseSchema,
-  UpdateAgentRequestSchema,
-} from "./schemas";
+import { agentEvent, agentResponse, idErrors, origin, params, TAGS } from "./route-parts";
+import { AgentListSchema, CreateAgentRequestSchema, UpdateAgentRequestSchema } from "./schemas";
 import { getAgentRecord, listAgents, toAgentRow } from "./service";
-import { disableAgent, enableAgent, makeDefault, setAvatarUrl } from "./status";
-import { enabledSkillNames, getSubset, putSubset } from "./subsets";
-import { draftInstructions } from "./suggest";
+import { disableAgent, enableAgent, makeDefault } from "./status";
+import { subsetRouter } from "./subset-routes";
+import { suggestRouter } from "./suggest-routes";
 
 export const agentsRouter = createRouter();
-
-const TAGS = ["Agents"];
-const params = { params: AgentIdParamSchema };
-const idErrors = {
-  400: problemResponse("Malformed agent id or invalid request"),
-  404: problemResponse("No such agent in this workspace"),
-};
-const agentResponse = (description: string) => jsonResponse(AgentRowSchema, description);
-const origin = (c: Context<AppEnv>) => baseUrl(c.env, c.req.url);
-/** An audit event about one agent; the intent defaults to the kind's verb. */
-const agentEvent = <K extends AuditKind>(kind: K, id: string, details: AuditDetails<K>, intent?: string) =>
-  ({
-    kind,
-    target: `agent:${id}`,
-    agentId: id,
-    intent,
-    details,
-  }) as AuditEventOf;
 
 agentsRouter.openapi(
   apiRoute(
@@ -214,208 +179,7 @@ agentsRouter.openapi(
   },
 );
 
-agentsRouter.openapi(
-  apiRoute(
-    "admin",
-    {
-      method: "post",
-      path: "/v1/agents/{id}/avatar",
-      tags: TAGS,
-      summary: "Upload an agent's avatar",
-      description:
-        "`image_base64` is decoded and checked by content: PNG, JPEG, WebP or GIF, at most 1 MiB decoded. It is stored under its content hash " +
-        "and `avatar_url` becomes its absolute download URL. Bodies over 2 MiB are refused with 413.",
-      request: { ...params, body: jsonBody(AvatarUploadRequestSchema) },
-      responses: {
-        200: agentResponse("The agent with its new avatar_url"),
-        400: problemResponse(
-          "Malformed id, or an empty (`empty_image`), oversized (`image_too_large`), undecodable (`invalid_image`) or unsupported (`unsupported_image`) image",
-        ),
-        404: problemResponse("No such agent in this workspace"),
-        413: problemResponse("Body over 2 MiB"),
-      },
-    },
-    [],
-    { maxBodyBytes: 2 * MiB },
-  ),
-  async (c) => {
-    const { id } = c.req.valid("param");
-    const workspaceId = c.var.caller.workspace.id;
-    await getAgentRecord(c.env, workspaceId, id);
-    const image = decodeAvatarUpload(c.req.valid("json").image_base64);
-    const { url, hash } = await storeAvatar(c.env, origin(c), workspaceId, image);
-    const agent = await setAvatarUrl(
-      c.env,
-      workspaceId,
-      id,
-      url,
-      callerEvent(
-        c,
-        agentEvent(
-          "agent.avatar",
-          id,
-          { source: "upload", content_type: image.contentType, size: image.bytes.length, sha256: hash },
-          "set_avatar",
-        ),
-      ),
-    );
-    return c.json(agent, 200);
-  },
-);
-
-agentsRouter.openapi(
-  apiRoute("admin", {
-    method: "post",
-    path: "/v1/agents/{id}/avatar/generate",
-    tags: TAGS,
-    summary: "Generate an agent's avatar with the image model",
-    description:
-      "The optional `prompt` describes the look; it is wrapped in a fixed illustration style and safety rules and sent to the configured image model " +
-      "(`IMAGE_MODEL`). Synchronous; the platform bears the cost. The image is stored and set as `avatar_url`.",
-    request: { ...params, body: { ...jsonBody(AvatarGenerateRequestSchema), required: false } },
-    responses: {
-      200: jsonResponse(AvatarGenerateResponseSchema, "The new avatar URL"),
-      ...idErrors,
-      500: problemResponse(
-        "Generation failed (`avatar_generation_failed`) or no image model is configured (`image_model_not_configured`)",
-      ),
-    },
-  }),
-  async (c) => {
-    const { id } = c.req.valid("param");
-    const workspaceId = c.var.caller.workspace.id;
-    const agent = toAgentRow(await getAgentRecord(c.env, workspaceId, id));
-    const model = imageModel(c.env);
-    if (!model)
-      throw new ApiError(
-        500,
-        "image_model_not_configured",
-        "Avatar generation is not configured on this service (no image model)",
-      );
-    const image = await generateAvatarImage(model, avatarPrompt(agent, c.req.valid("json").prompt));
-    const { url, hash } = await storeAvatar(c.env, origin(c), workspaceId, image);
-    await setAvatarUrl(
-      c.env,
-      workspaceId,
-      id,
-      url,
-      callerEvent(
-        c,
-        agentEvent(
-          "agent.avatar",
-          id,
-          { source: "generated", content_type: image.contentType, size: image.bytes.length, sha256: hash },
-          "generate_avatar",
-        ),
-      ),
-    );
-    return c.json({ avatar_url: url }, 200);
-  },
-);
-
-for (const kind of ["skills", "mcp_servers"] as const) {
-  const path = kind === "skills" ? "/v1/agents/{id}/skills" : "/v1/agents/{id}/mcp";
-  const noun = kind === "skills" ? "skills" : "MCP servers";
-  const schema = kind === "skills" ? AgentSkillsSchema : AgentMcpServersSchema;
-  const wrap = (list: string[]) => (kind === "skills" ? { skills: list } : { mcp_servers: list });
-
-  agentsRouter.openapi(
-    apiRoute(
-      { scope: "agents:read" },
-      {
-        method: "get",
-        path,
-        tags: TAGS,
-        summary: `The agent's enabled ${noun}`,
-        description: `An empty list means every ${noun.replace(/s$/, "")} installed for the workspace.`,
-        request: params,
-        responses: { 200: jsonResponse(schema, `Enabled ${noun}`), ...idErrors },
-      },
-    ),
-    async (c) => c.json(wrap(await getSubset(c.env, c.var.caller.workspace.id, c.req.valid("param").id, kind)), 200),
-  );
-
-  agentsRouter.openapi(
-    apiRoute("admin", {
-      method: "put",
-      path,
-      tags: TAGS,
-      summary: `Replace the agent's enabled ${noun}`,
-      description:
-        "Every slug must be installed for the workspace (400 otherwise). " +
-        `An empty list resets to every installed ${noun.replace(/s$/, "")}. Duplicates are dropped.`,
-      request: { ...params, body: jsonBody(schema) },
-      responses: { 200: jsonResponse(schema, `The new subset`), ...idErrors },
-    }),
-    async (c) => {
-      const { id } = c.req.valid("param");
-      const body = c.req.valid("json") as { skills?: string[]; mcp_servers?: string[] };
-      const { after } = await putSubset(c.env, c.var.caller.workspace.id, id, kind, body[kind] ?? [], (change) =>
-        callerEvent(
-          c,
-          agentEvent(
-            kind === "skills" ? "agent.skills" : "agent.mcp",
-            id,
-            { [kind]: change.after, [`previous_${kind}`]: change.before },
-            kind === "skills" ? "set_skills" : "set_mcp_servers",
-          ),
-        ),
-      );
-      return c.json(wrap(after), 200);
-    },
-  );
-}
-
-agentsRouter.openapi(
-  apiRoute("admin", {
-    method: "post",
-    path: "/v1/agents/{id}/suggest-instructions",
-    tags: TAGS,
-    summary: "Draft instructions for an agent",
-    description:
-      "Drafts a tailored system prompt from the business profile (when there is one), the agent's role, description and settings, and its skills. " +
-      "The model never sees members, conversations, credentials or other agents; credentials and contact details are scrubbed from free text. " +
-      "The draft is returned for review and not saved. No request body.",
-    request: params,
-    responses: {
-      200: jsonResponse(SuggestInstructionsResponseSchema, "The draft"),
-      ...idErrors,
-      500: problemResponse(
-        "The feature is disabled because no language-model provider is configured (`model_not_configured`), or the model failed (`suggestion_failed`)",
-      ),
-    },
-  }),
-  async (c) => {
-    const { id } = c.req.valid("param");
-    const caller = c.var.caller;
-    const agent = toAgentRow(await getAgentRecord(c.env, caller.workspace.id, id));
-    const model = languageModel(c.env);
-    if (!model)
-      throw new ApiError(
-        500,
-        "model_not_configured",
-        "Instruction suggestions are disabled: no language-model provider is configured",
-      );
-    const [profile, enabled] = await Promise.all([
-      readBusinessProfile(c.env, caller.workspace.id),
-      getSubset(c.env, caller.workspace.id, id, "skills"),
-    ]);
-    const skills = await enabledSkillNames(c.env, caller.workspace.id, enabled);
-    const draft = await draftInstructions(model, { agent, workspaceName: caller.workspace.name, profile, skills });
-    await auditAlone(
-      c.env,
-      callerEvent(
-        c,
-        agentEvent(
-          "agent.suggest",
-          id,
-          { profile_used: profile !== null, draft_length: draft.length },
-          "suggest_instructions",
-        ),
-      ),
-    );
-    return c.json({ draft }, 200);
-  },
-);
-
+agentsRouter.route("/", avatarEditRouter);
+agentsRouter.route("/", subsetRouter);
+agentsRouter.route("/", suggestRouter);
 agentsRouter.route("/", avatarRouter);
