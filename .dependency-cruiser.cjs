@@ -6,13 +6,15 @@
 //   auth                  who is calling: credentials → caller, scopes, roles
 //   identity              the one owner of users, sessions and personal access tokens
 //   http                  the route contract: apiRoute, guards, errors, the Area type, callerEvent(c, …)
+//   llm                   the language and image models, their errors, the system prompt
+//   runtime               an agent's turn: history, credits, the model loop over the areas' tools
 //   areas                 one folder per area of the API (account, agents, oauth, ...)
 //   app.ts, index.ts      the only places that list the areas
 //
 // Durable Objects (durable-objects/) stand beside the Worker: they use platform, db and the
 // audit verbs, and the Worker uses them (their clients and types).
 // Every other folder of src/ is an area (its name is captured as $1).
-const AREAS = "(?!(?:platform|db|auth|identity|audit|http)/)([^/]+)";
+const AREAS = "(?!(?:platform|db|auth|identity|audit|http|llm|runtime)/)([^/]+)";
 const TABLES = "^src/[^/]+/tables\\.ts$";
 
 module.exports = {
@@ -74,6 +76,20 @@ module.exports = {
       severity: "error",
       from: { path: "^src/http/" },
       to: { path: `^src/${AREAS}/` },
+    },
+    {
+      name: "llm-names-no-area",
+      comment: "the model layer knows platform only: areas hand it what it needs",
+      severity: "error",
+      from: { path: "^src/llm/" },
+      to: { path: "^(src/(?!platform/|llm/)|durable-objects/)" },
+    },
+    {
+      name: "runtime-names-no-area",
+      comment: "the turn runs the tools the areas provide (platform/turn-tools) and never imports an area",
+      severity: "error",
+      from: { path: "^src/runtime/" },
+      to: { path: "^(src/(?!platform/|llm/|runtime/)|durable-objects/)" },
     },
     {
       name: "objects-stay-in-their-folder",

@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { runEraseSteps } from "../src/admin/erase-service";
 import { oauthArea } from "../src/oauth";
 import { IntrospectionSchema, TokenResponseSchema } from "../src/oauth/schemas";
-import { pkceChallenge } from "../src/oauth/tokens";
+import { pkceChallenge } from "../src/oauth/token-pairs";
 import { hashToken } from "../src/platform/crypto";
 import { call, parse } from "./support/api";
 import {

@@ -7,7 +7,7 @@
 //                           workspace; then the workspace's agents, default first, enabled,
 //                           by slug)
 //   POST /v1/oauth/token    grant_type=refresh_token for a public client (auth method none):
-//                           the client read, then the rotation batch of src/oauth/tokens.ts
+//                           the client read, then the rotation batch of src/oauth/refresh.ts
 //                           (conditional UPDATE ... RETURNING and two INSERT ... SELECT)
 
 const AUTH_SQL = `SELECT t.id, t.scopes, t.expires_at, u.id AS user_id, u.role, w.id AS workspace_id
@@ -21,7 +21,7 @@ const LIST_SQL = `SELECT * FROM agents WHERE workspace_id = ?1
 
 const CLIENT_SQL = `SELECT * FROM oauth_clients WHERE client_id = ?1 AND disabled_at IS NULL`;
 
-// Copied from src/oauth/tokens.ts (ROTATE_REFRESH, INSERT_TOKEN_AFTER_ROTATION).
+// Copied from src/oauth/refresh.ts (ROTATE_REFRESH, INSERT_TOKEN_AFTER_ROTATION).
 const ROTATE_SQL = `UPDATE oauth_tokens SET revoked_at = ?1, replaced_by = ?2
   WHERE token_hash = ?3 AND kind = 'refresh' AND revoked_at IS NULL AND expires_at > ?1
     AND EXISTS (SELECT 1 FROM oauth_grants g WHERE g.id = oauth_tokens.grant_id AND g.client_id = ?4 AND g.revoked_at IS NULL)

@@ -1,7 +1,7 @@
 // The refresh-token grant under load. Every request rotates its token, so every request
 // needs a refresh token never presented before: each target gets its own public client and a
 // pool of grants with one live refresh token each, written straight into D1 (hash = SHA-256
-// hex, as src/oauth/tokens.ts stores it) and topped up between runs, outside measured time.
+// hex, as src/oauth/token-pairs.ts stores it) and topped up between runs, outside measured time.
 // Each token is handed out exactly once through autocannon's setupRequest; a run makes a
 // fixed number of requests (`amount`) sized from the previous run's rate, so the pool never
 // runs dry and is never over-seeded. autocannon reports such a run's duration rounded up to

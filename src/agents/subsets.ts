@@ -1,6 +1,6 @@
-import { and, eq, type SQL, sql } from "drizzle-orm";
+import { and, asc, eq, type SQL, sql } from "drizzle-orm";
 import { type AuditActor, type AuditEventInput, auditInBatch, PREVIOUS_STATEMENT_CHANGED } from "../audit/events";
-import { agents, workspaceMcpServers, workspaceSkills } from "../db/schema";
+import { agents, skills, workspaceMcpServers, workspaceSkills } from "../db/schema";
 import { type Db, db, parseJsonArray } from "../platform/db";
 import { nowIso } from "../platform/env";
 import { badRequest, notFound } from "../platform/problem";
@@ -101,6 +101,14 @@ function eventPerAgent(env: Env, event: AuditEventInput, where: SQL, fields: Rec
     },
   });
 }
+
+/** What installing or uninstalling a catalogue entry did. */
+export type InstallResult<T> = { entry: T; changed: boolean; agentsUpdated: number };
+
+/** How many agents of the workspace hold `slug` in their subset, as SQL for an event's details. */
+export const agentsHolding = (workspaceId: string, column: SubsetKind, slug: string) =>
+  sql`(SELECT count(*) FROM agents a WHERE a.workspace_id = ${workspaceId}
+    AND EXISTS (SELECT 1 FROM json_each(a.${sql.raw(column)}) j WHERE j.value = ${slug}))`;
 
 /** What removing an agent's only enabled skill or server does, for the route descriptions. */
 export const onlyOneRemoved = (noun: string, reason: string) =>
@@ -209,4 +217,17 @@ export async function putSubset(
   ]);
   if (!row) throw notFound("No such agent in this workspace");
   return { before, after: parseJsonArray(row.list) };
+}
+
+/** The names of the installed skills in `enabled` (every installed one when it is empty), ordered by slug. */
+export async function enabledSkillNames(env: Env, workspaceId: string, enabled: readonly string[]): Promise<string[]> {
+  const rows = await db(env)
+    .select({ slug: skills.slug, name: skills.name })
+    .from(skills)
+    .innerJoin(
+      workspaceSkills,
+      and(eq(workspaceSkills.slug, skills.slug), eq(workspaceSkills.workspaceId, workspaceId)),
+    )
+    .orderBy(asc(skills.slug));
+  return rows.filter((s) => enabled.length === 0 || enabled.includes(s.slug)).map((s) => s.name);
 }

@@ -48,80 +48,96 @@ export async function uploadArtifact(
   const reader = new MultipartReader(body, input.boundary, { maxParts: 8 });
   const id = newId();
   const key = artifactKey(input.workspaceId, id);
-  let file: { name: string; contentType: string; size: number; sha256: string } | null = null;
-  let caption: string | null = null;
-  let sensitive = false;
-  const seen = new Set<string>();
+  const form: UploadForm = { file: null, caption: null, sensitive: false };
   try {
-    for (let part = await reader.nextPart(); part; part = await reader.nextPart()) {
-      if (seen.has(part.name)) throw invalid(part.name, `The field ${part.name} appears twice`);
-      seen.add(part.name);
-      if (part.name === "file") {
-        const contentType = storedContentType(part.contentType);
-        const stored = await putStreamed(env, key, contentType, () => reader.readChunk(), MAX_UPLOAD_BYTES);
-        file = { name: sanitizeName(part.filename ?? "file"), contentType, ...stored };
-        if (stored.size === 0) throw invalid("file", "The file is empty");
-      } else if (part.name === "caption") {
-        const text = (await reader.readText(MAX_CAPTION_CHARS * 4)).trim();
-        if ([...text].length > MAX_CAPTION_CHARS)
-          throw invalid("caption", `The caption exceeds ${MAX_CAPTION_CHARS} characters`);
-        caption = text === "" ? null : text;
-      } else if (part.name === "sensitive") {
-        const text = (await reader.readText(16)).trim().toLowerCase();
-        if (text !== "true" && text !== "false") throw invalid("sensitive", "sensitive must be true or false");
-        sensitive = text === "true";
-      } else {
-        throw invalid(part.name.slice(0, 100), "Unknown form field (expected file, caption, sensitive)");
-      }
-    }
-    if (!file) throw invalid("file", "The form has no file part");
+    await readUploadForm(env, reader, key, form);
+    if (!form.file) throw invalid("file", "The form has no file part");
     const row: StoredArtifact = {
       id,
       workspaceId: input.workspaceId,
       conversationId: input.conversationId,
       producerUserId: input.userId,
       agentId: null,
-      name: file.name,
-      contentType: file.contentType,
-      size: file.size,
-      sha256: file.sha256,
-      caption,
-      sensitive,
+      name: form.file.name,
+      contentType: form.file.contentType,
+      size: form.file.size,
+      sha256: form.file.sha256,
+      caption: form.caption,
+      sensitive: form.sensitive,
       source: "upload",
       createdAt: nowIso(),
     };
-    // Written only while the uploader still takes part in the conversation: a conversation
-    // deleted (or a participant removed) during a long upload gets no dangling artifact.
-    const [inserted] = await env.DB.batch([
-      env.DB.prepare(
-        `INSERT INTO artifacts (id, workspace_id, conversation_id, producer_user_id, agent_id, name, content_type, size,
-         sha256, caption, sensitive, source, created_at)
-       SELECT ?1, ?2, ?3, ?4, NULL, ?5, ?6, ?7, ?8, ?9, ?10, 'upload', ?11
-       WHERE EXISTS (SELECT 1 FROM conversation_participants p JOIN conversations c ON c.id = p.conversation_id
-                     WHERE p.conversation_id = ?3 AND p.user_id = ?4 AND c.workspace_id = ?2)`,
-      ).bind(
-        row.id,
-        row.workspaceId,
-        row.conversationId,
-        row.producerUserId,
-        row.name,
-        row.contentType,
-        row.size,
-        row.sha256,
-        row.caption,
-        row.sensitive ? 1 : 0,
-        row.createdAt,
-      ),
-      d1Statement(env, auditInBatch(env, event(row), { onlyIf: PREVIOUS_STATEMENT_CHANGED })),
-    ]);
-    if (inserted?.meta.changes !== 1) throw notFound("No such conversation");
+    await insertUpload(env, row, event(row));
     return row;
   } catch (error) {
     await reader.cancel();
-    if (file) await env.FILES.delete(key);
+    if (form.file) await env.FILES.delete(key);
     if (error instanceof TooLargeError)
       throw new ApiError(413, "payload_too_large", `The file exceeds ${MAX_UPLOAD_BYTES / (1024 * 1024)} MiB`);
     if (error instanceof MultipartError) throw invalid("(body)", error.message);
     throw error;
   }
+}
+
+/** The form's fields as read so far; `file` is set once its bytes are stored (so a failure deletes them). */
+type UploadForm = {
+  file: { name: string; contentType: string; size: number; sha256: string } | null;
+  caption: string | null;
+  sensitive: boolean;
+};
+
+/** Reads the parts of the form into `form`, streaming the file to `key`; each field at most once. */
+async function readUploadForm(env: Env, reader: MultipartReader, key: string, form: UploadForm): Promise<void> {
+  const seen = new Set<string>();
+  for (let part = await reader.nextPart(); part; part = await reader.nextPart()) {
+    if (seen.has(part.name)) throw invalid(part.name, `The field ${part.name} appears twice`);
+    seen.add(part.name);
+    if (part.name === "file") {
+      const contentType = storedContentType(part.contentType);
+      const stored = await putStreamed(env, key, contentType, () => reader.readChunk(), MAX_UPLOAD_BYTES);
+      form.file = { name: sanitizeName(part.filename ?? "file"), contentType, ...stored };
+      if (stored.size === 0) throw invalid("file", "The file is empty");
+    } else if (part.name === "caption") {
+      const text = (await reader.readText(MAX_CAPTION_CHARS * 4)).trim();
+      if ([...text].length > MAX_CAPTION_CHARS)
+        throw invalid("caption", `The caption exceeds ${MAX_CAPTION_CHARS} characters`);
+      form.caption = text === "" ? null : text;
+    } else if (part.name === "sensitive") {
+      const text = (await reader.readText(16)).trim().toLowerCase();
+      if (text !== "true" && text !== "false") throw invalid("sensitive", "sensitive must be true or false");
+      form.sensitive = text === "true";
+    } else {
+      throw invalid(part.name.slice(0, 100), "Unknown form field (expected file, caption, sensitive)");
+    }
+  }
+}
+
+/**
+ * Writes the row and its event, only while the uploader still takes part in the conversation:
+ * a conversation deleted (or a participant removed) during a long upload gets no dangling artifact.
+ */
+async function insertUpload(env: Env, row: StoredArtifact, event: AuditEventInput): Promise<void> {
+  const [inserted] = await env.DB.batch([
+    env.DB.prepare(
+      `INSERT INTO artifacts (id, workspace_id, conversation_id, producer_user_id, agent_id, name, content_type, size,
+       sha256, caption, sensitive, source, created_at)
+     SELECT ?1, ?2, ?3, ?4, NULL, ?5, ?6, ?7, ?8, ?9, ?10, 'upload', ?11
+     WHERE EXISTS (SELECT 1 FROM conversation_participants p JOIN conversations c ON c.id = p.conversation_id
+                   WHERE p.conversation_id = ?3 AND p.user_id = ?4 AND c.workspace_id = ?2)`,
+    ).bind(
+      row.id,
+      row.workspaceId,
+      row.conversationId,
+      row.producerUserId,
+      row.name,
+      row.contentType,
+      row.size,
+      row.sha256,
+      row.caption,
+      row.sensitive ? 1 : 0,
+      row.createdAt,
+    ),
+    d1Statement(env, auditInBatch(env, event, { onlyIf: PREVIOUS_STATEMENT_CHANGED })),
+  ]);
+  if (inserted?.meta.changes !== 1) throw notFound("No such conversation");
 }

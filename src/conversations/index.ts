@@ -1,6 +1,6 @@
 import type { Area } from "../http/area";
+import { eraseParticipation } from "./erasure";
 import { conversationsRouter } from "./routes";
-import { eraseParticipation } from "./service";
 
 /** Conversations between members and agents, and the turns that answer them. */
 export const conversationsArea: Area = {

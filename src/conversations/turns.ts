@@ -8,7 +8,8 @@ import { ApiError } from "../platform/problem";
 import type { ToolProvider } from "../platform/turn-tools";
 import { runTurn, type TurnOutcome } from "../runtime/turn";
 import type { Message } from "./schemas";
-import { finishTurn, modelNotConfigured, participantConversation, releaseTurn, startTurn, turnAgent } from "./service";
+import { participantConversation } from "./service";
+import { finishTurn, modelNotConfigured, releaseTurn, startTurn, turnAgent } from "./turn-claims";
 
 export type TurnContext = {
   env: Env;

@@ -2,7 +2,7 @@ import type { Area } from "../http/area";
 import { receive } from "./inbound";
 import { reassignReviews } from "./replies";
 import { emailRouter } from "./routes";
-import { consumeTriage, sweepReceived } from "./triage";
+import { consumeTriage, sweepReceived } from "./triage-queue";
 
 /**
  * Workspace mailboxes: inbound mail through the Worker's `email` handler, triage on the

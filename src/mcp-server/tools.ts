@@ -53,8 +53,15 @@ const scopeNote = (tool: ToolName) => ` Needs the scope ${TOOL_SCOPES[tool]}.`;
 /** A fresh server for one request (the transport is stateless), with the three tools of this service. */
 export function mcpServerFor(ctx: ToolContext): McpServer {
   const server = new McpServer(SERVER_INFO, { capabilities: { tools: {} }, instructions: INSTRUCTIONS });
-  const workspaceId = ctx.caller.workspace.id;
+  listAgentsTool(server, ctx);
+  askAgentTool(server, ctx);
+  listArtifactsTool(server, ctx);
+  return server;
+}
 
+/** `list_agents`: the workspace's agents. */
+function listAgentsTool(server: McpServer, ctx: ToolContext): void {
+  const workspaceId = ctx.caller.workspace.id;
   server.registerTool(
     "list_agents",
     {
@@ -78,7 +85,11 @@ export function mcpServerFor(ctx: ToolContext): McpServer {
       });
     },
   );
+}
 
+/** `ask_agent`: one question to an agent, in a new fast conversation of the caller's. */
+function askAgentTool(server: McpServer, ctx: ToolContext): void {
+  const workspaceId = ctx.caller.workspace.id;
   server.registerTool(
     "ask_agent",
     {
@@ -132,7 +143,11 @@ export function mcpServerFor(ctx: ToolContext): McpServer {
       }
     },
   );
+}
 
+/** `list_artifacts`: the files of the caller's conversations. */
+function listArtifactsTool(server: McpServer, ctx: ToolContext): void {
+  const workspaceId = ctx.caller.workspace.id;
   server.registerTool(
     "list_artifacts",
     {
@@ -148,6 +163,4 @@ export function mcpServerFor(ctx: ToolContext): McpServer {
       return json({ artifacts: rows.map((r) => toArtifact(ctx.origin, r)) });
     },
   );
-
-  return server;
 }

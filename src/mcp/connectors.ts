@@ -191,70 +191,13 @@ export async function enroll(env: Env, input: { csr_pem: string; token: string }
   const ca = await caConfig(env);
   if (!ca)
     throw new ApiError(503, "enrollment_not_configured", "Connector enrollment is not configured on this service");
-  if (!input.token.startsWith(ENROLLMENT_TOKEN_PREFIX)) throw invalidEnrollmentToken();
-  const tokenHash = hashToken(input.token);
+  const tokenHash = input.token.startsWith(ENROLLMENT_TOKEN_PREFIX) ? hashToken(input.token) : null;
   const now = new Date();
-  const d = db(env);
-  // A spent token keeps its hash (its connector is no longer pending): presented again, it is
-  // a replay, and the connector's workspace sees the refusal in its audit log.
-  const pending = await d.select().from(mcpConnectors).where(eq(mcpConnectors.tokenHash, tokenHash)).get();
-  if (!pending) throw invalidEnrollmentToken();
-  if (pending.status !== "pending" || pending.tokenExpiresAt <= now.toISOString()) {
-    const reason = pending.status === "pending" ? "token_expired" : `connector_${pending.status}`;
-    await deniedEnrollment(env, pending.workspaceId, pending.id, reason);
-    throw invalidEnrollmentToken();
-  }
+  const pending = tokenHash ? await pendingConnector(env, tokenHash, now) : null;
+  if (!tokenHash || !pending) throw invalidEnrollmentToken();
   const csr = await checkedCsr(input.csr_pem);
-  const x509 = await loadX509();
-
-  const serial = randomSerial();
-  const notAfter = new Date(now.getTime() + CERT_DAYS * 86_400_000);
-  const cert = await x509.X509CertificateGenerator.create({
-    serialNumber: serial,
-    subject: `CN=${pending.id}`,
-    issuer: ca.cert.subject,
-    notBefore: now,
-    notAfter,
-    signingAlgorithm: ca.signing,
-    publicKey: csr.publicKey,
-    signingKey: ca.key,
-    extensions: [
-      new x509.BasicConstraintsExtension(false, undefined, true),
-      new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature | x509.KeyUsageFlags.keyEncipherment, true),
-      new x509.ExtendedKeyUsageExtension([x509.ExtendedKeyUsage.clientAuth], false),
-      new x509.SubjectAlternativeNameExtension([{ type: "url", value: `urn:svc:connector:${pending.id}` }], false),
-      await x509.AuthorityKeyIdentifierExtension.create(ca.cert.publicKey),
-    ],
-  });
-
-  const event: AuditEventInput = {
-    workspaceId: pending.workspaceId,
-    kind: "mcp.connector.enroll",
-    actor: { kind: "system", id: null },
-    target: `mcp_connector:${pending.id}`,
-    intent: "enroll",
-    details: { connector_id: pending.id, cert_serial: serial, cert_expires_at: notAfter.toISOString() },
-  };
-  const [redeemed] = await d.batch([
-    d
-      .update(mcpConnectors)
-      .set({
-        status: "enrolled",
-        enrolledAt: now.toISOString(),
-        certSerial: serial,
-        certExpiresAt: notAfter.toISOString(),
-      })
-      .where(
-        and(
-          eq(mcpConnectors.id, pending.id),
-          eq(mcpConnectors.tokenHash, tokenHash),
-          eq(mcpConnectors.status, "pending"),
-        ),
-      )
-      .returning({ id: mcpConnectors.id }),
-    auditInBatch(env, event, { onlyIf: PREVIOUS_STATEMENT_CHANGED }),
-  ]);
-  if (!redeemed.length) {
+  const { cert, serial, notAfter } = await clientCertificate(ca, pending.id, csr.publicKey, now);
+  if (!(await redeemToken(env, pending, tokenHash, { serial, notAfter, now }))) {
     await deniedEnrollment(env, pending.workspaceId, pending.id, "connector_enrolled");
     throw invalidEnrollmentToken();
   }
@@ -268,4 +211,90 @@ export async function enroll(env: Env, input: { csr_pem: string; token: string }
       tunnel_server_name: env.CONNECTOR_TUNNEL_SERVER_NAME ?? "",
     },
   };
+}
+
+type ConnectorRow = typeof mcpConnectors.$inferSelect;
+
+/**
+ * The pending connector the token enrolls, or null for an unknown token. A spent token keeps
+ * its hash (its connector is no longer pending): presented again, it is a replay, and the
+ * connector's workspace sees the refusal in its audit log (as it does an expired token).
+ */
+async function pendingConnector(env: Env, tokenHash: string, now: Date): Promise<ConnectorRow | null> {
+  const pending = await db(env).select().from(mcpConnectors).where(eq(mcpConnectors.tokenHash, tokenHash)).get();
+  if (!pending) return null;
+  if (pending.status !== "pending" || pending.tokenExpiresAt <= now.toISOString()) {
+    const reason = pending.status === "pending" ? "token_expired" : `connector_${pending.status}`;
+    await deniedEnrollment(env, pending.workspaceId, pending.id, reason);
+    throw invalidEnrollmentToken();
+  }
+  return pending;
+}
+
+/** The connector's client certificate, signed by the workspace CA. */
+async function clientCertificate(
+  ca: NonNullable<Awaited<ReturnType<typeof caConfig>>>,
+  connectorId: string,
+  publicKey: Awaited<ReturnType<typeof checkedCsr>>["publicKey"],
+  now: Date,
+) {
+  const x509 = await loadX509();
+  const serial = randomSerial();
+  const notAfter = new Date(now.getTime() + CERT_DAYS * 86_400_000);
+  const cert = await x509.X509CertificateGenerator.create({
+    serialNumber: serial,
+    subject: `CN=${connectorId}`,
+    issuer: ca.cert.subject,
+    notBefore: now,
+    notAfter,
+    signingAlgorithm: ca.signing,
+    publicKey,
+    signingKey: ca.key,
+    extensions: [
+      new x509.BasicConstraintsExtension(false, undefined, true),
+      new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature | x509.KeyUsageFlags.keyEncipherment, true),
+      new x509.ExtendedKeyUsageExtension([x509.ExtendedKeyUsage.clientAuth], false),
+      new x509.SubjectAlternativeNameExtension([{ type: "url", value: `urn:svc:connector:${connectorId}` }], false),
+      await x509.AuthorityKeyIdentifierExtension.create(ca.cert.publicKey),
+    ],
+  });
+  return { cert, serial, notAfter };
+}
+
+/** Marks the connector enrolled, with its event, if the token is still pending; false when another call won. */
+async function redeemToken(
+  env: Env,
+  pending: ConnectorRow,
+  tokenHash: string,
+  cert: { serial: string; notAfter: Date; now: Date },
+): Promise<boolean> {
+  const event: AuditEventInput = {
+    workspaceId: pending.workspaceId,
+    kind: "mcp.connector.enroll",
+    actor: { kind: "system", id: null },
+    target: `mcp_connector:${pending.id}`,
+    intent: "enroll",
+    details: { connector_id: pending.id, cert_serial: cert.serial, cert_expires_at: cert.notAfter.toISOString() },
+  };
+  const d = db(env);
+  const [redeemed] = await d.batch([
+    d
+      .update(mcpConnectors)
+      .set({
+        status: "enrolled",
+        enrolledAt: cert.now.toISOString(),
+        certSerial: cert.serial,
+        certExpiresAt: cert.notAfter.toISOString(),
+      })
+      .where(
+        and(
+          eq(mcpConnectors.id, pending.id),
+          eq(mcpConnectors.tokenHash, tokenHash),
+          eq(mcpConnectors.status, "pending"),
+        ),
+      )
+      .returning({ id: mcpConnectors.id }),
+    auditInBatch(env, event, { onlyIf: PREVIOUS_STATEMENT_CHANGED }),
+  ]);
+  return redeemed.length > 0;
 }

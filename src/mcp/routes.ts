@@ -3,6 +3,7 @@ import { callerEvent } from "../http/audit";
 import { rateLimit } from "../http/rate-limit";
 import { apiRoute, createRouter, credentialField, jsonBody, jsonResponse } from "../http/route";
 import { problemResponse } from "../platform/problem";
+import { mcpCatalogueRouter } from "./catalogue-routes";
 import { createConnector, enroll, invalidEnrollmentToken, listConnectors, revokeConnector } from "./connectors";
 import { createCustom, deleteCustom, listCustom } from "./custom";
 import {
@@ -179,3 +180,5 @@ mcpRouter.openapi(
   },
   credentialField("token", invalidEnrollmentToken),
 );
+
+mcpRouter.route("/", mcpCatalogueRouter);

@@ -3,7 +3,7 @@ import { type BearerKind, callerColumns, toCaller } from "../auth/resolve";
 import { oauthClients, oauthGrants, oauthTokens, users, workspaces } from "../db/schema";
 import { hashToken } from "../platform/crypto";
 import { parseJsonArray, preparedFor } from "../platform/db";
-import { ACCESS_TOKEN_PREFIX } from "./tokens";
+import { ACCESS_TOKEN_PREFIX } from "./token-pairs";
 
 // One indexed query: token hash → live token, its live grant, live user, workspace and enabled client.
 const statements = preparedFor((d) => ({

@@ -24,10 +24,10 @@ import {
   recordConsent,
 } from "./authorize";
 import { isDocumentClient, isDocumentClientId } from "./client-documents";
+import { issueCode } from "./code-exchange";
 import { OAuthErrorSchema } from "./errors";
 import { AuthorizeErrorPage, ConsentPage, ContinuePage, SCOPE_TEXT } from "./pages";
 import { AuthorizeQuerySchema } from "./schemas";
-import { issueCode } from "./tokens";
 
 /** The browser side of the authorization server: authorize and the consent form (HTML). */
 export const authorizeRouter = new OpenAPIHono<AppEnv>();

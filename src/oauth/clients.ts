@@ -6,8 +6,8 @@ import { hashToken, timingSafeEqual } from "../platform/crypto";
 import { d1Statement, db, parseJsonArray, preparedFor } from "../platform/db";
 import { nowIso } from "../platform/env";
 import { newId, randomToken } from "../platform/ids";
+import { revokeGrantsOfClient } from "./revocation";
 import type { AuthMethod, ClientInfo, RegisterRequest, UpdateClientRequest } from "./schemas";
-import { revokeGrantsOfClient } from "./tokens";
 
 export const CLIENT_ID_PREFIX = "svc_client_";
 export const CLIENT_SECRET_PREFIX = "svc_csec_";

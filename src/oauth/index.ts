@@ -1,7 +1,7 @@
 import type { Area } from "../http/area";
 import { OAUTH_ACCESS_TOKEN } from "./access-token";
+import { eraseOAuthUser } from "./revocation";
 import { oauthRouter } from "./routes";
-import { eraseOAuthUser } from "./tokens";
 
 /** The OAuth 2.1 authorization server; its access tokens are accepted on the API. */
 export const oauthArea: Area = {

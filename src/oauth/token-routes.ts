@@ -6,10 +6,13 @@ import { rateLimit } from "../http/rate-limit";
 import { apiRoute, createRouter, ownBody } from "../http/route";
 import { baseUrl } from "../platform/env";
 import { authenticateClient, revocationClient } from "./client-auth";
+import { exchangeCode } from "./code-exchange";
 import { invalidRequest, invalidTarget, OAuthErrorSchema, tokenRequestError } from "./errors";
+import { introspect } from "./introspection";
 import { readParams } from "./params";
+import { refreshTokens } from "./refresh";
+import { revokeToken } from "./revocation";
 import { IntrospectionSchema, TokenParamsSchema, TokenRequestSchema, TokenResponseSchema } from "./schemas";
-import { exchangeCode, introspect, refreshTokens, revokeToken } from "./tokens";
 
 /** Token (authorization_code with PKCE, rotating refresh tokens), introspection (RFC 7662), revocation (RFC 7009). */
 export const tokenRouter = createRouter({ errors: "oauth" });

@@ -74,78 +74,37 @@ export function googleFontFamilies(href: string): string[] {
 const SKIP = "script, noscript, template, svg, nav, header, footer, aside, form, button, select";
 const TEXT_BLOCKS = "h1, h2, h3, p, li";
 
+/** What a read holds while the page streams, besides the facts themselves. */
+type Reading = {
+  facts: PageFacts;
+  descriptions: Record<"meta" | "og" | "twitter", string | null>;
+  title: string;
+  inTitle: boolean;
+  inStyle: boolean;
+  /** How many skipped elements (navigation, scripts, forms...) the text is inside. */
+  skip: number;
+  block: { tag: string; text: string } | null;
+  textSize: number;
+  texts: string[];
+};
+
 /** Reads a home page as it streams. `technologies` collects the page's clues. */
 export async function extractPage(
   html: ReadableStream<Uint8Array> | string,
   pageUrl: string,
   technologies: TechnologyMatcher,
 ): Promise<PageFacts> {
-  const facts: PageFacts = {
-    title: null,
-    description: null,
-    firstParagraph: null,
-    text: "",
-    themeColor: null,
-    stylesheets: [],
-    googleFonts: [],
-    inlineCss: "",
-    manifest: null,
-    icons: [],
-    ogImage: null,
-  };
-  const descriptions: Record<"meta" | "og" | "twitter", string | null> = { meta: null, og: null, twitter: null };
-  let title = "";
-  let inTitle = false;
-  let inStyle = false;
-  let skip = 0;
-  let block: { tag: string; text: string } | null = null;
-  let textSize = 0;
-  const texts: string[] = [];
-
+  const r = newReading();
   const rewriter = new HTMLRewriter()
     .on("title", {
       element(el) {
-        inTitle = onEndTag(el, () => {
-          inTitle = false;
+        r.inTitle = onEndTag(el, () => {
+          r.inTitle = false;
         });
       },
     })
-    .on("meta", {
-      element(el) {
-        const key = (el.getAttribute("name") ?? el.getAttribute("property") ?? "").trim().toLowerCase();
-        const content = el.getAttribute("content");
-        if (!content) return;
-        if (key === "description") descriptions.meta ??= clean(content);
-        else if (key === "og:description") descriptions.og ??= clean(content);
-        else if (key === "twitter:description") descriptions.twitter ??= clean(content);
-        else if (key === "theme-color") facts.themeColor ??= hexColour(content.trim());
-        else if (key === "generator") technologies.generator(clean(content));
-        else if (key === "og:image" || key === "og:image:url") facts.ogImage ??= absolute(content, pageUrl);
-      },
-    })
-    .on("link", {
-      element(el) {
-        const href = absolute(el.getAttribute("href"), pageUrl);
-        if (!href) return;
-        technologies.link(href);
-        const rel = ` ${(el.getAttribute("rel") ?? "").toLowerCase()} `;
-        if (rel.includes(" stylesheet ")) {
-          const families = googleFontFamilies(href);
-          if (families.length) facts.googleFonts.push(...families);
-          else facts.stylesheets.push(href);
-        }
-        if (rel.includes(" manifest ")) facts.manifest ??= href;
-        if (rel.includes(" apple-touch-icon ")) {
-          facts.icons.push({
-            url: href,
-            size: iconSize(el.getAttribute("sizes"), href) || 180,
-            from: "apple-touch-icon",
-          });
-        } else if (rel.includes(" icon ")) {
-          facts.icons.push({ url: href, size: iconSize(el.getAttribute("sizes"), href), from: "icon" });
-        }
-      },
-    })
+    .on("meta", { element: (el) => readMeta(el, r, technologies, pageUrl) })
+    .on("link", { element: (el) => readLink(el, r.facts, technologies, pageUrl) })
     .on("script", {
       element(el) {
         const src = absolute(el.getAttribute("src"), pageUrl);
@@ -156,51 +115,116 @@ export async function extractPage(
     })
     .on("style", {
       element(el) {
-        inStyle = onEndTag(el, () => {
-          inStyle = false;
+        r.inStyle = onEndTag(el, () => {
+          r.inStyle = false;
         });
       },
     })
     .on(SKIP, {
       element(el) {
-        if (onEndTag(el, () => skip--)) skip++;
+        if (onEndTag(el, () => r.skip--)) r.skip++;
       },
     })
-    .on(TEXT_BLOCKS, {
-      element(el) {
-        if (skip > 0) return;
-        const tag = el.tagName.toLowerCase();
-        const mine = { tag, text: "" };
-        const closes = onEndTag(el, () => {
-          if (block !== mine) return;
-          const line = clean(mine.text);
-          block = null;
-          if (!line) return;
-          if (tag === "p" && !facts.firstParagraph && line.length >= MIN_PARAGRAPH) facts.firstParagraph = line;
-          if (textSize < PAGE_TEXT_LIMIT) {
-            texts.push(line);
-            textSize += line.length + 1;
-          }
-        });
-        if (closes) block = mine;
-      },
-    })
-    .onDocument({
-      text(chunk) {
-        if (inTitle) title += chunk.text;
-        else if (inStyle) {
-          if (facts.inlineCss.length < CSS_LIMIT) facts.inlineCss += chunk.text;
-        } else if (block && skip === 0 && block.text.length < PAGE_TEXT_LIMIT) block.text += chunk.text;
-      },
-    });
+    .on(TEXT_BLOCKS, { element: (el) => readTextBlock(el, r) })
+    .onDocument({ text: (chunk) => readText(chunk.text, r) });
 
   const response = new Response(html, { headers: { "Content-Type": "text/html; charset=utf-8" } });
   await rewriter.transform(response).body?.pipeTo(new WritableStream());
 
-  facts.title = clean(title) || null;
+  const { facts, descriptions } = r;
+  facts.title = clean(r.title) || null;
   facts.description = descriptions.meta || descriptions.og || descriptions.twitter || null;
-  facts.text = [facts.title, ...texts].filter(Boolean).join("\n").slice(0, PAGE_TEXT_LIMIT);
+  facts.text = [facts.title, ...r.texts].filter(Boolean).join("\n").slice(0, PAGE_TEXT_LIMIT);
   return facts;
+}
+
+function newReading(): Reading {
+  return {
+    facts: {
+      title: null,
+      description: null,
+      firstParagraph: null,
+      text: "",
+      themeColor: null,
+      stylesheets: [],
+      googleFonts: [],
+      inlineCss: "",
+      manifest: null,
+      icons: [],
+      ogImage: null,
+    },
+    descriptions: { meta: null, og: null, twitter: null },
+    title: "",
+    inTitle: false,
+    inStyle: false,
+    skip: 0,
+    block: null,
+    textSize: 0,
+    texts: [],
+  };
+}
+
+/** A `<meta>`: the descriptions, the theme colour, the generator and the share image. */
+function readMeta(el: Element, r: Reading, technologies: TechnologyMatcher, pageUrl: string): void {
+  const key = (el.getAttribute("name") ?? el.getAttribute("property") ?? "").trim().toLowerCase();
+  const content = el.getAttribute("content");
+  if (!content) return;
+  if (key === "description") r.descriptions.meta ??= clean(content);
+  else if (key === "og:description") r.descriptions.og ??= clean(content);
+  else if (key === "twitter:description") r.descriptions.twitter ??= clean(content);
+  else if (key === "theme-color") r.facts.themeColor ??= hexColour(content.trim());
+  else if (key === "generator") technologies.generator(clean(content));
+  else if (key === "og:image" || key === "og:image:url") r.facts.ogImage ??= absolute(content, pageUrl);
+}
+
+/** A `<link>`: stylesheets (Google Fonts apart), the manifest and the icons. */
+function readLink(el: Element, facts: PageFacts, technologies: TechnologyMatcher, pageUrl: string): void {
+  const href = absolute(el.getAttribute("href"), pageUrl);
+  if (!href) return;
+  technologies.link(href);
+  const rel = ` ${(el.getAttribute("rel") ?? "").toLowerCase()} `;
+  if (rel.includes(" stylesheet ")) {
+    const families = googleFontFamilies(href);
+    if (families.length) facts.googleFonts.push(...families);
+    else facts.stylesheets.push(href);
+  }
+  if (rel.includes(" manifest ")) facts.manifest ??= href;
+  if (rel.includes(" apple-touch-icon ")) {
+    facts.icons.push({
+      url: href,
+      size: iconSize(el.getAttribute("sizes"), href) || 180,
+      from: "apple-touch-icon",
+    });
+  } else if (rel.includes(" icon ")) {
+    facts.icons.push({ url: href, size: iconSize(el.getAttribute("sizes"), href), from: "icon" });
+  }
+}
+
+/** A heading, paragraph or list item outside skipped elements: its text becomes a line of the page's text. */
+function readTextBlock(el: Element, r: Reading): void {
+  if (r.skip > 0) return;
+  const tag = el.tagName.toLowerCase();
+  const mine = { tag, text: "" };
+  const closes = onEndTag(el, () => {
+    if (r.block !== mine) return;
+    const line = clean(mine.text);
+    r.block = null;
+    if (!line) return;
+    if (tag === "p" && !r.facts.firstParagraph && line.length >= MIN_PARAGRAPH) r.facts.firstParagraph = line;
+    if (r.textSize < PAGE_TEXT_LIMIT) {
+      r.texts.push(line);
+      r.textSize += line.length + 1;
+    }
+  });
+  if (closes) r.block = mine;
+}
+
+/** Text as it streams: into the title, the inline CSS or the open text block. */
+function readText(text: string, r: Reading): void {
+  if (r.inTitle) r.title += text;
+  else if (r.inStyle) {
+    if (r.facts.inlineCss.length < CSS_LIMIT) r.facts.inlineCss += text;
+  } else if (r.block && r.skip === 0 && r.block.text.length < PAGE_TEXT_LIMIT) r.block.text += text;
 }
 
 /** The summary: the page's description, else its first real paragraph, clipped on a word. */

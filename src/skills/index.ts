@@ -1,5 +1,6 @@
 import type { Area } from "../http/area";
+import { skillsRouter } from "./routes";
 import { skillToolProvider } from "./tools";
 
-/** The catalogue's skills as tools of an agent's turn; no routes of its own. */
-export const skillsArea: Area = { name: "skills", tools: skillToolProvider() };
+/** The skill catalogue: installing skills for the workspace, and using them as tools of an agent's turn. */
+export const skillsArea: Area = { name: "skills", router: skillsRouter, tools: skillToolProvider() };

@@ -1,7 +1,7 @@
 import * as oauth from "oauth4webapi";
 import { expect } from "vitest";
 import { type ClientInfo, ClientInfoSchema, TokenResponseSchema } from "../../src/oauth/schemas";
-import { pkceChallenge } from "../../src/oauth/tokens";
+import { pkceChallenge } from "../../src/oauth/token-pairs";
 import { base64url } from "../../src/platform/ids";
 import { call, ORIGIN, parse } from "./api";
 import { PASSWORD } from "./seed";
