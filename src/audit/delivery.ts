@@ -44,18 +44,20 @@ export async function deliveringAudit<T>(env: Env, ctx: WaitUntil, work: () => P
 
 /**
  * Marks a workspace (null: not known here) whose outbox an event was written to. Outside any
- * scope (a test calling a service directly) an event written now is delivered at once and one
- * in a batch is left to the cron.
+ * scope (an object's handler, a test calling a service directly) an event already written is
+ * delivered at once (the promise to await), and one in a batch is left to the cron.
  */
-export function markForDelivery(env: Env, workspaceId: string | null, opts: { now?: boolean } = {}): void {
+export function markForDelivery(
+  env: Env,
+  workspaceId: string | null,
+  opts: { now?: boolean } = {},
+): Promise<void> | undefined {
   const scope = scopes.getStore();
-  if (!scope) {
-    if (opts.now && workspaceId) void deliverNow(env, workspaceId);
-    return;
-  }
+  if (!scope) return opts.now && workspaceId ? deliverNow(env, workspaceId) : undefined;
   if (scope.closed) startDelivery(scope, workspaceId);
   else if (workspaceId) scope.workspaces.add(workspaceId);
   else scope.sweep = true;
+  return undefined;
 }
 
 function startDelivery(scope: Scope, workspaceId: string | null) {

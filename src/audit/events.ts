@@ -230,7 +230,8 @@ export type InBatch = {
   /**
    * For a change that names its workspace only in the database (the grant behind a token hash):
    * the rows the event is written for (`FROM … WHERE …`, no row, no event), its workspace as an
-   * expression over them (its `workspaceId` is then "" unless it is known anyway), and event fields (JSON paths such as `$.target`) from expressions.
+   * expression over them (the event's `workspaceId` is then "" unless known anyway), and event
+   * fields (JSON paths such as `$.target`) from expressions.
    * Several rows selected (one event each): `idSuffix` keeps their ids distinct and in order.
    */
   from?: { source: SQL; workspaceId?: SQL; fields?: Record<string, SQL>; idSuffix?: SQL };
@@ -292,7 +293,7 @@ export function auditStatement(
  */
 export async function auditAlone(env: Env, event: AuditEventInput): Promise<void> {
   await db(env).insert(auditOutbox).values(outboxRow(event)).run();
-  markForDelivery(env, event.workspaceId, { now: true });
+  await markForDelivery(env, event.workspaceId, { now: true });
 }
 
 /** The outbox row an event becomes (the verbs write it; tests seed it). */
