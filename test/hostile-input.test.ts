@@ -1,13 +1,13 @@
 import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
 import { auditLog } from "../durable-objects/audit-log/client";
-import { publishApp } from "../src/apps/service";
 import { deliverNow } from "../src/audit/delivery";
 import { rememberFact } from "../src/memory/service";
 import { createAgent, IMAGES } from "./support/agents";
 import { call } from "./support/api";
 import { formType, multipartBody, seedConversation, uploadFile } from "./support/artifacts";
 import { factEvent } from "./support/audit";
+import { TENANT_SEEDERS } from "./support/common-routes";
 import { REDIRECT, registerClient } from "./support/oauth";
 import { addUser, PASSWORD, signupWorkspace } from "./support/seed";
 import { unique } from "./support/unique";
@@ -225,25 +225,7 @@ beforeAll(async () => {
     [A, own],
     [B, foreign],
   ] as const) {
-    const app = await publishApp(
-      env,
-      {
-        workspaceId: ws.workspace.id,
-        title: "Hostile app",
-        visibility: "public",
-        conversationId: null,
-        creatorUserId: ws.user.id,
-        agentId: null,
-        files: [{ path: "index.html", contentType: "text/html; charset=utf-8", bytes: new TextEncoder().encode("hi") }],
-      },
-      (a) => ({
-        workspaceId: ws.workspace.id,
-        kind: "app.publish",
-        actor: { kind: "system", id: null },
-        target: `app:${a.id}`,
-      }),
-    );
-    ids.app = app.id;
+    ids.app = await TENANT_SEEDERS.app(ws);
   }
   own.avatarHash = /\/v1\/avatars\/[^/]+\/([0-9a-f]{64})$/.exec(agentA.avatar_url!)![1]!;
   const skills = (await (await call("GET", "/v1/api/skills", { token: A.adminToken })).json()) as {
