@@ -1,5 +1,6 @@
 import { AREAS, createApp } from "./app";
 import { deliveringAudit } from "./audit/delivery";
+import { ConversationRoomObject } from "./conversations/room/object";
 import { registryOf } from "./http/area";
 
 export { AuditLog } from "../durable-objects/audit-log";
@@ -7,6 +8,11 @@ export { BrowserSession } from "../durable-objects/browser-session";
 
 const registry = registryOf(AREAS);
 const app = createApp(registry);
+
+/** A conversation's room runs its turns with every area's tools. */
+export class ConversationRoom extends ConversationRoomObject {
+  protected readonly providers = registry.tools;
+}
 
 export default {
   // Each entry point delivers the audit events its work wrote once the work is done.

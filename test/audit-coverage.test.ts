@@ -446,6 +446,8 @@ const COVERED_ELSEWHERE: Record<string, string> = {
   "DELETE /v1/api/conversations/{id}": "conversations.test.ts (conversation.delete)",
   "POST /v1/api/conversations/{id}/participants": "conversations.test.ts (conversation.participant.add)",
   "POST /v1/api/conversations/{id}/messages": "conversations.test.ts (conversation.turn; needs a model)",
+  "POST /v1/api/conversations/{id}/stop":
+    "conversation-rooms.test.ts (the stopped turn's conversation.turn, finish stopped; needs a model)",
   "POST /v1/api/ask": "conversations.test.ts (conversation.create in fast mode; needs a model)",
   "DELETE /v1/api/apps/{id}": "apps.test.ts (app.destroy, success and denied; needs a published app)",
   "POST /v1/api/integrations/slack/install":

@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
 import { readUIMessageStream, type UIMessageChunk } from "ai";
 import { HttpResponse, http } from "msw";
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
 import { balance, debit } from "../src/billing/ledger";
 import {
   AskResponseSchema,
@@ -15,7 +15,8 @@ import { createAgent } from "./support/agents";
 import { call, expectProblem, parse } from "./support/api";
 import { auditEvents } from "./support/audit";
 import { eventually } from "./support/browser";
-import { callWith, LLM_BASE_URL, LLM_ENV, llmServer } from "./support/fake-llm";
+import { LLM_BASE_URL, LLM_ENV, llmServer } from "./support/fake-llm";
+import { roomMessages } from "./support/rooms";
 import { fakeLlm } from "./support/scripted-llm";
 import { addUser, signupWorkspace } from "./support/seed";
 
@@ -38,11 +39,8 @@ async function start(token: string, body: Record<string, unknown> = {}) {
 const post = (token: string, id: string, content: string, headers: Record<string, string> = {}) =>
   call("POST", `/v1/api/conversations/${id}/messages`, { token, body: { content }, headers });
 
-const messageRows = (conversationId: string) =>
-  env.DB.prepare("SELECT id, role, content, credits FROM messages WHERE conversation_id = ?1 ORDER BY id")
-    .bind(conversationId)
-    .all<{ id: string; role: string; content: string; credits: number }>()
-    .then((r) => r.results);
+/** The messages a conversation's room holds, oldest first. */
+const messageRows = (conversationId: string) => roomMessages(conversationId);
 
 const usageEntries = (workspaceId: string) =>
   env.DB.prepare("SELECT amount, reference FROM credit_ledger WHERE workspace_id = ?1 AND kind = 'usage'")
@@ -349,7 +347,10 @@ function sseChunks() {
       while (end >= 0) {
         const event = buffer.slice(0, end);
         buffer = buffer.slice(end + 2);
-        const data = event.replace(/^data: /, "");
+        const data = event
+          .split("\n")
+          .find((line) => line.startsWith("data: "))
+          ?.slice("data: ".length);
         if (data && data !== "[DONE]") controller.enqueue(JSON.parse(data) as UIMessageChunk);
         end = buffer.indexOf("\n\n");
       }
@@ -441,10 +442,14 @@ describe("a model provider's refusal", () => {
     error: { message: `The model \`${model}\` does not exist`, type: "invalid_request_error", code: "model_not_found" },
   });
   const sent: { model: string }[] = [];
+  // Turns run in the conversation's room, which reads the deployment's env: the provider is configured there.
+  const vars = env as unknown as Record<string, string | undefined>;
   beforeAll(() => llmServer.listen({ onUnhandledRequest: "error" }));
+  beforeEach(() => Object.assign(vars, LLM_ENV));
   afterEach(() => {
     llmServer.resetHandlers();
     sent.length = 0;
+    for (const key of Object.keys(LLM_ENV)) delete vars[key];
   });
   afterAll(() => llmServer.close());
 
@@ -461,7 +466,7 @@ describe("a model provider's refusal", () => {
       }),
     );
     const postWith = (headers: Record<string, string> = {}) =>
-      callWith(LLM_ENV, "POST", `/v1/api/conversations/${conversation.id}/messages`, {
+      call("POST", `/v1/api/conversations/${conversation.id}/messages`, {
         token: ws.adminToken,
         body: { content: "hi" },
         headers,

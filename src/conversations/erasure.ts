@@ -1,9 +1,10 @@
 import { detachConversationApps } from "../apps/service";
 import { detachConversationArtifacts } from "../artifacts/service";
+import { conversationRoom } from "./room/client";
 
 /**
  * Erasure step: the user leaves every conversation of the workspace. A conversation nobody
- * is left in goes, with its messages; its artifacts are detached first, so the artifacts
+ * is left in goes, with its room's storage; its artifacts are detached first, so the artifacts
  * step (after this one) deletes the ones the user produced.
  */
 export async function eraseParticipation(
@@ -38,5 +39,6 @@ export async function eraseParticipation(
     ];
   });
   if (statements.length) await env.DB.batch(statements);
+  for (const { id, alone } of results) if (alone) await conversationRoom(env, id).destroy();
   return { conversations_left: results.length };
 }

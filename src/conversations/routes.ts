@@ -2,9 +2,10 @@ import type { Context } from "hono";
 import { callerActor, callerEvent } from "../http/audit";
 import type { AppEnv } from "../http/context";
 import { apiRoute, createRouter, jsonBody, jsonResponse } from "../http/route";
-import { modelFailure } from "../llm/errors";
 import { baseUrl } from "../platform/env";
-import { problemResponse } from "../platform/problem";
+import { badRequest, problemResponse } from "../platform/problem";
+import { conversationRoom } from "./room/client";
+import { parsePosition, UI_STREAM_HEADERS } from "./room/sse";
 import {
   AddParticipantRequestSchema,
   AskResponseSchema,
@@ -15,9 +16,13 @@ import {
   ConversationWithMessagesSchema,
   CreateConversationRequestSchema,
   DeletedSchema,
+  IdempotencyHeaderSchema,
+  LastEventIdHeaderSchema,
   ListQuerySchema,
   ModelErrorProblemSchema,
   PostMessageRequestSchema,
+  StopResponseSchema,
+  StreamQuerySchema,
   TurnResponseSchema,
 } from "./schemas";
 import {
@@ -47,13 +52,13 @@ const createdEvent = (c: Context<AppEnv>, conversation: Conversation) =>
 
 const turnContext = (c: Context<AppEnv>): TurnContext => ({
   env: c.env,
-  providers: c.var.areas.tools,
   workspace: { id: c.var.caller.workspace.id, name: c.var.caller.workspace.name },
   userId: c.var.caller.userId,
   actor: callerActor(c.var.caller),
   origin: baseUrl(c.env, c.req.url),
-  waitUntil: (p) => c.executionCtx.waitUntil(p),
 });
+
+const uiStream = (stream: ReadableStream<Uint8Array>) => new Response(stream, { headers: UI_STREAM_HEADERS });
 
 conversationsRouter.openapi(
   apiRoute(
@@ -209,13 +214,17 @@ conversationsRouter.openapi(
       tags: TAGS,
       summary: "Post a message; the agent answers",
       description:
-        "Runs one agent turn (at most 12 steps, 120 s). JSON by default; with `Accept: text/event-stream` the turn " +
-        "streams in the AI SDK UI message stream protocol (`x-vercel-ai-ui-message-stream: v1`). The reply is stored " +
-        "and billed when the turn ends, also when the client stops reading. One turn at a time per conversation. " +
+        "Runs one agent turn (at most 12 steps, 120 s) in the conversation's room. JSON by default; with " +
+        "`Accept: text/event-stream` the turn streams in the AI SDK UI message stream protocol " +
+        "(`x-vercel-ai-ui-message-stream: v1`), each event with an SSE id `<turn_id>:<seq>` to resume from " +
+        "(`GET …/stream`). The turn runs to its end when the client leaves; its reply is stored, billed and " +
+        "audited once. One turn at a time per conversation. An `Idempotency-Key` header makes a retry safe: " +
+        "the same key within 24 h answers the same turn (its stream from the start, or the stored reply) and " +
+        "bills nothing new; the same key with other content is 422 `idempotency_key_reused`. " +
         "The agent's `model` goes to the provider as it is; a provider's refusal (an unknown model, a rejected " +
         "request) is a 502 `model_error` whose `detail` is the provider's message and `provider_status` its HTTP " +
         "status, nothing is billed, and a stream carries it as an `error` chunk.",
-      request: { ...params, body: jsonBody(PostMessageRequestSchema) },
+      request: { ...params, headers: IdempotencyHeaderSchema, body: jsonBody(PostMessageRequestSchema) },
       responses: {
         200: {
           description: "The stored user message and the agent's reply (or the stream)",
@@ -228,6 +237,7 @@ conversationsRouter.openapi(
         402: problemResponse("Out of credits (`insufficient_credits`, with `balance` and `packs`)"),
         404: problemResponse("No such conversation for the caller, or no such agent"),
         409: problemResponse("Another turn is running in this conversation (`turn_in_progress`)"),
+        422: problemResponse("The `Idempotency-Key` was used with other content (`idempotency_key_reused`)"),
         502: {
           description: "The model provider refused or failed the call (`model_error`); nothing is billed",
           content: { "application/problem+json": { schema: ModelErrorProblemSchema } },
@@ -238,16 +248,73 @@ conversationsRouter.openapi(
   ),
   async (c) => {
     const { id } = c.req.valid("param");
-    const turn = await postMessage(turnContext(c), id, c.req.valid("json"));
-    if (c.req.header("Accept")?.includes("text/event-stream")) {
-      return turn.stream.toUIMessageStreamResponse({
-        generateMessageId: () => turn.turnId,
-        // The provider's refusal, as the JSON answer gives it; tool errors stay as the model saw them.
-        onError: (error) => modelFailure(c.env, error).message,
-        redactToolErrors: false,
-      }) as never;
-    }
-    return c.json({ user_message: turn.userMessage, reply: await turn.reply }, 200);
+    const turn = await postMessage(turnContext(c), id, c.req.valid("json"), {
+      stream: !!c.req.header("Accept")?.includes("text/event-stream"),
+      idempotencyKey: c.req.valid("header")["idempotency-key"],
+    });
+    if (turn.kind === "stream") return uiStream(turn.stream) as never;
+    return c.json({ user_message: turn.userMessage, reply: turn.reply }, 200);
+  },
+);
+
+conversationsRouter.openapi(
+  apiRoute(
+    { scope: "conversations:read" },
+    {
+      method: "get",
+      path: "/v1/api/conversations/{id}/stream",
+      tags: TAGS,
+      summary: "Resume a turn's stream",
+      description:
+        "The running turn's UI message stream from its start; with `Last-Event-ID: <turn_id>:<seq>` (or " +
+        "`?after=<turn_id>:<seq>`) only the events after that one, also of a turn that has ended (the events of " +
+        "the last 20 turns stay readable for 24 h). Stored events are replayed, then live ones follow: no gap, " +
+        "no duplicate. 204 when no turn runs, or after the last event of a turn that has ended.",
+      request: { ...params, query: StreamQuerySchema, headers: LastEventIdHeaderSchema },
+      responses: {
+        200: { description: "The stream", content: { "text/event-stream": { schema: { type: "string" } } } },
+        204: { description: "Nothing to stream" },
+        400: problemResponse("Malformed id or position"),
+        404: notParticipant,
+      },
+    },
+  ),
+  async (c) => {
+    const { id } = c.req.valid("param");
+    const raw = c.req.valid("header")["last-event-id"] ?? c.req.valid("query").after;
+    const after = raw === undefined ? null : parsePosition(raw);
+    if (raw !== undefined && !after)
+      throw badRequest("invalid_position", "Last-Event-ID and `after` take `<turn_id>:<seq>` as the stream sent it");
+    await participantConversation(c.env, c.var.caller.workspace.id, c.var.caller.userId, id);
+    const stream = await conversationRoom(c.env, id).stream(id, c.var.caller.workspace.id, after);
+    return stream ? (uiStream(stream) as never) : c.body(null, 204);
+  },
+);
+
+conversationsRouter.openapi(
+  apiRoute(
+    { scope: "conversations:write" },
+    {
+      method: "post",
+      path: "/v1/api/conversations/{id}/stop",
+      tags: TAGS,
+      summary: "Stop the running turn",
+      description:
+        "Aborts the model call within a second. The partial reply is kept with `stopped: true` and billed for " +
+        "the tokens used; the stream ends with `finish` or `abort` and nothing after it. " +
+        'With no turn running: `{ turn_id: null, state: "idle" }`.',
+      request: params,
+      responses: {
+        200: jsonResponse(StopResponseSchema, "The turn and the state it ended in"),
+        400: problemResponse("Malformed id"),
+        404: notParticipant,
+      },
+    },
+  ),
+  async (c) => {
+    const { id } = c.req.valid("param");
+    await participantConversation(c.env, c.var.caller.workspace.id, c.var.caller.userId, id);
+    return c.json(await conversationRoom(c.env, id).stop(id, c.var.caller.workspace.id), 200);
   },
 );
 

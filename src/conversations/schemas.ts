@@ -27,9 +27,15 @@ export const MessageSchema = z
     author_user_id: Id.nullable(),
     agent_id: Id.nullable(),
     content: z.string(),
+    parts: z.array(z.looseObject({ type: z.string() })).openapi({
+      description:
+        "The message as AI SDK `UIMessage` parts (text, reasoning, tool calls with input and output, files), " +
+        "so a page can seed `useChat({ messages })` and rebuild tool calls and files after a reload",
+    }),
     tool_calls: z.array(z.object({ name: z.string(), ok: z.boolean() })),
     artifact_ids: z.array(Id),
     usage: z.object({ input_tokens: z.number().int(), output_tokens: z.number().int(), credits: z.number().int() }),
+    stopped: z.boolean().openapi({ description: "A reply a participant stopped: the part the model said before" }),
     created_at: z.iso.datetime(),
   })
   .openapi("Message");
@@ -93,3 +99,28 @@ export const ModelErrorProblemSchema = ProblemSchema.extend({
     .optional()
     .openapi({ description: "The provider's HTTP status; absent when it never answered" }),
 }).openapi("ModelErrorProblem");
+
+/** `<turn_id>:<seq>`, the SSE id of a turn's stream event. */
+const Position = z.string().max(200).openapi({ example: "0190e5a3-0000-7000-8000-000000000000:12" });
+
+export const StreamQuerySchema = z.object({
+  after: Position.optional().openapi({ description: "Resume after this event (as `Last-Event-ID` does)" }),
+});
+export const LastEventIdHeaderSchema = z.object({
+  "last-event-id": Position.optional().openapi({ description: "The id of the last event the client received" }),
+});
+export const IdempotencyHeaderSchema = z.object({
+  "idempotency-key": z
+    .string()
+    .min(1)
+    .max(255)
+    .optional()
+    .openapi({ description: "A retry with the same key within 24 h answers the same turn and bills nothing new" }),
+});
+
+export const StopResponseSchema = z
+  .object({
+    turn_id: z.string().nullable(),
+    state: z.enum(["idle", "accepted", "streaming", "completed", "stopped", "failed"]),
+  })
+  .openapi("StopResponse");

@@ -8,6 +8,7 @@ import { d1Statement, parseJsonArray } from "../platform/db";
 import { nowIso } from "../platform/env";
 import { newId } from "../platform/ids";
 import { notFound } from "../platform/problem";
+import { conversationRoom } from "./room/client";
 import type { Conversation, Message } from "./schemas";
 
 type ConversationRow = {
@@ -36,34 +37,6 @@ const toConversation = (r: ConversationRow): Conversation => ({
   participant_ids: parseJsonArray(r.participant_ids),
   created_at: r.created_at,
   last_message_at: r.last_message_at,
-});
-
-type MessageRow = {
-  id: string;
-  conversation_id: string;
-  role: "user" | "assistant";
-  author_user_id: string | null;
-  agent_id: string | null;
-  content: string;
-  tool_calls: string;
-  artifact_ids: string;
-  input_tokens: number;
-  output_tokens: number;
-  credits: number;
-  created_at: string;
-};
-
-export const toMessage = (r: MessageRow): Message => ({
-  id: r.id,
-  conversation_id: r.conversation_id,
-  role: r.role,
-  author_user_id: r.author_user_id,
-  agent_id: r.agent_id,
-  content: r.content,
-  tool_calls: JSON.parse(r.tool_calls) as Message["tool_calls"],
-  artifact_ids: parseJsonArray(r.artifact_ids),
-  usage: { input_tokens: r.input_tokens, output_tokens: r.output_tokens, credits: r.credits },
-  created_at: r.created_at,
 });
 
 /** The conversation, when `userId` takes part in it; 404 otherwise (another workspace included). */
@@ -145,17 +118,15 @@ export async function listConversations(
   };
 }
 
-/** The messages, oldest first; an artifact deleted since is no longer listed on its message. */
+/** The messages (from the conversation's room), oldest first; an artifact deleted since is no longer listed on its message. */
 export async function listMessages(
   env: Env,
   workspaceId: string,
   userId: string,
   conversationId: string,
 ): Promise<Message[]> {
-  const { results } = await env.DB.prepare("SELECT * FROM messages WHERE conversation_id = ?1 ORDER BY id")
-    .bind(conversationId)
-    .all<MessageRow>();
-  const messages = results.map(toMessage);
+  // RPC typing cannot express the parts' open shape; the room returns `Message`s.
+  const messages = (await conversationRoom(env, conversationId).messages(conversationId, workspaceId)) as Message[];
   const referenced = messages.flatMap((m) => m.artifact_ids);
   const present = new Set(await visibleArtifactIds(env, workspaceId, userId, referenced));
   for (const m of messages) m.artifact_ids = m.artifact_ids.filter((id) => present.has(id));
@@ -163,9 +134,9 @@ export async function listMessages(
 }
 
 /**
- * Deletes a conversation the caller takes part in, with its messages and participants; its
- * artifacts stay with their producers, detached, and its apps keep running with no
- * conversation, in the same batch.
+ * Deletes a conversation the caller takes part in, with its participants; its artifacts stay
+ * with their producers, detached, and its apps keep running with no conversation, in the same
+ * batch. Then its room's storage goes (messages, turns, streams).
  */
 export async function deleteConversation(
   env: Env,
@@ -185,6 +156,7 @@ export async function deleteConversation(
     env.DB.prepare("DELETE FROM conversations WHERE id = ?1 AND workspace_id = ?2").bind(id, workspaceId),
     d1Statement(env, auditInBatch(env, event, { onlyIf: PREVIOUS_STATEMENT_CHANGED })),
   ]);
+  await conversationRoom(env, id).destroy();
 }
 
 /** Adds a member of the same workspace; idempotent. Returns whether they were added now. */

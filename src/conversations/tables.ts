@@ -14,11 +14,13 @@ export const conversations = sqliteTable(
     mode: text("mode", { enum: ["standard", "fast"] }).notNull(),
     agentId: ref("agent_id", () => agents.id),
     createdBy: ref("created_by", () => users.id),
-    /** Set while a turn runs (its assistant message id); a conditional UPDATE claims it, so turns never overlap. */
+    /** No longer written: turns run in the conversation's room. Dropped with `messages` in a later migration. */
     turnId: text("turn_id"),
     turnStartedAt: text("turn_started_at"),
     createdAt: createdAt(),
     lastMessageAt: text("last_message_at").notNull(),
+    /** Kept by the conversation's room: its messages live there, this is the directory's count. */
+    messageCount: integer("message_count").notNull().default(0),
   },
   (t) => [index("conversations_workspace_idx").on(t.workspaceId, t.id)],
 );
@@ -40,6 +42,10 @@ export const conversationParticipants = sqliteTable(
   ],
 );
 
+/**
+ * Messages of conversations from before rooms held them: a room copies its conversation's rows
+ * on first use. Nothing writes here any more; a later migration drops the table.
+ */
 export const messages = sqliteTable(
   "messages",
   {

@@ -88,12 +88,10 @@ const toolContext = (c: Context<AppEnv>): ToolContext => {
     event: (input) => callerEvent(c, input),
     turn: {
       env: c.env,
-      providers: c.var.areas.tools,
       workspace: { id: caller.workspace.id, name: caller.workspace.name },
       userId: caller.userId,
       actor: callerActor(caller),
       origin,
-      waitUntil: (p) => c.executionCtx.waitUntil(p),
     },
   };
 };

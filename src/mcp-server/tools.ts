@@ -126,8 +126,9 @@ function askAgentTool(server: McpServer, ctx: ToolContext): void {
               details: { mode: created.mode, agent_slug: created.agent_slug },
             }),
         );
-        const turn = await postMessage(ctx.turn, conversation.id, { content: prompt });
-        const reply = await turn.reply;
+        const turn = await postMessage(ctx.turn, conversation.id, { content: prompt }, { stream: false });
+        if (turn.kind !== "reply") throw new Error("a turn asked for without its stream answers with its reply");
+        const { reply } = turn;
         return {
           content: [{ type: "text", text: reply.content }],
           structuredContent: {

@@ -26,13 +26,15 @@ export type TurnRequest = {
   origin: string;
   history: readonly HistoryMessage[];
   prompt: string;
+  /** Aborted when a participant stops the turn. */
+  stopSignal?: AbortSignal;
 };
 
 export type ToolCallSummary = { name: string; ok: boolean };
 
 export type TurnOutcome = {
-  /** `answered`, `step_limit` or `deadline` store a reply; `failed` (the model did not answer) stores none. */
-  finish: "answered" | "step_limit" | "deadline" | "failed";
+  /** `answered`, `step_limit`, `deadline` and `stopped` store a reply; `failed` (the model did not answer) stores none. */
+  finish: "answered" | "step_limit" | "deadline" | "stopped" | "failed";
   text: string;
   steps: number;
   toolCalls: ToolCallSummary[];
@@ -116,7 +118,8 @@ function summarize(steps: readonly StepResult<ToolSet>[]): ToolCallSummary[] {
  * One function for every surface: conversation messages, quick ask, email replies, MCP.
  */
 export async function runTurn(req: TurnRequest) {
-  const signal = AbortSignal.timeout(TURN_DEADLINE_MS);
+  const deadline = AbortSignal.timeout(TURN_DEADLINE_MS);
+  const signal = req.stopSignal ? AbortSignal.any([deadline, req.stopSignal]) : deadline;
   const scope: TurnScope = {
     env: req.env,
     workspaceId: req.workspace.id,
@@ -157,19 +160,22 @@ export async function runTurn(req: TurnRequest) {
       .join("\n\n");
     const input = usage?.inputTokens ?? 0;
     const output = usage?.outputTokens ?? 0;
-    const finish: TurnOutcome["finish"] = signal.aborted
-      ? "deadline"
-      : failure && steps.length === 0
-        ? "failed"
-        : steps.length >= MAX_STEPS && steps.at(-1)?.finishReason === "tool-calls"
-          ? "step_limit"
-          : "answered";
-    const provider = failure && finish !== "deadline" ? modelFailure(req.env, failure) : null;
+    const finish: TurnOutcome["finish"] = req.stopSignal?.aborted
+      ? "stopped"
+      : deadline.aborted
+        ? "deadline"
+        : failure && steps.length === 0
+          ? "failed"
+          : steps.length >= MAX_STEPS && steps.at(-1)?.finishReason === "tool-calls"
+            ? "step_limit"
+            : "answered";
+    const provider = failure && finish !== "deadline" && finish !== "stopped" ? modelFailure(req.env, failure) : null;
     if (provider) logModelFailure("turn: model call failed", provider);
     const fallback: Record<TurnOutcome["finish"], string> = {
       answered: "I have no answer to that.",
       step_limit: `I stopped after ${MAX_STEPS} steps without finishing; try a narrower request.`,
       deadline: `I ran out of time after ${TURN_DEADLINE_MS / 1000} s and stopped before finishing.`,
+      stopped: "",
       failed: "",
     };
     return {

@@ -1,8 +1,15 @@
 import { env } from "cloudflare:workers";
 import { vi } from "vitest";
 
-/** What the fake endpoint answers for one model step; `delayMs` holds the answer back that long. */
-export type Turn = ({ tool: string; args?: Record<string, unknown> } | { text: string } | { status: number }) & {
+/**
+ * What the fake endpoint answers for one model step; `delayMs` holds the answer back that long,
+ * `wordDelayMs` streams a text word by word with that pause between words.
+ */
+export type Turn = (
+  | { tool: string; args?: Record<string, unknown> }
+  | { text: string; wordDelayMs?: number }
+  | { status: number }
+) & {
   delayMs?: number;
 };
 
@@ -51,6 +58,29 @@ function streamed(
   return new Response(`${parts.join("")}data: [DONE]\n\n`, { headers: { "Content-Type": "text/event-stream" } });
 }
 
+/** A text streamed a word at a time, as a slow model does; stops when the caller aborts. */
+function slowlyStreamed(id: string, model: string, text: string, pauseMs: number, signal: AbortSignal) {
+  const encoder = new TextEncoder();
+  const chunk = (delta: object, finish: string | null, extra: object = {}) =>
+    encoder.encode(
+      `data: ${JSON.stringify({ id, object: "chat.completion.chunk", created: 0, model, choices: [{ index: 0, delta, finish_reason: finish }], ...extra })}\n\n`,
+    );
+  const words = text.split(/(?<= )/);
+  const body = new ReadableStream<Uint8Array>({
+    async start(controller) {
+      for (const [i, word] of words.entries()) {
+        if (signal.aborted) return controller.error(signal.reason);
+        controller.enqueue(chunk(i === 0 ? { role: "assistant", content: word } : { content: word }, null));
+        await new Promise((r) => setTimeout(r, pauseMs));
+      }
+      controller.enqueue(chunk({}, "stop", { usage: USAGE }));
+      controller.enqueue(encoder.encode("data: [DONE]\n\n"));
+      controller.close();
+    },
+  });
+  return new Response(body, { headers: { "Content-Type": "text/event-stream" } });
+}
+
 const BASE = "https://llm.test/v1";
 
 /**
@@ -75,6 +105,8 @@ export function fakeLlm(...script: (Turn | ((req: ChatRequest) => Turn))[]) {
     const turn = typeof entry === "function" ? entry(body) : entry;
     if (turn.delayMs) await new Promise((r) => setTimeout(r, turn.delayMs));
     if ("status" in turn) return Response.json({ error: { message: "scripted failure" } }, { status: turn.status });
+    if (body.stream && "text" in turn && turn.wordDelayMs)
+      return slowlyStreamed(`${requests.length}`, body.model, turn.text, turn.wordDelayMs, req.signal);
     if (body.stream) return streamed(`${requests.length}`, body.model, turn);
     const message =
       "tool" in turn

@@ -1,0 +1,306 @@
+import { DurableObject } from "cloudflare:workers";
+import { hash } from "node:crypto";
+import type { UIMessageChunk } from "ai";
+import { drizzle } from "drizzle-orm/durable-sqlite";
+import { migrate } from "drizzle-orm/durable-sqlite/migrator";
+import { deliveringAudit } from "../../audit/delivery";
+import { nowIso } from "../../platform/env";
+import { newId } from "../../platform/ids";
+import { logError } from "../../platform/log";
+import type { ToolProvider } from "../../platform/turn-tools";
+import type { Message } from "../schemas";
+import { importFromD1 } from "./import";
+import { type LiveFrame, liveFrame } from "./live";
+import migrations from "./migrations/migrations.js";
+import * as schema from "./schema";
+import { messages, type TurnState, turns } from "./schema";
+import { SSE_DONE, type StreamPosition, sseEvent } from "./sse";
+import {
+  allMessages,
+  appendEvent,
+  eventsAfter,
+  lastSeq,
+  messageById,
+  meta,
+  pruneEvents,
+  type RoomDb,
+  RUNNING,
+  recentHistory,
+  releaseStaleKey,
+  type TurnRow,
+  toMessage,
+  turnById,
+  turnByKey,
+  turnsInState,
+} from "./store";
+import { runInRoom, settleInterrupted } from "./turn";
+import type { RoomHost, RunningTurn, TurnAnswer, TurnInput } from "./types";
+
+/** Heartbeat while a turn runs: the alarm keeps the room from being evicted, and finds turns a restart cut short. */
+export const KEEP_ALIVE_MS = 30_000;
+
+/**
+ * One per conversation: the single owner of its messages and turns. A turn runs here, not in
+ * the request that asked for it, so it ends, is stored and billed once whether or not anyone
+ * still reads it; its stream events are numbered and kept, so a client that lost the stream
+ * resumes where it left off. The areas' tools come from the Worker's area list (`providers`).
+ */
+export abstract class ConversationRoomObject extends DurableObject<Env> implements RoomHost {
+  protected abstract readonly providers: readonly ToolProvider[];
+  // The running turn (turn.ts) uses the bindings and the storage too.
+  declare readonly env: Env;
+  declare readonly ctx: DurableObjectState<Record<never, never>>;
+  readonly db: RoomDb;
+  /** The turn running now, in memory: its stop switch, its sequence and who follows it. */
+  running: RunningTurn | null = null;
+  private identity: { conversationId: string; workspaceId: string } | null = null;
+  private importing: Promise<void> | null = null;
+
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, env);
+    this.db = drizzle(ctx.storage, { schema });
+    void ctx.blockConcurrencyWhile(() => migrate(this.db, migrations));
+  }
+
+  /**
+   * Starts a turn, or answers an idempotent repeat of one: the same key and content within
+   * 24 h get the first turn's stream (from its start) or its stored reply, and bill nothing.
+   */
+  async startTurn(input: TurnInput): Promise<TurnAnswer> {
+    await this.ready(input.conversationId, input.workspace.id);
+    await this.recoverInterrupted();
+    // From here to the claim nothing awaits: of two requests, one starts the turn and the
+    // other sees it (as a repeat of its key, or as the turn in progress).
+    const now = Date.now();
+    const requestHash = input.idempotencyKey ? requestDigest(input) : null;
+    if (input.idempotencyKey) {
+      releaseStaleKey(this.db, input.idempotencyKey, now);
+      const earlier = turnByKey(this.db, input.idempotencyKey, now);
+      if (earlier)
+        return earlier.requestHash === requestHash ? this.answerFor(earlier, input.stream) : { kind: "key_reused" };
+    }
+    if (!input.hasCredits) return { kind: "no_credits" };
+    if (this.running) return { kind: "busy" };
+    const history = recentHistory(this.db);
+    const at = nowIso();
+    const userMessage = {
+      id: newId(),
+      role: "user" as const,
+      authorUserId: input.userId,
+      agentId: null,
+      content: input.content,
+      parts: [{ type: "text" as const, text: input.content }],
+      toolCalls: [],
+      artifactIds: [],
+      createdAt: at,
+    };
+    const turnId = newId();
+    this.ctx.storage.transactionSync(() => {
+      this.db.insert(messages).values(userMessage).run();
+      this.db
+        .insert(turns)
+        .values({
+          id: turnId,
+          userMessageId: userMessage.id,
+          state: "accepted",
+          idempotencyKey: input.idempotencyKey,
+          requestHash,
+          context: {
+            workspaceId: input.workspace.id,
+            actor: input.actor,
+            agentId: input.agent.id,
+            model: input.agent.model,
+            profile: input.profile,
+          },
+          startedAt: at,
+        })
+        .run();
+    });
+    const stored = messageById(this.db, userMessage.id)!;
+    this.broadcast(liveFrame.message(toMessage(input.conversationId, stored)));
+    this.running = runInRoom(this, { input, turnId, userMessageId: userMessage.id, history });
+    await this.ctx.storage.setAlarm(Date.now() + KEEP_ALIVE_MS);
+    return this.answerFor(turnById(this.db, turnId)!, input.stream);
+  }
+
+  /** The stream of a turn from its start (or the stored reply, once it has ended). */
+  private async answerFor(turn: TurnRow, stream: boolean): Promise<TurnAnswer> {
+    if (stream) return { kind: "stream", turnId: turn.id, stream: this.follow(turn, 0) };
+    if (this.running?.turnId === turn.id) await this.running.settled;
+    const ended = turnById(this.db, turn.id)!;
+    const reply = messageById(this.db, ended.id);
+    const userMessage = messageById(this.db, ended.userMessageId);
+    if (!reply || !userMessage) return ended.failure ? { kind: "failed", failure: ended.failure } : { kind: "error" };
+    const conversationId = this.identity!.conversationId;
+    return {
+      kind: "reply",
+      userMessage: toMessage(conversationId, userMessage),
+      reply: toMessage(conversationId, reply),
+    };
+  }
+
+  /**
+   * The running turn's stream from its start, or (with a position) only the events after it,
+   * also of a turn that has ended; null when there is nothing to send (no turn runs, or the
+   * position is the end of an ended turn, or its events are gone).
+   */
+  async stream(conversationId: string, workspaceId: string, after: StreamPosition | null) {
+    await this.ready(conversationId, workspaceId);
+    const turn = after ? turnById(this.db, after.turnId) : this.running && turnById(this.db, this.running.turnId);
+    if (!turn) return null;
+    const live = this.running?.turnId === turn.id;
+    if (!live && lastSeq(this.db, turn.id) <= (after?.seq ?? 0)) return null;
+    return this.follow(turn, after?.seq ?? 0);
+  }
+
+  /**
+   * The events after `seq` from storage, then the live ones. Reading the stored events and
+   * joining the followers happen in one synchronous step, so nothing is missed or sent twice.
+   */
+  private follow(turn: TurnRow, seq: number): ReadableStream<Uint8Array> {
+    let follower: ReadableStreamDefaultController<Uint8Array> | null = null;
+    return new ReadableStream<Uint8Array>({
+      start: (controller) => {
+        for (const e of eventsAfter(this.db, turn.id, seq)) controller.enqueue(sseEvent(turn.id, e.seq, e.chunk));
+        const running = this.running?.turnId === turn.id ? this.running : null;
+        if (running && !running.closed) {
+          follower = controller;
+          running.followers.add(controller);
+        } else {
+          controller.enqueue(SSE_DONE);
+          controller.close();
+        }
+      },
+      cancel: () => {
+        if (follower) this.running?.followers.delete(follower);
+      },
+    });
+  }
+
+  /** Stops the running turn: its model call is aborted, its partial reply kept and billed. */
+  async stop(
+    conversationId: string,
+    workspaceId: string,
+  ): Promise<{ turn_id: string | null; state: TurnState | "idle" }> {
+    await this.ready(conversationId, workspaceId);
+    const running = this.running;
+    if (!running) return { turn_id: null, state: "idle" };
+    running.stop();
+    await running.settled;
+    return { turn_id: running.turnId, state: turnById(this.db, running.turnId)?.state ?? "stopped" };
+  }
+
+  /** The messages, oldest first. */
+  async messages(conversationId: string, workspaceId: string): Promise<Message[]> {
+    await this.ready(conversationId, workspaceId);
+    return allMessages(this.db).map((m) => toMessage(conversationId, m));
+  }
+
+  /** Deletes everything the room holds (the conversation was deleted, or nobody is left in it). */
+  async destroy(): Promise<void> {
+    const running = this.running;
+    this.running = null;
+    running?.abandon();
+    for (const ws of this.ctx.getWebSockets()) ws.close(1000, "conversation deleted");
+    await this.ctx.storage.deleteAlarm();
+    await this.ctx.storage.deleteAll();
+    this.identity = null;
+    this.importing = null;
+    await migrate(this.db, migrations);
+  }
+
+  /** Keep-alive while a turn runs; after a restart, ends a turn that was cut short. */
+  override async alarm(): Promise<void> {
+    if (this.running) {
+      await this.ctx.storage.setAlarm(Date.now() + KEEP_ALIVE_MS);
+      return;
+    }
+    await this.recoverInterrupted();
+    pruneEvents(this.db, Date.now());
+  }
+
+  /** Turns stored as running that no code runs any more (the room restarted) end as `failed`, billed for what they said. */
+  private async recoverInterrupted(): Promise<void> {
+    const orphans = turnsInState(this.db, RUNNING).filter((t) => t.id !== this.running?.turnId);
+    if (!orphans.length) return;
+    for (const turn of orphans) {
+      await settleInterrupted(this, turn).catch((e) => logError("room: ending an interrupted turn failed", e));
+    }
+  }
+
+  // Called by the running turn.
+
+  /** Stores one stream event and sends it to the turn's followers and the live sockets. */
+  emit(running: RunningTurn, chunk: UIMessageChunk): void {
+    const seq = ++running.seq;
+    appendEvent(this.db, running.turnId, seq, chunk);
+    const bytes = sseEvent(running.turnId, seq, chunk);
+    for (const f of running.followers) {
+      try {
+        f.enqueue(bytes);
+      } catch {
+        running.followers.delete(f);
+      }
+    }
+    this.broadcast(liveFrame.chunk(running.turnId, seq, chunk));
+  }
+
+  /** Ends the followers' streams; the turn is over. */
+  closeFollowers(running: RunningTurn): void {
+    running.closed = true;
+    for (const f of running.followers) {
+      try {
+        f.enqueue(SSE_DONE);
+        f.close();
+      } catch {
+        // The reader has gone.
+      }
+    }
+    running.followers.clear();
+  }
+
+  finished(running: RunningTurn): void {
+    if (this.running === running) this.running = null;
+    pruneEvents(this.db, Date.now());
+  }
+
+  get conversationId(): string {
+    return this.identity!.conversationId;
+  }
+
+  get toolProviders(): readonly ToolProvider[] {
+    return this.providers;
+  }
+
+  /** Runs `work` with delivery of the audit events it writes, as every entry point does. */
+  delivering<T>(work: () => Promise<T>): Promise<T> {
+    return deliveringAudit(this.env, this.ctx, work);
+  }
+
+  /** Sends a frame to every participant watching on the live socket. */
+  broadcast(frame: LiveFrame): void {
+    const text = JSON.stringify(frame);
+    for (const ws of this.ctx.getWebSockets()) {
+      try {
+        ws.send(text);
+      } catch {
+        // A socket closing meanwhile.
+      }
+    }
+  }
+
+  /** Knows its conversation; on first use copies the messages it had in D1 before rooms held them. */
+  private async ready(conversationId: string, workspaceId: string): Promise<void> {
+    if (this.identity) return;
+    if (meta(this.db, "conversation_id")) {
+      this.identity = { conversationId, workspaceId };
+      return;
+    }
+    this.importing ??= importFromD1(this.env, this.ctx.storage, this.db, conversationId, workspaceId);
+    await this.importing;
+    this.identity = { conversationId, workspaceId };
+  }
+}
+
+/** What an idempotency key was first used for: the content and the agent asked. */
+const requestDigest = (input: TurnInput) => hash("sha256", JSON.stringify([input.content, input.agent.id]), "hex");

@@ -1,0 +1,29 @@
+import type { UIMessageChunk } from "ai";
+
+/** Where a client left a turn's stream: `<turn_id>:<seq>` (an SSE `id:` line, sent back as `Last-Event-ID`). */
+export type StreamPosition = { turnId: string; seq: number };
+
+const POSITION = /^([A-Za-z0-9_-]{1,128}):(\d{1,9})$/;
+
+/** Parses `<turn_id>:<seq>`; null when it is not one. */
+export function parsePosition(value: string): StreamPosition | null {
+  const m = POSITION.exec(value.trim());
+  return m ? { turnId: m[1]!, seq: Number(m[2]) } : null;
+}
+
+const encoder = new TextEncoder();
+
+/** One event of the AI SDK UI message stream, with its position as the SSE id. */
+export const sseEvent = (turnId: string, seq: number, chunk: UIMessageChunk) =>
+  encoder.encode(`id: ${turnId}:${seq}\ndata: ${JSON.stringify(chunk)}\n\n`);
+
+/** The stream's end, as the AI SDK writes it. */
+export const SSE_DONE = encoder.encode("data: [DONE]\n\n");
+
+/** The headers of a UI message stream response. */
+export const UI_STREAM_HEADERS = {
+  "Content-Type": "text/event-stream",
+  "Cache-Control": "no-cache",
+  "x-vercel-ai-ui-message-stream": "v1",
+  "x-accel-buffering": "no",
+} as const;

@@ -1,0 +1,310 @@
+import { readUIMessageStream, type UIMessage, type UIMessageChunk } from "ai";
+import { eq } from "drizzle-orm";
+import { type AgentRecord, agentCapabilities, toAgentRow } from "../../agents/service";
+import { auditInBatch } from "../../audit/events";
+import { debitStatement } from "../../billing/ledger";
+import { modelFailure } from "../../llm/errors";
+import { agentLanguageModel } from "../../llm/model";
+import { d1Statement } from "../../platform/db";
+import { nowIso } from "../../platform/env";
+import { logError } from "../../platform/log";
+import { turnCredits } from "../../runtime/credits";
+import { estimateTokens, type HistoryMessage } from "../../runtime/history";
+import { runTurn, type ToolCallSummary, type TurnOutcome } from "../../runtime/turn";
+import { messageAdded } from "../directory";
+import { liveFrame } from "./live";
+import { type ModelFailure, messages, type StoredPart, type TurnContextRow, turns } from "./schema";
+import { appendEvent, eventsAfter, lastSeq, messageById, type TurnRow, toMessage } from "./store";
+import type { RoomHost, RunningTurn, TurnInput } from "./types";
+
+/** A participant's stop ends the turn within this long, whatever the model call is doing. */
+const STOP_GRACE_MS = 1_000;
+
+type Start = { input: TurnInput; turnId: string; userMessageId: string; history: HistoryMessage[] };
+
+const TERMINAL = new Set<UIMessageChunk["type"]>(["finish", "abort"]);
+
+/** Runs a turn inside the room: the model loop, its stream stored event by event, then its end. */
+export function runInRoom(room: RoomHost, start: Start): RunningTurn {
+  const { input, turnId } = start;
+  const stopper = new AbortController();
+  let abandoned = false;
+  let stopRequested: (() => void) | null = null;
+  const stopped = new Promise<void>((resolve) => {
+    stopRequested = resolve;
+  });
+  const running: RunningTurn = {
+    turnId,
+    seq: 0,
+    followers: new Set(),
+    closed: false,
+    settled: Promise.resolve(),
+    stop: () => {
+      stopper.abort(new Error("stopped by a participant"));
+      stopRequested?.();
+    },
+    abandon: () => {
+      abandoned = true;
+      running.closed = true;
+      stopper.abort(new Error("conversation deleted"));
+    },
+  };
+  const emit = (chunk: UIMessageChunk) => {
+    if (running.closed) return;
+    room.emit(running, chunk);
+    if (TERMINAL.has(chunk.type)) running.closed = true;
+  };
+
+  running.settled = (async () => {
+    const posted = room.env.DB.batch(
+      messageAdded(room.env, input.conversationId, nowIso()).map((q) => d1Statement(room.env, q)),
+    );
+    let outcome: TurnOutcome | null = null;
+    let failure: ModelFailure | null = null;
+    const pump = (async () => {
+      try {
+        room.db.update(turns).set({ state: "streaming" }).where(eq(turns.id, turnId)).run();
+        const turn = await startModel(room, start, stopper.signal);
+        const ui = turn.result.toUIMessageStream({
+          generateMessageId: () => turnId,
+          onError: (error) => modelFailure(room.env, error).message,
+          redactToolErrors: false,
+        });
+        for await (const chunk of ui) {
+          if (running.closed) break;
+          emit(chunk);
+        }
+        outcome = await turn.done;
+      } catch (error) {
+        failure = modelFailure(room.env, error);
+        emit({ type: "error", errorText: failure.message });
+      }
+    })();
+    // A stop ends the turn within a second even if the model call does not let go.
+    await Promise.race([pump, stopped.then(() => Promise.race([pump, sleep(STOP_GRACE_MS)]))]);
+    if (stopper.signal.aborted && !running.closed) emit({ type: "abort" });
+    running.closed = true;
+    await posted.catch((e) => logError("room: updating the directory failed", e));
+    if (abandoned) return;
+    const finish = stopper.signal.aborted ? "stopped" : ((outcome as TurnOutcome | null)?.finish ?? "failed");
+    await settle(room, running, {
+      context: contextOf(input),
+      outcome,
+      finish,
+      failure: failure ?? (outcome as TurnOutcome | null)?.failure ?? null,
+    }).catch((e) => logError("room: storing the turn failed", e));
+  })().finally(() => {
+    room.closeFollowers(running);
+    room.finished(running);
+  });
+  return running;
+}
+
+async function startModel(room: RoomHost, start: Start, stopSignal: AbortSignal) {
+  const { input, turnId } = start;
+  const agent: AgentRecord = input.agent;
+  const model = agentLanguageModel(room.env, {
+    runtime_profile: input.profile,
+    model: input.profile === agent.runtimeProfile ? agent.model : null,
+  });
+  if (!model) throw new Error("No language model is configured for this service");
+  const capabilities = await agentCapabilities(room.env, agent);
+  return runTurn({
+    env: room.env,
+    model,
+    profile: input.profile,
+    providers: room.toolProviders,
+    workspace: input.workspace,
+    userId: input.userId,
+    agent: { ...toAgentRow(agent), ...capabilities },
+    conversationId: input.conversationId,
+    turnId,
+    origin: input.origin,
+    history: start.history,
+    prompt: input.content,
+    stopSignal,
+  });
+}
+
+const contextOf = (input: TurnInput): TurnContextRow => ({
+  workspaceId: input.workspace.id,
+  actor: input.actor,
+  agentId: input.agent.id,
+  model: input.agent.model,
+  profile: input.profile,
+});
+
+type Ending = {
+  context: TurnContextRow;
+  outcome: TurnOutcome | null;
+  finish: TurnOutcome["finish"] | "interrupted";
+  failure: ModelFailure | null;
+};
+
+/**
+ * Ends a turn once: a reply (complete, stopped or cut short) is billed, counted in the
+ * directory and audited in one D1 batch, then stored in the room; a turn whose model never
+ * answered stores and bills nothing.
+ */
+async function settle(room: RoomHost, running: RunningTurn, ending: Ending): Promise<void> {
+  const { turnId } = running;
+  const parts = await partsOf(eventsAfter(room.db, turnId, 0).map((e) => e.chunk));
+  const streamedText = textOf(parts);
+  const replied = ending.finish !== "failed" && ending.finish !== "interrupted";
+  if (!replied && !(ending.finish === "interrupted" && streamedText)) {
+    room.db
+      .update(turns)
+      .set({ state: "failed", failure: ending.failure, endedAt: nowIso() })
+      .where(eq(turns.id, turnId))
+      .run();
+    return;
+  }
+  const reply = replyOf(ending, parts, streamedText);
+  const at = nowIso();
+  try {
+    await room.delivering(() => commit(room, turnId, ending, reply, at));
+  } catch (error) {
+    room.db.update(turns).set({ state: "failed", failure: null, endedAt: nowIso() }).where(eq(turns.id, turnId)).run();
+    throw error;
+  }
+  room.ctx.storage.transactionSync(() => {
+    room.db
+      .insert(messages)
+      .values({
+        id: turnId,
+        role: "assistant",
+        authorUserId: null,
+        agentId: ending.context.agentId,
+        content: reply.text,
+        parts,
+        toolCalls: reply.toolCalls,
+        artifactIds: reply.artifactIds,
+        inputTokens: reply.usage.input_tokens,
+        outputTokens: reply.usage.output_tokens,
+        credits: reply.usage.credits,
+        stopped: ending.finish === "stopped",
+        createdAt: at,
+      })
+      .run();
+    room.db
+      .update(turns)
+      .set({
+        state: ending.finish === "stopped" ? "stopped" : replied ? "completed" : "failed",
+        failure: ending.failure,
+        endedAt: at,
+      })
+      .where(eq(turns.id, turnId))
+      .run();
+  });
+  room.broadcast(liveFrame.message(toMessage(room.conversationId, messageById(room.db, turnId)!)));
+}
+
+type Reply = {
+  text: string;
+  toolCalls: ToolCallSummary[];
+  artifactIds: string[];
+  steps: number;
+  usage: { input_tokens: number; output_tokens: number; credits: number };
+};
+
+/**
+ * What the reply says and costs. A stopped or cut-short turn is billed for the provider's
+ * usage when it reported any, else for the tokens of the text streamed so far (at least 1 credit).
+ */
+function replyOf(ending: Ending, parts: StoredPart[], streamedText: string): Reply {
+  const { outcome, context } = ending;
+  const complete = ending.finish !== "stopped" && ending.finish !== "interrupted";
+  const reported = (outcome?.usage.input_tokens ?? 0) + (outcome?.usage.output_tokens ?? 0) > 0;
+  const input = reported ? outcome!.usage.input_tokens : 0;
+  const output = reported ? outcome!.usage.output_tokens : estimateTokens(streamedText);
+  return {
+    text: complete && outcome ? outcome.text : streamedText,
+    toolCalls: outcome?.toolCalls ?? toolCallsOf(parts),
+    artifactIds: outcome?.artifactIds ?? [],
+    steps: outcome?.steps ?? parts.filter((p) => p.type === "step-start").length,
+    usage:
+      complete && outcome
+        ? outcome.usage
+        : { input_tokens: input, output_tokens: output, credits: turnCredits(context.profile, input, output) },
+  };
+}
+
+/** The D1 side of a turn's end: its debit, the directory's count and the audit event, together. */
+async function commit(room: RoomHost, turnId: string, ending: Ending, reply: Reply, at: string) {
+  const { env } = room;
+  const { context } = ending;
+  const conversationId = room.conversationId;
+  const event = auditInBatch(env, {
+    workspaceId: context.workspaceId,
+    kind: "conversation.turn",
+    actor: context.actor,
+    target: `conversation:${conversationId}`,
+    agentId: context.agentId,
+    conversationId,
+    details: {
+      message_id: turnId,
+      runtime_profile: context.profile,
+      model: context.model,
+      steps: reply.steps,
+      tools: reply.toolCalls.map((t) => t.name),
+      finish: ending.finish,
+      usage: { input: reply.usage.input_tokens, output: reply.usage.output_tokens },
+      credits: reply.usage.credits,
+    },
+  });
+  await env.DB.batch([
+    debitStatement(env, context.workspaceId, reply.usage.credits, turnId),
+    ...messageAdded(env, conversationId, at).map((q) => d1Statement(env, q)),
+    d1Statement(env, event),
+  ]);
+}
+
+/**
+ * A turn stored as running that no code runs (the room was evicted or restarted mid-turn):
+ * it ends as `failed`, its partial text kept and billed, and its stream gets an error event.
+ */
+export async function settleInterrupted(room: RoomHost, turn: TurnRow): Promise<void> {
+  const seq = lastSeq(room.db, turn.id);
+  const failure = { status: null, message: "The turn was cut short when its conversation restarted" };
+  appendEvent(room.db, turn.id, seq + 1, { type: "error", errorText: failure.message });
+  const running: RunningTurn = {
+    turnId: turn.id,
+    seq: seq + 1,
+    followers: new Set(),
+    closed: true,
+    settled: Promise.resolve(),
+    stop: () => undefined,
+    abandon: () => undefined,
+  };
+  await settle(room, running, { context: turn.context, outcome: null, finish: "interrupted", failure });
+}
+
+/** The assistant message's parts, as an AI SDK client builds them from the same stream. */
+async function partsOf(chunks: UIMessageChunk[]): Promise<StoredPart[]> {
+  const stream = new ReadableStream<UIMessageChunk>({
+    start(controller) {
+      for (const c of chunks) controller.enqueue(c);
+      controller.close();
+    },
+  });
+  let last: UIMessage | undefined;
+  for await (const message of readUIMessageStream({ stream, onError: () => undefined })) last = message;
+  return last?.parts ?? [];
+}
+
+const textOf = (parts: StoredPart[]) =>
+  parts
+    .filter((p) => p.type === "text")
+    .map((p) => (p as { text: string }).text)
+    .join("")
+    .trim();
+
+function toolCallsOf(parts: StoredPart[]): ToolCallSummary[] {
+  return parts.flatMap((p) =>
+    p.type.startsWith("tool-") && "state" in p && (p.state === "output-available" || p.state === "output-error")
+      ? [{ name: p.type.slice("tool-".length), ok: p.state === "output-available" }]
+      : [],
+  );
+}
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));

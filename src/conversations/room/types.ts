@@ -1,0 +1,65 @@
+import type { UIMessageChunk } from "ai";
+import type { AgentRecord } from "../../agents/service";
+import type { AuditActor } from "../../audit/events";
+import type { ToolProvider } from "../../platform/turn-tools";
+import type { Message } from "../schemas";
+import type { LiveFrame } from "./live";
+import type { ModelFailure } from "./schema";
+import type { RoomDb } from "./store";
+
+/** What the Worker hands the room once it has checked the caller, the conversation and the agent. */
+export type TurnInput = {
+  conversationId: string;
+  workspace: { id: string; name: string };
+  userId: string;
+  actor: AuditActor;
+  origin: string;
+  agent: AgentRecord;
+  profile: string;
+  content: string;
+  idempotencyKey: string | null;
+  /** The workspace had credits left (checked by the Worker); an idempotent repeat needs none. */
+  hasCredits: boolean;
+  /** The caller reads the stream; otherwise the answer waits for the stored reply. */
+  stream: boolean;
+};
+
+export type TurnAnswer =
+  | { kind: "busy" }
+  | { kind: "key_reused" }
+  | { kind: "no_credits" }
+  | { kind: "stream"; turnId: string; stream: ReadableStream<Uint8Array> }
+  | { kind: "reply"; userMessage: Message; reply: Message }
+  | { kind: "failed"; failure: ModelFailure }
+  /** The turn ended without a reply for a reason of ours (its end could not be stored). */
+  | { kind: "error" };
+
+export type RunningTurn = {
+  turnId: string;
+  /** The last stream event's sequence number. */
+  seq: number;
+  /** The SSE readers following the turn live. */
+  followers: Set<ReadableStreamDefaultController<Uint8Array>>;
+  /** The stream has ended (`finish` or `abort` stored): nothing more is sent. */
+  closed: boolean;
+  /** Settles once the turn is stored, billed and audited (or failed). */
+  settled: Promise<void>;
+  /** A participant stops the turn: the model call is aborted, the partial reply kept and billed. */
+  stop(): void;
+  /** The conversation is gone: stop, store nothing. */
+  abandon(): void;
+};
+
+/** What a running turn uses of its room. */
+export interface RoomHost {
+  readonly env: Env;
+  readonly ctx: DurableObjectState<Record<never, never>>;
+  readonly db: RoomDb;
+  readonly conversationId: string;
+  readonly toolProviders: readonly ToolProvider[];
+  emit(running: RunningTurn, chunk: UIMessageChunk): void;
+  closeFollowers(running: RunningTurn): void;
+  finished(running: RunningTurn): void;
+  broadcast(frame: LiveFrame): void;
+  delivering<T>(work: () => Promise<T>): Promise<T>;
+}
