@@ -336,3 +336,67 @@ describe("delete and erasure clear the room", () => {
     expect(await roomRows(c.id)).toEqual({ messages: 0, events: 0, turns: 0 });
   });
 });
+
+describe("live participants", () => {
+  type Frame =
+    | { type: "message"; message: { id: string; role: string; content: string } }
+    | { type: "chunk"; turn_id: string; seq: number; chunk: UIMessageChunk };
+
+  async function watch(conversationId: string, init: { token?: string; protocol?: string }) {
+    const headers: Record<string, string> = { Upgrade: "websocket" };
+    if (init.protocol) headers["Sec-WebSocket-Protocol"] = init.protocol;
+    const res = await call("GET", `/v1/api/conversations/${conversationId}/live`, { token: init.token, headers });
+    expect(res.status).toBe(101);
+    const ws = res.webSocket!;
+    ws.accept();
+    const frames: Frame[] = [];
+    ws.addEventListener("message", (e) => frames.push(JSON.parse(e.data as string) as Frame));
+    return { res, ws, frames };
+  }
+
+  it("pushes every new message and the running turn's events to every participant watching", async () => {
+    const ws = await signupWorkspace();
+    const member = await addUser(ws.adminToken, "member", ["conversations:read", "conversations:write"]);
+    const c = await conversationOf(ws.adminToken);
+    await call("POST", `/v1/api/conversations/${c.id}/participants`, {
+      token: ws.adminToken,
+      body: { user_id: member.user.id },
+    });
+    const admin = await watch(c.id, { token: ws.adminToken });
+    // Browsers send the token as the subprotocol, which the 101 echoes.
+    const browser = await watch(c.id, { protocol: `svc-pat.${member.token}` });
+    expect(browser.res.headers.get("Sec-WebSocket-Protocol")).toBe(`svc-pat.${member.token}`);
+    script({ text: "Seen by both." });
+    const turn = await parse(await post(ws.adminToken, c.id, "hello both"), TurnResponseSchema);
+    for (const viewer of [admin, browser]) {
+      await eventually(async () => viewer.frames.filter((f) => f.type === "message").length === 2);
+      const stored = viewer.frames.filter((f) => f.type === "message").map((f) => f.message);
+      expect(stored.map((m) => [m.id, m.content])).toEqual([
+        [turn.user_message.id, "hello both"],
+        [turn.reply.id, "Seen by both."],
+      ]);
+      const chunks = viewer.frames.filter((f) => f.type === "chunk");
+      expect(chunks.map((f) => f.seq)).toEqual(chunks.map((_, i) => i + 1));
+      expect(chunks.every((f) => f.turn_id === turn.reply.id)).toBe(true);
+      expect(textOf(chunks.map((f) => ({ id: null, chunk: f.chunk })))).toBe("Seen by both.");
+      viewer.ws.close();
+    }
+  });
+
+  it("refuses a non-participant (404), no credential (401) and a plain GET (426)", async () => {
+    const ws = await signupWorkspace();
+    const other = await addUser(ws.adminToken, "member", ["conversations:read"]);
+    const c = await conversationOf(ws.adminToken);
+    const upgrade = { Upgrade: "websocket" };
+    await expectProblem(
+      await call("GET", `/v1/api/conversations/${c.id}/live`, { token: other.token, headers: upgrade }),
+      404,
+    );
+    await expectProblem(await call("GET", `/v1/api/conversations/${c.id}/live`, { headers: upgrade }), 401);
+    await expectProblem(
+      await call("GET", `/v1/api/conversations/${c.id}/live`, { token: ws.adminToken }),
+      426,
+      "upgrade_required",
+    );
+  });
+});

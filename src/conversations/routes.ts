@@ -1,10 +1,13 @@
 import type { Context } from "hono";
+import { SUBPROTOCOL_PREFIX } from "../../durable-objects/protocol";
+import { patSubprotocol } from "../browser/auth";
 import { callerActor, callerEvent } from "../http/audit";
 import type { AppEnv } from "../http/context";
 import { apiRoute, createRouter, jsonBody, jsonResponse } from "../http/route";
 import { baseUrl } from "../platform/env";
-import { badRequest, problemResponse } from "../platform/problem";
+import { ApiError, badRequest, problemResponse } from "../platform/problem";
 import { conversationRoom } from "./room/client";
+import { LIVE_VIEWER_HEADER, type LiveViewer } from "./room/live";
 import { parsePosition, UI_STREAM_HEADERS } from "./room/sse";
 import {
   AddParticipantRequestSchema,
@@ -288,6 +291,64 @@ conversationsRouter.openapi(
     await participantConversation(c.env, c.var.caller.workspace.id, c.var.caller.userId, id);
     const stream = await conversationRoom(c.env, id).stream(id, c.var.caller.workspace.id, after);
     return stream ? (uiStream(stream) as never) : c.body(null, 204);
+  },
+);
+
+// Browsers cannot set headers on a WebSocket: the live socket's token may come as the
+// `svc-pat.<token>` subprotocol, read as if it were the Authorization header.
+conversationsRouter.use("/v1/api/conversations/:id/live", async (c, next) => {
+  const protocol = patSubprotocol(c.req.header("Sec-WebSocket-Protocol"));
+  if (protocol && !c.req.header("Authorization")) {
+    const headers = new Headers(c.req.raw.headers);
+    headers.set("Authorization", `Bearer ${protocol.slice(SUBPROTOCOL_PREFIX.length)}`);
+    c.req.raw = new Request(c.req.raw, { headers });
+  }
+  await next();
+});
+
+conversationsRouter.openapi(
+  apiRoute(
+    { scope: "conversations:read" },
+    {
+      method: "get",
+      path: "/v1/api/conversations/{id}/live",
+      tags: TAGS,
+      summary: "Watch a conversation live (WebSocket)",
+      description:
+        "Upgrades to a WebSocket that pushes every new message and the running turn's events to every " +
+        "participant watching. The token travels in `Authorization`, or (browsers) as the subprotocol " +
+        "`Sec-WebSocket-Protocol: svc-pat.<token>`, which the 101 response echoes. Frames are JSON text: " +
+        '`{ "type": "message", "message": <Message> }` for each stored message (the question when it is posted, ' +
+        'the reply when its turn ends) and `{ "type": "chunk", "turn_id", "seq", "chunk": <UI message stream chunk> }` ' +
+        "for each event of the running turn (a viewer who joins mid-turn first gets the turn's events so far). " +
+        "The text frame `ping` is answered `pong`.",
+      request: params,
+      responses: {
+        101: { description: "Switching protocols" },
+        400: problemResponse("Malformed id"),
+        404: notParticipant,
+        426: problemResponse("Not a WebSocket upgrade request (`upgrade_required`)"),
+      },
+    },
+  ),
+  async (c) => {
+    const { id } = c.req.valid("param");
+    const { caller } = c.var;
+    await participantConversation(c.env, caller.workspace.id, caller.userId, id);
+    if (c.req.header("Upgrade")?.toLowerCase() !== "websocket")
+      throw new ApiError(426, "upgrade_required", "This endpoint only accepts a WebSocket upgrade", undefined, {
+        Upgrade: "websocket",
+      });
+    const viewer: LiveViewer = { conversationId: id, workspaceId: caller.workspace.id, userId: caller.userId };
+    const upgraded = await conversationRoom(c.env, id).fetch("https://conversation-room/live", {
+      headers: { Upgrade: "websocket", [LIVE_VIEWER_HEADER]: JSON.stringify(viewer) },
+    });
+    const protocol = patSubprotocol(c.req.header("Sec-WebSocket-Protocol"));
+    return new Response(null, {
+      status: 101,
+      webSocket: upgraded.webSocket,
+      headers: protocol ? { "Sec-WebSocket-Protocol": protocol } : {},
+    }) as never;
   },
 );
 

@@ -1,4 +1,5 @@
 import type { UIMessageChunk } from "ai";
+import { z } from "zod";
 import type { Message } from "../schemas";
 
 /**
@@ -18,3 +19,12 @@ export const liveFrame = {
     chunk,
   }),
 };
+
+/** Who opens a live socket, as the Worker tells the room once it has checked the caller. */
+export const LiveViewerSchema = z.object({ conversationId: z.string(), workspaceId: z.string(), userId: z.string() });
+export type LiveViewer = z.infer<typeof LiveViewerSchema>;
+export const LIVE_VIEWER_HEADER = "x-live-viewer";
+
+/** Liveness: a client's `ping` text frame is answered `pong`. */
+export const LIVE_PING = "ping";
+export const LIVE_PONG = "pong";

@@ -10,7 +10,7 @@ import { logError } from "../../platform/log";
 import type { ToolProvider } from "../../platform/turn-tools";
 import type { Message } from "../schemas";
 import { importFromD1 } from "./import";
-import { type LiveFrame, liveFrame } from "./live";
+import { LIVE_PING, LIVE_PONG, LIVE_VIEWER_HEADER, type LiveFrame, LiveViewerSchema, liveFrame } from "./live";
 import migrations from "./migrations/migrations.js";
 import * as schema from "./schema";
 import { messages, type TurnState, turns } from "./schema";
@@ -207,6 +207,31 @@ export abstract class ConversationRoomObject extends DurableObject<Env> implemen
     this.identity = null;
     this.importing = null;
     await migrate(this.db, migrations);
+  }
+
+  /**
+   * A participant's live socket (hibernating): every new message and the running turn's events.
+   * The Worker has checked the caller; it names the conversation in the request's header.
+   */
+  override async fetch(request: Request): Promise<Response> {
+    const viewer = LiveViewerSchema.parse(JSON.parse(request.headers.get(LIVE_VIEWER_HEADER) ?? "null"));
+    await this.ready(viewer.conversationId, viewer.workspaceId);
+    const [client, server] = Object.values(new WebSocketPair()) as [WebSocket, WebSocket];
+    this.ctx.acceptWebSocket(server, [viewer.userId]);
+    // A viewer who arrives mid-turn sees the turn so far.
+    const running = this.running;
+    if (running)
+      for (const e of eventsAfter(this.db, running.turnId, 0))
+        server.send(JSON.stringify(liveFrame.chunk(running.turnId, e.seq, e.chunk)));
+    return new Response(null, { status: 101, webSocket: client });
+  }
+
+  override async webSocketMessage(ws: WebSocket, message: string | ArrayBuffer): Promise<void> {
+    if (message === LIVE_PING) ws.send(LIVE_PONG);
+  }
+
+  override async webSocketClose(ws: WebSocket, code: number): Promise<void> {
+    ws.close(code === 1005 ? 1000 : code, "closed");
   }
 
   /** Keep-alive while a turn runs; after a restart, ends a turn that was cut short. */
