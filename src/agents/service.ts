@@ -1,5 +1,5 @@
 /** Agents as rows: reading them, the signup's default agent, and the lookups other areas make. */
-import { and, asc, desc, eq, sql } from "drizzle-orm";
+import { and, asc, desc, eq, inArray, sql } from "drizzle-orm";
 import { agentHandles, agents, workspaceMcpServers, workspaceSkills } from "../db/schema";
 import { type Db, db, parseJsonArray, preparedFor } from "../platform/db";
 import { newId } from "../platform/ids";
@@ -113,29 +113,66 @@ export async function resolveAgent(env: Env, workspaceId: string, handle?: strin
   return agent;
 }
 
-/** The skills and MCP servers an agent may use: its subsets, or everything installed when a subset is empty. */
-export async function agentCapabilities(
-  env: Env,
-  agent: AgentRecord,
-): Promise<{ skills: string[]; mcpServers: string[] }> {
-  const [skillRows, serverRows] = await db(env).batch([
-    db(env)
-      .select({ slug: workspaceSkills.slug })
-      .from(workspaceSkills)
-      .where(eq(workspaceSkills.workspaceId, agent.workspaceId)),
-    db(env)
+/** The queries behind `agentCapabilities`: the skills and the MCP servers installed in the workspace. */
+export function installedQueries(env: Env, workspaceId: string) {
+  const d = db(env);
+  return [
+    d.select({ slug: workspaceSkills.slug }).from(workspaceSkills).where(eq(workspaceSkills.workspaceId, workspaceId)),
+    d
       .select({ slug: workspaceMcpServers.slug })
       .from(workspaceMcpServers)
-      .where(eq(workspaceMcpServers.workspaceId, agent.workspaceId)),
-  ]);
+      .where(eq(workspaceMcpServers.workspaceId, workspaceId)),
+  ] as const;
+}
+
+export type Capabilities = { skills: string[]; mcpServers: string[] };
+
+/** The skills and MCP servers an agent may use: its subsets, or everything installed when a subset is empty. */
+export function capabilitiesOf(
+  agent: AgentRecord,
+  installedSkills: { slug: string }[],
+  installedServers: { slug: string }[],
+): Capabilities {
   const pick = (subset: string[], installed: { slug: string }[]) => {
     const all = installed.map((r) => r.slug);
     return subset.length ? subset.filter((s) => all.includes(s)) : all;
   };
   return {
-    skills: pick(parseJsonArray(agent.skills), skillRows),
-    mcpServers: pick(parseJsonArray(agent.mcpServers), serverRows),
+    skills: pick(parseJsonArray(agent.skills), installedSkills),
+    mcpServers: pick(parseJsonArray(agent.mcpServers), installedServers),
   };
+}
+
+export async function agentCapabilities(env: Env, agent: AgentRecord): Promise<Capabilities> {
+  const [skills, servers] = await db(env).batch(installedQueries(env, agent.workspaceId));
+  return capabilitiesOf(agent, skills, servers);
+}
+
+/**
+ * The query for the agent answering to `handle` in the workspace (enabled or not), or, without
+ * a handle, for the agent of `conversationId`; `resolveAgent`'s rules apply to its row.
+ */
+export function turnAgentQuery(env: Env, workspaceId: string, handle: string | undefined, conversationId: string) {
+  const d = db(env);
+  const byHandle = d
+    .select({ id: agentHandles.agentId })
+    .from(agentHandles)
+    .where(and(eq(agentHandles.workspaceId, workspaceId), eq(agentHandles.handle, handle ?? "")));
+  const ofConversation = sql`(SELECT agent_id FROM conversations WHERE id = ${conversationId})`;
+  return d
+    .select()
+    .from(agents)
+    .where(
+      and(eq(agents.workspaceId, workspaceId), handle ? inArray(agents.id, byHandle) : eq(agents.id, ofConversation)),
+    )
+    .limit(1);
+}
+
+/** 404 for no agent, 400 `agent_disabled` for a disabled one. */
+export function usableAgent(agent: AgentRecord | undefined, handle?: string): AgentRecord {
+  if (!agent) throw notFound(handle ? `No agent @${handle} in this workspace` : "No such agent in this workspace");
+  if (agent.status !== "enabled") throw badRequest("agent_disabled", `The agent @${agent.slug} is disabled`);
+  return agent;
 }
 
 // ---- lookups by handle, for other areas ----

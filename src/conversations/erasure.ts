@@ -1,6 +1,9 @@
-import { detachConversationApps } from "../apps/service";
-import { detachConversationArtifacts } from "../artifacts/service";
+import { and, eq, ne, notExists } from "drizzle-orm";
+import { alias } from "drizzle-orm/sqlite-core";
+import { conversationParticipants } from "../db/schema";
+import { db } from "../platform/db";
 import { conversationRoom } from "./room/client";
+import { deletionQueries } from "./service";
 
 /**
  * Erasure step: the user leaves every conversation of the workspace. A conversation nobody
@@ -12,33 +15,23 @@ export async function eraseParticipation(
   workspaceId: string,
   userId: string,
 ): Promise<{ conversations_left: number }> {
-  const { results } = await env.DB.prepare(
-    `SELECT p.conversation_id AS id,
-       NOT EXISTS (SELECT 1 FROM conversation_participants o WHERE o.conversation_id = p.conversation_id AND o.user_id <> ?2) AS alone
-     FROM conversation_participants p WHERE p.workspace_id = ?1 AND p.user_id = ?2`,
-  )
-    .bind(workspaceId, userId)
-    .all<{ id: string; alone: number }>();
-  const statements = results.flatMap(({ id, alone }) => {
-    if (!alone) {
-      return [
-        env.DB.prepare("DELETE FROM conversation_participants WHERE conversation_id = ?1 AND user_id = ?2").bind(
-          id,
-          userId,
-        ),
-      ];
-    }
-    const detach = detachConversationArtifacts(env, workspaceId, id).toSQL();
-    const detachApps = detachConversationApps(env, workspaceId, id).toSQL();
-    return [
-      env.DB.prepare(detach.sql).bind(...detach.params),
-      env.DB.prepare(detachApps.sql).bind(...detachApps.params),
-      env.DB.prepare("DELETE FROM messages WHERE conversation_id = ?1").bind(id),
-      env.DB.prepare("DELETE FROM conversation_participants WHERE conversation_id = ?1").bind(id),
-      env.DB.prepare("DELETE FROM conversations WHERE id = ?1").bind(id),
-    ];
-  });
-  if (statements.length) await env.DB.batch(statements);
+  const d = db(env);
+  const p = conversationParticipants;
+  const other = alias(conversationParticipants, "other");
+  const others = d
+    .select({ userId: other.userId })
+    .from(other)
+    .where(and(eq(other.conversationId, p.conversationId), ne(other.userId, userId)));
+  const results = await d
+    .select({ id: p.conversationId, alone: notExists(others).mapWith(Boolean) })
+    .from(p)
+    .where(and(eq(p.workspaceId, workspaceId), eq(p.userId, userId)));
+  const queries = results.flatMap(({ id, alone }) =>
+    alone
+      ? deletionQueries(env, workspaceId, id)
+      : [d.delete(p).where(and(eq(p.conversationId, id), eq(p.userId, userId)))],
+  );
+  if (queries.length) await d.batch(queries as unknown as Parameters<typeof d.batch>[0]);
   for (const { id, alone } of results) if (alone) await conversationRoom(env, id).destroy();
   return { conversations_left: results.length };
 }

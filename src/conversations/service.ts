@@ -1,43 +1,66 @@
-import { sql } from "drizzle-orm";
+import { and, desc, eq, exists, isNull, lt, or, sql } from "drizzle-orm";
 import { resolveAgent } from "../agents/service";
 import { detachConversationApps } from "../apps/service";
 import { detachConversationArtifacts, visibleArtifactIds } from "../artifacts/service";
 import { type AuditEventInput, auditInBatch, jsonBoolean, PREVIOUS_STATEMENT_CHANGED } from "../audit/events";
+import { agents, conversationParticipants, conversations, messages, users } from "../db/schema";
 import { decodeCursor, encodeCursor } from "../platform/cursor";
-import { d1Statement, parseJsonArray } from "../platform/db";
+import { db, parseJsonArray } from "../platform/db";
 import { nowIso } from "../platform/env";
 import { newId } from "../platform/ids";
 import { notFound } from "../platform/problem";
 import { conversationRoom } from "./room/client";
 import type { Conversation, Message } from "./schemas";
 
-type ConversationRow = {
-  id: string;
-  title: string | null;
-  mode: "standard" | "fast";
-  agent_id: string;
-  agent_slug: string;
-  created_by: string;
-  created_at: string;
-  last_message_at: string;
-  participant_ids: string;
+/** A conversation as the API shows it: its row, its agent's slug and its participants. */
+const CONVERSATION = {
+  id: conversations.id,
+  title: conversations.title,
+  mode: conversations.mode,
+  agent_id: conversations.agentId,
+  agent_slug: agents.slug,
+  created_by: conversations.createdBy,
+  created_at: conversations.createdAt,
+  last_message_at: conversations.lastMessageAt,
+  participant_ids: sql<string>`(SELECT json_group_array(p2.user_id) FROM ${conversationParticipants} p2
+    WHERE p2.conversation_id = ${conversations.id})`,
 };
 
-const CONVERSATION_COLUMNS = `c.id, c.title, c.mode, c.agent_id, a.slug AS agent_slug, c.created_by, c.created_at,
-  c.last_message_at, (SELECT json_group_array(p2.user_id) FROM conversation_participants p2
-  WHERE p2.conversation_id = c.id) AS participant_ids`;
+type ConversationRow = { [K in keyof typeof CONVERSATION]: K extends "participant_ids" ? string : Conversation[K] };
 
-const toConversation = (r: ConversationRow): Conversation => ({
-  id: r.id,
-  title: r.title,
-  mode: r.mode,
-  agent_id: r.agent_id,
-  agent_slug: r.agent_slug,
-  created_by: r.created_by,
+export const toConversation = (r: ConversationRow): Conversation => ({
+  ...r,
   participant_ids: parseJsonArray(r.participant_ids),
-  created_at: r.created_at,
-  last_message_at: r.last_message_at,
 });
+
+/** The query for the conversation `userId` takes part in (no row: not a participant, or another workspace). */
+export function participantConversationQuery(env: Env, workspaceId: string, userId: string, id: string) {
+  const d = db(env);
+  return d
+    .select(CONVERSATION)
+    .from(conversations)
+    .innerJoin(agents, eq(agents.id, conversations.agentId))
+    .where(
+      and(
+        eq(conversations.id, id),
+        eq(conversations.workspaceId, workspaceId),
+        exists(
+          d
+            .select({ one: sql`1` })
+            .from(conversationParticipants)
+            .where(
+              and(
+                eq(conversationParticipants.conversationId, conversations.id),
+                eq(conversationParticipants.userId, userId),
+              ),
+            ),
+        ),
+      ),
+    )
+    .limit(1);
+}
+
+export const noSuchConversation = () => notFound("No such conversation");
 
 /** The conversation, when `userId` takes part in it; 404 otherwise (another workspace included). */
 export async function participantConversation(
@@ -46,14 +69,8 @@ export async function participantConversation(
   userId: string,
   id: string,
 ): Promise<Conversation> {
-  const row = await env.DB.prepare(
-    `SELECT ${CONVERSATION_COLUMNS} FROM conversations c JOIN agents a ON a.id = c.agent_id
-     WHERE c.id = ?1 AND c.workspace_id = ?2
-       AND EXISTS (SELECT 1 FROM conversation_participants p WHERE p.conversation_id = c.id AND p.user_id = ?3)`,
-  )
-    .bind(id, workspaceId, userId)
-    .first<ConversationRow>();
-  if (!row) throw notFound("No such conversation");
+  const [row] = await participantConversationQuery(env, workspaceId, userId, id);
+  if (!row) throw noSuchConversation();
   return toConversation(row);
 }
 
@@ -78,16 +95,22 @@ export async function createConversation(
     created_at: now,
     last_message_at: now,
   };
-  await env.DB.batch([
-    env.DB.prepare(
-      `INSERT INTO conversations (id, workspace_id, title, mode, agent_id, created_by, created_at, last_message_at)
-       VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7)`,
-    ).bind(id, workspaceId, input.title ?? null, input.mode ?? "standard", agent.id, userId, now),
-    env.DB.prepare(
-      `INSERT INTO conversation_participants (conversation_id, user_id, workspace_id, last_message_at, added_at)
-       VALUES (?1, ?2, ?3, ?4, ?4)`,
-    ).bind(id, userId, workspaceId, now),
-    d1Statement(env, auditInBatch(env, event(conversation))),
+  const d = db(env);
+  await d.batch([
+    d.insert(conversations).values({
+      id,
+      workspaceId,
+      title: conversation.title,
+      mode: conversation.mode,
+      agentId: agent.id,
+      createdBy: userId,
+      createdAt: now,
+      lastMessageAt: now,
+    }),
+    d
+      .insert(conversationParticipants)
+      .values({ conversationId: id, userId, workspaceId, lastMessageAt: now, addedAt: now }),
+    auditInBatch(env, event(conversation)),
   ]);
   return conversation;
 }
@@ -101,15 +124,23 @@ export async function listConversations(
   cursor?: string,
 ): Promise<{ conversations: Conversation[]; next_cursor: string | null }> {
   const after = cursor ? decodeCursor(cursor) : null;
-  const { results } = await env.DB.prepare(
-    `SELECT ${CONVERSATION_COLUMNS} FROM conversation_participants p
-     JOIN conversations c ON c.id = p.conversation_id JOIN agents a ON a.id = c.agent_id
-     WHERE p.user_id = ?1 AND p.workspace_id = ?2
-       AND (?3 IS NULL OR p.last_message_at < ?3 OR (p.last_message_at = ?3 AND p.conversation_id < ?4))
-     ORDER BY p.last_message_at DESC, p.conversation_id DESC LIMIT ?5`,
-  )
-    .bind(userId, workspaceId, after?.at ?? null, after?.id ?? null, limit + 1)
-    .all<ConversationRow>();
+  const p = conversationParticipants;
+  const results = await db(env)
+    .select(CONVERSATION)
+    .from(p)
+    .innerJoin(conversations, eq(conversations.id, p.conversationId))
+    .innerJoin(agents, eq(agents.id, conversations.agentId))
+    .where(
+      and(
+        eq(p.userId, userId),
+        eq(p.workspaceId, workspaceId),
+        after
+          ? or(lt(p.lastMessageAt, after.at), and(eq(p.lastMessageAt, after.at), lt(p.conversationId, after.id)))
+          : undefined,
+      ),
+    )
+    .orderBy(desc(p.lastMessageAt), desc(p.conversationId))
+    .limit(limit + 1);
   const page = results.slice(0, limit).map(toConversation);
   const last = page.at(-1);
   return {
@@ -146,17 +177,26 @@ export async function deleteConversation(
   event: AuditEventInput,
 ): Promise<void> {
   await participantConversation(env, workspaceId, userId, id);
-  const detach = detachConversationArtifacts(env, workspaceId, id).toSQL();
-  const detachApps = detachConversationApps(env, workspaceId, id).toSQL();
-  await env.DB.batch([
-    env.DB.prepare(detach.sql).bind(...detach.params),
-    env.DB.prepare(detachApps.sql).bind(...detachApps.params),
-    env.DB.prepare("DELETE FROM messages WHERE conversation_id = ?1").bind(id),
-    env.DB.prepare("DELETE FROM conversation_participants WHERE conversation_id = ?1").bind(id),
-    env.DB.prepare("DELETE FROM conversations WHERE id = ?1 AND workspace_id = ?2").bind(id, workspaceId),
-    d1Statement(env, auditInBatch(env, event, { onlyIf: PREVIOUS_STATEMENT_CHANGED })),
+  await db(env).batch([
+    ...deletionQueries(env, workspaceId, id),
+    auditInBatch(env, event, { onlyIf: PREVIOUS_STATEMENT_CHANGED }),
   ]);
   await conversationRoom(env, id).destroy();
+}
+
+/**
+ * A conversation's rows in D1, gone (the last statement deletes the directory row): its
+ * artifacts and apps detached, its participants, and messages from before rooms.
+ */
+export function deletionQueries(env: Env, workspaceId: string, id: string) {
+  const d = db(env);
+  return [
+    detachConversationArtifacts(env, workspaceId, id),
+    detachConversationApps(env, workspaceId, id),
+    d.delete(messages).where(eq(messages.conversationId, id)),
+    d.delete(conversationParticipants).where(eq(conversationParticipants.conversationId, id)),
+    d.delete(conversations).where(and(eq(conversations.id, id), eq(conversations.workspaceId, workspaceId))),
+  ] as const;
 }
 
 /** Adds a member of the same workspace; idempotent. Returns whether they were added now. */
@@ -169,32 +209,40 @@ export async function addParticipant(
   event: AuditEventInput,
 ): Promise<{ conversation: Conversation; added: boolean }> {
   await participantConversation(env, workspaceId, callerId, id);
-  const [inserted] = await env.DB.batch([
-    env.DB.prepare(
-      `INSERT INTO conversation_participants (conversation_id, user_id, workspace_id, last_message_at, added_at)
-       SELECT c.id, u.id, c.workspace_id, c.last_message_at, ?4 FROM conversations c, users u
-       WHERE c.id = ?1 AND u.id = ?2 AND u.workspace_id = ?3 AND u.erased_at IS NULL
-       ON CONFLICT DO NOTHING RETURNING user_id`,
-    ).bind(id, userId, workspaceId, nowIso()),
+  const d = db(env);
+  const member = and(eq(users.id, userId), eq(users.workspaceId, workspaceId), isNull(users.erasedAt));
+  const [inserted] = await d.batch([
+    d
+      .insert(conversationParticipants)
+      .select(
+        d
+          .select({
+            conversationId: conversations.id,
+            userId: users.id,
+            workspaceId: conversations.workspaceId,
+            lastMessageAt: conversations.lastMessageAt,
+            addedAt: sql`${nowIso()}`.as("added_at"),
+          })
+          .from(conversations)
+          .innerJoin(users, member)
+          .where(eq(conversations.id, id)),
+      )
+      .onConflictDoNothing()
+      .returning({ userId: conversationParticipants.userId }),
     // Recorded when the user is a member (else the 404 below), `added` when the insert was new.
-    d1Statement(
-      env,
-      auditInBatch(env, event, {
-        from: {
-          source: sql`FROM users u WHERE u.id = ${userId} AND u.workspace_id = ${workspaceId} AND u.erased_at IS NULL`,
-        },
-        detailsFromSql: { added: jsonBoolean(PREVIOUS_STATEMENT_CHANGED) },
-      }),
-    ),
+    auditInBatch(env, event, {
+      from: {
+        source: sql`FROM users u WHERE u.id = ${userId} AND u.workspace_id = ${workspaceId} AND u.erased_at IS NULL`,
+      },
+      detailsFromSql: { added: jsonBoolean(PREVIOUS_STATEMENT_CHANGED) },
+    }),
   ]);
-  if (!inserted?.results.length) {
-    const member = await env.DB.prepare("SELECT 1 FROM users WHERE id = ?1 AND workspace_id = ?2 AND erased_at IS NULL")
-      .bind(userId, workspaceId)
-      .first();
-    if (!member) throw notFound("No such user in this workspace");
+  if (!inserted.length) {
+    const [known] = await d.select({ id: users.id }).from(users).where(member);
+    if (!known) throw notFound("No such user in this workspace");
   }
   return {
     conversation: await participantConversation(env, workspaceId, callerId, id),
-    added: !!inserted?.results.length,
+    added: inserted.length > 0,
   };
 }

@@ -1,12 +1,13 @@
-import { type AgentRecord, getAgentRecord, resolveAgent } from "../agents/service";
+import { type AgentRecord, capabilitiesOf, installedQueries, turnAgentQuery, usableAgent } from "../agents/service";
 import type { AuditActor } from "../audit/events";
 import { requireCredits } from "../billing/ledger";
 import { modelError } from "../llm/errors";
 import { agentLanguageModel } from "../llm/model";
-import { ApiError, badRequest, conflict } from "../platform/problem";
+import { db } from "../platform/db";
+import { ApiError, conflict } from "../platform/problem";
 import { conversationRoom } from "./room/client";
-import type { Conversation, Message } from "./schemas";
-import { participantConversation } from "./service";
+import type { Message } from "./schemas";
+import { noSuchConversation, participantConversationQuery, toConversation } from "./service";
 
 export type TurnContext = {
   env: Env;
@@ -19,12 +20,24 @@ export type TurnContext = {
 /** Fast-mode conversations run on the fast lane whatever the agent's own profile. */
 const profileFor = (mode: "standard" | "fast", agent: AgentRecord) => (mode === "fast" ? "fast" : agent.runtimeProfile);
 
-/** The agent that answers a message: the one named, else the conversation's own. */
-async function turnAgent(env: Env, workspaceId: string, conversation: Conversation, handle?: string) {
-  if (handle) return resolveAgent(env, workspaceId, handle);
-  const agent = await getAgentRecord(env, workspaceId, conversation.agent_id);
-  if (agent.status !== "enabled") throw badRequest("agent_disabled", `The agent @${agent.slug} is disabled`);
-  return agent;
+/**
+ * Everything a turn needs from D1, in one round trip: the conversation (the caller takes part
+ * in it), the agent that answers (the one named, else the conversation's own) and what it may
+ * use. The credit check runs beside it.
+ */
+async function preflight(env: Env, workspaceId: string, userId: string, conversationId: string, handle?: string) {
+  const [[conversation], [agent], skills, servers] = await db(env).batch([
+    participantConversationQuery(env, workspaceId, userId, conversationId),
+    turnAgentQuery(env, workspaceId, handle, conversationId),
+    ...installedQueries(env, workspaceId),
+  ]);
+  if (!conversation) throw noSuchConversation();
+  const usable = usableAgent(agent, handle);
+  return {
+    conversation: toConversation(conversation),
+    agent: usable,
+    capabilities: capabilitiesOf(usable, skills, servers),
+  };
 }
 
 export const modelNotConfigured = () =>
@@ -47,8 +60,15 @@ export async function postMessage(
   opts: { stream: boolean; idempotencyKey?: string | null },
 ): Promise<PostedTurn> {
   const { env, workspace } = ctx;
-  const conversation = await participantConversation(env, workspace.id, ctx.userId, conversationId);
-  const agent = await turnAgent(env, workspace.id, conversation, input.agent_slug);
+  const credits = requireCredits(env, workspace.id);
+  credits.catch(() => undefined); // awaited below, once the conversation is known to be the caller's
+  const { conversation, agent, capabilities } = await preflight(
+    env,
+    workspace.id,
+    ctx.userId,
+    conversationId,
+    input.agent_slug,
+  );
   const profile = profileFor(conversation.mode, agent);
   const model = agentLanguageModel(env, {
     runtime_profile: profile,
@@ -56,7 +76,7 @@ export async function postMessage(
   });
   if (!model) throw modelNotConfigured();
   // Out of credits, a repeat of a turn already paid for still gets its answer.
-  const noCredits = await requireCredits(env, workspace.id).then(
+  const noCredits = await credits.then(
     () => null,
     (e: unknown) => {
       if (e instanceof ApiError && e.status === 402 && opts.idempotencyKey) return e;
@@ -70,6 +90,7 @@ export async function postMessage(
     actor: ctx.actor,
     origin: ctx.origin,
     agent,
+    capabilities,
     profile,
     content: input.content,
     idempotencyKey: opts.idempotencyKey ?? null,

@@ -6,14 +6,26 @@ import { effectiveModel } from "./models";
 /** The Workers AI model used when no OpenAI-compatible endpoint is configured. */
 export const WORKERS_AI_DEFAULT_MODEL = "@cf/meta/llama-3.3-70b-instruct-fp8-fast";
 
-const openAiCompatible = (env: Env) =>
-  createOpenAICompatible({
-    name: "llm",
-    baseURL: env.LLM_BASE_URL!.replace(/\/+$/, ""),
-    apiKey: env.LLM_API_KEY,
-    // Structured output (email triage, profile enrichment) as a JSON schema the provider enforces.
-    supportsStructuredOutputs: true,
-  });
+type Provider = ReturnType<typeof createOpenAICompatible>;
+/** Providers kept per isolate, by endpoint and key: building one per turn costs more than the turn's own work. */
+const providers = new Map<string, Provider>();
+
+function openAiCompatible(env: Env): Provider {
+  const key = `${env.LLM_BASE_URL}\n${env.LLM_API_KEY ?? ""}`;
+  let provider = providers.get(key);
+  if (!provider) {
+    provider = createOpenAICompatible({
+      name: "llm",
+      baseURL: env.LLM_BASE_URL!.replace(/\/+$/, ""),
+      apiKey: env.LLM_API_KEY,
+      // Structured output (email triage, profile enrichment) as a JSON schema the provider enforces.
+      supportsStructuredOutputs: true,
+    });
+    if (providers.size >= 8) providers.clear();
+    providers.set(key, provider);
+  }
+  return provider;
+}
 
 /**
  * The one place that turns configuration into an AI SDK model: an OpenAI-compatible

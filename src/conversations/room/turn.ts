@@ -1,6 +1,6 @@
 import { readUIMessageStream, type UIMessage, type UIMessageChunk } from "ai";
 import { eq } from "drizzle-orm";
-import { type AgentRecord, agentCapabilities, toAgentRow } from "../../agents/service";
+import { type AgentRecord, toAgentRow } from "../../agents/service";
 import { auditInBatch } from "../../audit/events";
 import { debitStatement } from "../../billing/ledger";
 import { modelFailure } from "../../llm/errors";
@@ -108,7 +108,6 @@ async function startModel(room: RoomHost, start: Start, stopSignal: AbortSignal)
     model: input.profile === agent.runtimeProfile ? agent.model : null,
   });
   if (!model) throw new Error("No language model is configured for this service");
-  const capabilities = await agentCapabilities(room.env, agent);
   return runTurn({
     env: room.env,
     model,
@@ -116,7 +115,7 @@ async function startModel(room: RoomHost, start: Start, stopSignal: AbortSignal)
     providers: room.toolProviders,
     workspace: input.workspace,
     userId: input.userId,
-    agent: { ...toAgentRow(agent), ...capabilities },
+    agent: { ...toAgentRow(agent), ...input.capabilities },
     conversationId: input.conversationId,
     turnId,
     origin: input.origin,

@@ -1,5 +1,5 @@
 import type { UIMessageChunk } from "ai";
-import type { AgentRecord } from "../../agents/service";
+import type { AgentRecord, Capabilities } from "../../agents/service";
 import type { AuditActor } from "../../audit/events";
 import type { ToolProvider } from "../../platform/turn-tools";
 import type { Message } from "../schemas";
@@ -15,6 +15,8 @@ export type TurnInput = {
   actor: AuditActor;
   origin: string;
   agent: AgentRecord;
+  /** The skills and MCP servers the agent may use in this turn. */
+  capabilities: Capabilities;
   profile: string;
   content: string;
   idempotencyKey: string | null;
