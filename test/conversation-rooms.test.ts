@@ -400,3 +400,37 @@ describe("live participants", () => {
     );
   });
 });
+
+describe("stream events are kept for the last 20 turns, 24 hours", () => {
+  const eventTurns = (id: string) =>
+    inRoom(id, (room) =>
+      room.ctx.storage.sql
+        .exec<{ turn_id: string }>("SELECT DISTINCT turn_id FROM stream_events")
+        .toArray()
+        .map((r) => r.turn_id),
+    );
+
+  it("drops the events of older turns, then those past 24 hours; a position in them answers 204", async () => {
+    const ws = await signupWorkspace();
+    const c = await conversationOf(ws.adminToken);
+    script({ text: "Short." });
+    const ids: string[] = [];
+    for (let i = 0; i < 21; i++)
+      ids.push((await parse(await post(ws.adminToken, c.id, `q${i}`), TurnResponseSchema)).reply.id);
+    await eventually(async () => (await eventTurns(c.id)).length === 20);
+    expect(new Set(await eventTurns(c.id))).toEqual(new Set(ids.slice(1)));
+    const gone = await call("GET", `/v1/api/conversations/${c.id}/stream?after=${ids[0]}:0`, { token: ws.adminToken });
+    expect(gone.status).toBe(204);
+    const kept = await call("GET", `/v1/api/conversations/${c.id}/stream?after=${ids[20]}:0`, { token: ws.adminToken });
+    expect(kept.status).toBe(200);
+    await kept.body?.cancel();
+
+    // A day later the alarm clears the rest.
+    await inRoom(c.id, (room) => {
+      room.ctx.storage.sql.exec("UPDATE turns SET ended_at = ?", new Date(Date.now() - 25 * 3600_000).toISOString());
+    });
+    expect(await runDurableObjectAlarm(roomStub(c.id))).toBe(true);
+    expect(await eventTurns(c.id)).toEqual([]);
+    expect(await roomMessages(c.id)).toHaveLength(42);
+  });
+});

@@ -234,14 +234,19 @@ export abstract class ConversationRoomObject extends DurableObject<Env> implemen
     ws.close(code === 1005 ? 1000 : code, "closed");
   }
 
-  /** Keep-alive while a turn runs; after a restart, ends a turn that was cut short. */
+  /**
+   * Keep-alive while a turn runs; after a restart, ends a turn that was cut short; then drops
+   * the stream events past their 24 hours.
+   */
   override async alarm(): Promise<void> {
     if (this.running) {
       await this.ctx.storage.setAlarm(Date.now() + KEEP_ALIVE_MS);
       return;
     }
     await this.recoverInterrupted();
-    pruneEvents(this.db, Date.now());
+    const next = pruneEvents(this.db, Date.now());
+    // Wake again when the oldest kept events expire.
+    if (next !== null) await this.ctx.storage.setAlarm(next);
   }
 
   /** Turns stored as running that no code runs any more (the room restarted) end as `failed`, billed for what they said. */

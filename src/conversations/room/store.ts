@@ -99,8 +99,11 @@ export const lastSeq = (d: RoomDb, turnId: string) =>
     .where(eq(streamEvents.turnId, turnId))
     .get()?.seq ?? 0;
 
-/** Keeps the events of the newest 20 turns that ended within 24 h (and of a running turn). */
-export function pruneEvents(d: RoomDb, now: number): void {
+/**
+ * Keeps the events of the newest 20 turns that ended within 24 h (and of a running turn).
+ * Answers when the oldest events kept expire (null when none are left to expire).
+ */
+export function pruneEvents(d: RoomDb, now: number): number | null {
   const kept = d
     .select({ id: turns.id })
     .from(turns)
@@ -109,12 +112,22 @@ export function pruneEvents(d: RoomDb, now: number): void {
     .all()
     .map((t) => t.id);
   const expired = new Date(now - EVENTS_TTL_MS).toISOString();
-  const stale = d
-    .select({ id: turns.id })
-    .from(turns)
-    .where(and(lt(turns.endedAt, expired), notInArray(turns.state, [...RUNNING])))
-    .all()
-    .map((t) => t.id);
   d.delete(streamEvents).where(notInArray(streamEvents.turnId, kept)).run();
-  if (stale.length) d.delete(streamEvents).where(inArray(streamEvents.turnId, stale)).run();
+  d.delete(streamEvents)
+    .where(
+      inArray(
+        streamEvents.turnId,
+        d
+          .select({ id: turns.id })
+          .from(turns)
+          .where(and(lt(turns.endedAt, expired), notInArray(turns.state, [...RUNNING]))),
+      ),
+    )
+    .run();
+  const oldest = d
+    .select({ endedAt: sql<string | null>`min(${turns.endedAt})` })
+    .from(turns)
+    .where(inArray(turns.id, d.selectDistinct({ id: streamEvents.turnId }).from(streamEvents)))
+    .get()?.endedAt;
+  return oldest ? Date.parse(oldest) + EVENTS_TTL_MS : null;
 }
