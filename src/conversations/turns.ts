@@ -57,7 +57,14 @@ export async function postMessage(
   ctx: TurnContext,
   conversationId: string,
   input: { content: string; agent_slug?: string },
-  opts: { stream: boolean; idempotencyKey?: string | null },
+  opts: {
+    stream: boolean;
+    idempotencyKey?: string | null;
+    /** The client's id for the user message (AI SDK ids), kept as given. */
+    userMessageId?: string;
+    /** The earlier messages as the client sends them (OpenAI-compatible clients); else the room's. */
+    history?: { role: "user" | "assistant"; content: string }[];
+  },
 ): Promise<PostedTurn> {
   const { env, workspace } = ctx;
   const credits = requireCredits(env, workspace.id);
@@ -94,6 +101,8 @@ export async function postMessage(
     profile,
     content: input.content,
     idempotencyKey: opts.idempotencyKey ?? null,
+    userMessageId: opts.userMessageId,
+    history: opts.history,
     hasCredits: !noCredits,
     stream: opts.stream,
   });

@@ -81,10 +81,10 @@ export abstract class ConversationRoomObject extends DurableObject<Env> implemen
     }
     if (!input.hasCredits) return { kind: "no_credits" };
     if (this.running) return { kind: "busy" };
-    const history = recentHistory(this.db);
+    const history = input.history ?? recentHistory(this.db);
     const at = nowIso();
     const userMessage = {
-      id: newId(),
+      id: input.userMessageId ?? newId(),
       role: "user" as const,
       authorUserId: input.userId,
       agentId: null,

@@ -19,6 +19,10 @@ export type TurnInput = {
   capabilities: Capabilities;
   profile: string;
   content: string;
+  /** The user message's id as the client chose it (1-128 of `[A-Za-z0-9_-]`); a UUID v7 otherwise. */
+  userMessageId?: string;
+  /** Earlier messages a client sends itself (the OpenAI-compatible route); the room's own otherwise. */
+  history?: { role: "user" | "assistant"; content: string }[];
   idempotencyKey: string | null;
   /** The workspace had credits left (checked by the Worker); an idempotent repeat needs none. */
   hasCredits: boolean;
