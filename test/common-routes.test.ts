@@ -87,6 +87,9 @@ const NOT_TENANT_CHECKED: Record<string, string> = {
   // Not yet covered: a reply awaiting review exists only after triage ran a model over inbound
   // mail; test/support has no way to make one short of writing the row (email.test.ts covers it).
   "/v1/api/email/replies/{email_message_id}/review": "not yet covered: needs a triaged reply",
+  // "A client chat id that happens to be another workspace's conversation id is just a client id
+  // in the caller's workspace": 204, nothing runs there (chat.test.ts).
+  "/v1/api/chat/{id}/stream": "an AI SDK chat id: any id the client chose, never another workspace's conversation",
 };
 
 /** Operations whose cross-workspace answer is not 404, by the spec's own rule. */

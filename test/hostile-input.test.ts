@@ -271,6 +271,7 @@ function paramKind(
   if (path === "/v1/memory/facts/{id}") return "fact";
   if (path === "/v1/memory/freeze/{agent_slug}") return "agentSlug";
   if (path === "/v1/api/conversations/{id}/artifacts") return "conversation";
+  if (path === "/v1/api/chat/{id}/stream") return "conversation";
   if (path.startsWith("/v1/api/artifacts/{id}")) return "artifact";
   if (path === "/v1/api/apps/{id}") return "app";
   if (path === "/v1/api/email/endpoints/{id}") return "emailEndpoint";
@@ -322,6 +323,10 @@ function validBody(key: string): Record<string, unknown> {
     "POST /v1/api/conversations": () => ({ title: "Valid" }),
     "POST /v1/api/conversations/{id}/participants": () => ({ user_id: own.user }),
     "POST /v1/api/conversations/{id}/messages": () => ({ content: "hello" }),
+    "POST /v1/api/chat": () => ({
+      id: `chat-${unique()}`,
+      messages: [{ id: "m1", role: "user", parts: [{ type: "text", text: "hello" }] }],
+    }),
     "PUT /v1/memory/freeze/{agent_slug}": () => ({ reason: "hostile" }),
     "POST /v1/api/artifacts/{id}/deliver": () => ({ channel_id: "C0CHAN", message: "hostile" }),
     "PUT /v1/api/business-profile": () => ({ summary: "A hostile-input bakery" }),
@@ -347,7 +352,7 @@ type Case = {
   body?: BodyInit;
   contentType?: string | null;
   audited?: boolean;
-  expect?: "4xx" | 404 | 200;
+  expect?: "4xx" | 404 | 200 | 204;
 };
 
 /** Events in A's chain, counting those committed but not yet delivered (as an admin reads them). */
@@ -381,6 +386,7 @@ async function check(op: (typeof OPERATIONS)[number], c: Case, failures: string[
   if (c.expect === "4xx" && (res.status < 400 || res.status >= 500)) fail("expected a 4xx");
   if (c.expect === 404 && res.status !== 404) fail("expected 404");
   if (c.expect === 200 && res.status !== 200) fail("expected 200");
+  if (c.expect === 204 && res.status !== 204) fail("expected 204");
   if (res.status >= 400) {
     if (shape === "problem") {
       if (!type.startsWith("application/problem+json")) fail(`not application/problem+json but ${type}`);
@@ -410,12 +416,23 @@ async function check(op: (typeof OPERATIONS)[number], c: Case, failures: string[
  */
 const IDEMPOTENT_FOR_NOTHING = new Set(["DELETE /v1/memory/freeze/{agent_slug}"]);
 
+/**
+ * Ids a client chooses freely (AI SDK chat ids, 1-128 characters): whatever names no chat of
+ * the caller, another workspace's conversation id included, answers 204 and records nothing.
+ */
+const CLIENT_CHOSEN_IDS = new Set(["GET /v1/api/chat/{id}/stream"]);
+
 /** Path-parameter cases: malformed values, an unknown UUID, another workspace's id. */
 function pathCases(op: (typeof OPERATIONS)[number]): Case[] {
   const names = [...op.path.matchAll(/\{([^}]+)\}/g)].map((m) => m[1]!);
   const cases: Case[] = [];
   const idempotent = IDEMPOTENT_FOR_NOTHING.has(op.key);
-  const nothing: Pick<Case, "expect" | "audited"> = idempotent ? { expect: 200, audited: false } : { expect: 404 };
+  const clientChosen = CLIENT_CHOSEN_IDS.has(op.key);
+  const nothing: Pick<Case, "expect" | "audited"> = clientChosen
+    ? { expect: 204, audited: false }
+    : idempotent
+      ? { expect: 200, audited: false }
+      : { expect: 404 };
   const bodyOf = (): Pick<Case, "body" | "contentType"> =>
     op.op.requestBody?.content["multipart/form-data"]
       ? { body: multipartBody([{ name: "file", filename: "ok.txt", content: "ok" }]), contentType: formType() }
@@ -432,7 +449,7 @@ function pathCases(op: (typeof OPERATIONS)[number]): Case[] {
         path: fill(op.path, (n) => (n === name ? value : others(n))),
         ...bodyOf(),
         // idempotent: 200 for what names nothing, 400 past the documented length
-        ...(idempotent ? { audited: false } : { expect: "4xx" }),
+        ...(clientChosen ? { audited: false } : idempotent ? { audited: false } : { expect: "4xx" }),
       });
     }
     const maxLength = resolve(op.op.parameters?.find((p) => p.in === "path" && p.name === name)?.schema).maxLength;

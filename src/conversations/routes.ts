@@ -1,11 +1,11 @@
 import type { Context } from "hono";
 import { SUBPROTOCOL_PREFIX } from "../../durable-objects/protocol";
 import { patSubprotocol } from "../browser/auth";
-import { callerActor, callerEvent } from "../http/audit";
+import { callerEvent } from "../http/audit";
 import type { AppEnv } from "../http/context";
 import { apiRoute, createRouter, jsonBody, jsonResponse } from "../http/route";
-import { baseUrl } from "../platform/env";
 import { ApiError, badRequest, problemResponse } from "../platform/problem";
+import { chatRouter } from "./chat-routes";
 import { conversationRoom } from "./room/client";
 import { LIVE_VIEWER_HEADER, type LiveViewer } from "./room/live";
 import { parsePosition, UI_STREAM_HEADERS } from "./room/sse";
@@ -36,7 +36,7 @@ import {
   listMessages,
   participantConversation,
 } from "./service";
-import { postMessage, quickAskReady, type TurnContext } from "./turns";
+import { postMessage, quickAskReady, turnContext } from "./turns";
 
 export const conversationsRouter = createRouter();
 
@@ -53,15 +53,9 @@ const createdEvent = (c: Context<AppEnv>, conversation: Conversation) =>
     details: { mode: conversation.mode, agent_slug: conversation.agent_slug },
   });
 
-const turnContext = (c: Context<AppEnv>): TurnContext => ({
-  env: c.env,
-  workspace: { id: c.var.caller.workspace.id, name: c.var.caller.workspace.name },
-  userId: c.var.caller.userId,
-  actor: callerActor(c.var.caller),
-  origin: baseUrl(c.env, c.req.url),
-});
-
 const uiStream = (stream: ReadableStream<Uint8Array>) => new Response(stream, { headers: UI_STREAM_HEADERS });
+
+conversationsRouter.route("/", chatRouter);
 
 conversationsRouter.openapi(
   apiRoute(

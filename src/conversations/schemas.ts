@@ -19,9 +19,15 @@ export const ConversationSchema = z
   .openapi("Conversation");
 export type Conversation = z.infer<typeof ConversationSchema>;
 
+/** Message ids a client supplies (AI SDK ids are 16 characters) are kept as given; the service's own are UUID v7. */
+export const MessageIdSchema = z
+  .string()
+  .regex(/^[A-Za-z0-9_-]{1,128}$/)
+  .openapi({ description: "1-128 characters of `[A-Za-z0-9_-]`: the client's id, or a UUID v7 the service made" });
+
 export const MessageSchema = z
   .object({
-    id: Id,
+    id: MessageIdSchema,
     conversation_id: Id,
     role: z.enum(["user", "assistant"]),
     author_user_id: Id.nullable(),
@@ -124,3 +130,36 @@ export const StopResponseSchema = z
     state: z.enum(["idle", "accepted", "streaming", "completed", "stopped", "failed"]),
   })
   .openapi("StopResponse");
+
+/** A message as the AI SDK sends it (`UIMessage`): only the last user message's text is read. */
+const ChatMessageSchema = z.looseObject({
+  id: MessageIdSchema,
+  role: z.enum(["system", "user", "assistant"]),
+  parts: z.array(z.looseObject({ type: z.string() })).max(1_000),
+});
+export type ChatMessage = z.infer<typeof ChatMessageSchema>;
+
+/** Chat ids: the id of one of the caller's conversations, or any id a client chose. */
+export const ChatIdSchema = z.string().min(1).max(128);
+
+/** The body the AI SDK's `DefaultChatTransport` (`useChat`) sends. */
+export const ChatRequestSchema = z
+  .object({
+    id: ChatIdSchema.openapi({
+      description:
+        "The chat: one of the caller's conversations, or any id the client chose (a new conversation, found again by that id)",
+    }),
+    messages: z.array(ChatMessageSchema).min(1).max(10_000),
+    trigger: z.enum(["submit-message", "regenerate-message"]).default("submit-message"),
+    messageId: MessageIdSchema.optional().openapi({ description: "With `regenerate-message`: the reply replaced" }),
+    agent_slug: Handle.optional().openapi({
+      description: "For a new chat: its agent (slug or alias); default agent otherwise",
+    }),
+    mode: z.enum(["standard", "fast"]).optional().openapi({ description: "For a new chat; default `standard`" }),
+  })
+  .strict()
+  .openapi("ChatRequest");
+
+export const ChatIdParamSchema = z.object({
+  id: ChatIdSchema.openapi({ param: { name: "id", in: "path" }, description: "The chat id the client uses" }),
+});

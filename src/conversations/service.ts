@@ -33,31 +33,53 @@ export const toConversation = (r: ConversationRow): Conversation => ({
   participant_ids: parseJsonArray(r.participant_ids),
 });
 
+const takesPart = (env: Env, userId: string) =>
+  exists(
+    db(env)
+      .select({ one: sql`1` })
+      .from(conversationParticipants)
+      .where(
+        and(eq(conversationParticipants.conversationId, conversations.id), eq(conversationParticipants.userId, userId)),
+      ),
+  );
+
 /** The query for the conversation `userId` takes part in (no row: not a participant, or another workspace). */
 export function participantConversationQuery(env: Env, workspaceId: string, userId: string, id: string) {
-  const d = db(env);
-  return d
+  return db(env)
+    .select(CONVERSATION)
+    .from(conversations)
+    .innerJoin(agents, eq(agents.id, conversations.agentId))
+    .where(and(eq(conversations.id, id), eq(conversations.workspaceId, workspaceId), takesPart(env, userId)))
+    .limit(1);
+}
+
+/**
+ * The conversation an AI SDK chat id names for the caller: one they take part in with that
+ * id, else the one made for that client id (by them); null when there is none. Another
+ * workspace's conversation id is just a client id here.
+ */
+export async function chatConversation(
+  env: Env,
+  workspaceId: string,
+  userId: string,
+  chatId: string,
+): Promise<Conversation | null> {
+  const [row] = await db(env)
     .select(CONVERSATION)
     .from(conversations)
     .innerJoin(agents, eq(agents.id, conversations.agentId))
     .where(
       and(
-        eq(conversations.id, id),
         eq(conversations.workspaceId, workspaceId),
-        exists(
-          d
-            .select({ one: sql`1` })
-            .from(conversationParticipants)
-            .where(
-              and(
-                eq(conversationParticipants.conversationId, conversations.id),
-                eq(conversationParticipants.userId, userId),
-              ),
-            ),
+        or(
+          and(eq(conversations.id, chatId), takesPart(env, userId)),
+          and(eq(conversations.clientId, chatId), eq(conversations.createdBy, userId)),
         ),
       ),
     )
+    .orderBy(desc(eq(conversations.id, chatId)))
     .limit(1);
+  return row ? toConversation(row) : null;
 }
 
 export const noSuchConversation = () => notFound("No such conversation");
@@ -78,7 +100,7 @@ export async function createConversation(
   env: Env,
   workspaceId: string,
   userId: string,
-  input: { agent_slug?: string; title?: string; mode?: "standard" | "fast" },
+  input: { agent_slug?: string; title?: string; mode?: "standard" | "fast"; client_id?: string },
   event: (conversation: Conversation) => AuditEventInput,
 ): Promise<Conversation> {
   const agent = await resolveAgent(env, workspaceId, input.agent_slug);
@@ -104,6 +126,7 @@ export async function createConversation(
       mode: conversation.mode,
       agentId: agent.id,
       createdBy: userId,
+      clientId: input.client_id,
       createdAt: now,
       lastMessageAt: now,
     }),

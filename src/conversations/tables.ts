@@ -1,5 +1,5 @@
 /** Conversations, who may read and post in them, and their messages. */
-import { index, integer, primaryKey, sqliteTable, text } from "drizzle-orm/sqlite-core";
+import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
 import { agents } from "../agents/tables";
 import { createdAt, ref } from "../db/columns";
 import { users } from "../identity/tables";
@@ -21,8 +21,13 @@ export const conversations = sqliteTable(
     lastMessageAt: text("last_message_at").notNull(),
     /** Kept by the conversation's room: its messages live there, this is the directory's count. */
     messageCount: integer("message_count").notNull().default(0),
+    /** The chat id an AI SDK client chose for it (`POST /v1/api/chat`), unique per creator. */
+    clientId: text("client_id"),
   },
-  (t) => [index("conversations_workspace_idx").on(t.workspaceId, t.id)],
+  (t) => [
+    index("conversations_workspace_idx").on(t.workspaceId, t.id),
+    uniqueIndex("conversations_client_id_idx").on(t.workspaceId, t.createdBy, t.clientId),
+  ],
 );
 
 /** Who may read and post: the creator, everyone who posted, and those added. */

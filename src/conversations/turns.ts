@@ -1,10 +1,14 @@
+import type { Context } from "hono";
 import { type AgentRecord, capabilitiesOf, installedQueries, turnAgentQuery, usableAgent } from "../agents/service";
 import type { AuditActor } from "../audit/events";
 import { requireCredits } from "../billing/ledger";
+import { callerActor } from "../http/audit";
+import type { AppEnv } from "../http/context";
 import { modelError } from "../llm/errors";
 import { agentLanguageModel } from "../llm/model";
 import { db } from "../platform/db";
-import { ApiError, conflict } from "../platform/problem";
+import { baseUrl } from "../platform/env";
+import { ApiError, badRequest, conflict } from "../platform/problem";
 import { conversationRoom } from "./room/client";
 import type { Message } from "./schemas";
 import { noSuchConversation, participantConversationQuery, toConversation } from "./service";
@@ -16,6 +20,15 @@ export type TurnContext = {
   actor: AuditActor;
   origin: string;
 };
+
+/** A route's caller, as the turn records and bills it. */
+export const turnContext = (c: Context<AppEnv>): TurnContext => ({
+  env: c.env,
+  workspace: { id: c.var.caller.workspace.id, name: c.var.caller.workspace.name },
+  userId: c.var.caller.userId,
+  actor: callerActor(c.var.caller),
+  origin: baseUrl(c.env, c.req.url),
+});
 
 /** Fast-mode conversations run on the fast lane whatever the agent's own profile. */
 const profileFor = (mode: "standard" | "fast", agent: AgentRecord) => (mode === "fast" ? "fast" : agent.runtimeProfile);
@@ -62,6 +75,8 @@ export async function postMessage(
     idempotencyKey?: string | null;
     /** The client's id for the user message (AI SDK ids), kept as given. */
     userMessageId?: string;
+    /** Answer the last question again, replacing the last reply. */
+    regenerate?: boolean;
     /** The earlier messages as the client sends them (OpenAI-compatible clients); else the room's. */
     history?: { role: "user" | "assistant"; content: string }[];
   },
@@ -102,6 +117,7 @@ export async function postMessage(
     content: input.content,
     idempotencyKey: opts.idempotencyKey ?? null,
     userMessageId: opts.userMessageId,
+    regenerate: opts.regenerate,
     history: opts.history,
     hasCredits: !noCredits,
     stream: opts.stream,
@@ -120,6 +136,8 @@ export async function postMessage(
       );
     case "no_credits":
       throw noCredits!;
+    case "nothing_to_regenerate":
+      throw badRequest("nothing_to_regenerate", "The conversation has no question to answer again");
     case "failed":
       throw modelError(answer.failure);
     case "error":
@@ -127,6 +145,12 @@ export async function postMessage(
     default:
       return answer;
   }
+}
+
+/** A model is configured and the workspace has credits: checked before opening a conversation for a turn. */
+export async function turnReady(env: Env, workspaceId: string): Promise<void> {
+  if (!agentLanguageModel(env, { runtime_profile: "standard", model: null })) throw modelNotConfigured();
+  await requireCredits(env, workspaceId);
 }
 
 /** Quick ask: an empty fast conversation with the default agent, when a fast model and credits are there. */

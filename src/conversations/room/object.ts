@@ -1,6 +1,7 @@
 import { DurableObject } from "cloudflare:workers";
 import { hash } from "node:crypto";
 import type { UIMessageChunk } from "ai";
+import { and, eq, gt } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/durable-sqlite";
 import { migrate } from "drizzle-orm/durable-sqlite/migrator";
 import { deliveringAudit } from "../../audit/delivery";
@@ -19,6 +20,7 @@ import {
   allMessages,
   appendEvent,
   eventsAfter,
+  lastMessage,
   lastSeq,
   messageById,
   meta,
@@ -34,7 +36,7 @@ import {
   turnsInState,
 } from "./store";
 import { runInRoom, settleInterrupted } from "./turn";
-import type { RoomHost, RunningTurn, TurnAnswer, TurnInput } from "./types";
+import type { RoomHost, RunningTurn, TurnAnswer, TurnClaim, TurnInput } from "./types";
 
 /** Heartbeat while a turn runs: the alarm keeps the room from being evicted, and finds turns a restart cut short. */
 export const KEEP_ALIVE_MS = 30_000;
@@ -81,27 +83,18 @@ export abstract class ConversationRoomObject extends DurableObject<Env> implemen
     }
     if (!input.hasCredits) return { kind: "no_credits" };
     if (this.running) return { kind: "busy" };
-    const history = input.history ?? recentHistory(this.db);
-    const at = nowIso();
-    const userMessage = {
-      id: input.userMessageId ?? newId(),
-      role: "user" as const,
-      authorUserId: input.userId,
-      agentId: null,
-      content: input.content,
-      parts: [{ type: "text" as const, text: input.content }],
-      toolCalls: [],
-      artifactIds: [],
-      createdAt: at,
-    };
+    if (input.userMessageId && !input.regenerate && messageById(this.db, input.userMessageId))
+      return { kind: "key_reused" };
     const turnId = newId();
-    this.ctx.storage.transactionSync(() => {
-      this.db.insert(messages).values(userMessage).run();
+    // The question and the turn are stored together, or neither is.
+    const claim = this.ctx.storage.transactionSync(() => {
+      const claimed = input.regenerate ? this.claimRegeneration() : this.claimNewMessage(input);
+      if (!claimed) return null;
       this.db
         .insert(turns)
         .values({
           id: turnId,
-          userMessageId: userMessage.id,
+          userMessageId: claimed.userMessageId,
           state: "accepted",
           idempotencyKey: input.idempotencyKey,
           requestHash,
@@ -112,15 +105,60 @@ export abstract class ConversationRoomObject extends DurableObject<Env> implemen
             model: input.agent.model,
             profile: input.profile,
           },
-          startedAt: at,
+          startedAt: nowIso(),
         })
         .run();
+      return claimed;
     });
-    const stored = messageById(this.db, userMessage.id)!;
-    this.broadcast(liveFrame.message(toMessage(input.conversationId, stored)));
-    this.running = runInRoom(this, { input, turnId, userMessageId: userMessage.id, history });
+    if (!claim) return { kind: "nothing_to_regenerate" };
+    if (!input.regenerate) {
+      const question = messageById(this.db, claim.userMessageId)!;
+      this.broadcast(liveFrame.message(toMessage(input.conversationId, question)));
+    }
+    this.running = runInRoom(this, { input: { ...input, content: claim.prompt }, turnId, ...claim });
     await this.ctx.storage.setAlarm(Date.now() + KEEP_ALIVE_MS);
     return this.answerFor(turnById(this.db, turnId)!, input.stream);
+  }
+
+  /** Stores the member's new message; the history is what came before it. */
+  private claimNewMessage(input: TurnInput): TurnClaim {
+    const history = input.history ?? recentHistory(this.db);
+    this.db
+      .insert(messages)
+      .values({
+        id: input.userMessageId ?? newId(),
+        role: "user",
+        authorUserId: input.userId,
+        agentId: null,
+        content: input.content,
+        parts: [{ type: "text", text: input.content }],
+        toolCalls: [],
+        artifactIds: [],
+        createdAt: nowIso(),
+      })
+      .run();
+    const stored = lastMessage(this.db)!;
+    return { userMessageId: stored.id, prompt: stored.content, history, messagesAdded: 1 };
+  }
+
+  /**
+   * Regenerating: the last reply goes (the new one takes its place) and the last question is
+   * asked again; null when there is no question to answer.
+   */
+  private claimRegeneration(): TurnClaim | null {
+    const question = lastMessage(this.db, "user");
+    if (!question) return null;
+    const removed = this.db
+      .delete(messages)
+      .where(and(eq(messages.role, "assistant"), gt(messages.position, question.position)))
+      .returning({ id: messages.id })
+      .all().length;
+    return {
+      userMessageId: question.id,
+      prompt: question.content,
+      history: recentHistory(this.db, question.position),
+      messagesAdded: -removed,
+    };
   }
 
   /** The stream of a turn from its start (or the stored reply, once it has ended). */

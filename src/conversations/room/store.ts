@@ -43,11 +43,21 @@ export const setMeta = (d: RoomDb, key: string, value: string) =>
 export const allMessages = (d: RoomDb) => d.select().from(messages).orderBy(messages.position).all();
 export const messageById = (d: RoomDb, id: string) => d.select().from(messages).where(eq(messages.id, id)).get();
 
-/** The newest messages, oldest first, as the model's history. */
-export function recentHistory(d: RoomDb): { role: "user" | "assistant"; content: string }[] {
+export const lastMessage = (d: RoomDb, role?: "user" | "assistant") =>
+  d
+    .select()
+    .from(messages)
+    .where(role ? eq(messages.role, role) : undefined)
+    .orderBy(desc(messages.position))
+    .limit(1)
+    .get();
+
+/** The newest messages (before `position`, when given), oldest first, as the model's history. */
+export function recentHistory(d: RoomDb, before?: number): { role: "user" | "assistant"; content: string }[] {
   return d
     .select({ role: messages.role, content: messages.content })
     .from(messages)
+    .where(before === undefined ? undefined : lt(messages.position, before))
     .orderBy(desc(messages.position))
     .limit(HISTORY_ROWS)
     .all()

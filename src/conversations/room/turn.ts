@@ -9,18 +9,18 @@ import { d1Statement } from "../../platform/db";
 import { nowIso } from "../../platform/env";
 import { logError } from "../../platform/log";
 import { turnCredits } from "../../runtime/credits";
-import { estimateTokens, type HistoryMessage } from "../../runtime/history";
+import { estimateTokens } from "../../runtime/history";
 import { runTurn, type ToolCallSummary, type TurnOutcome } from "../../runtime/turn";
 import { messageAdded } from "../directory";
 import { liveFrame } from "./live";
 import { type ModelFailure, messages, type StoredPart, type TurnContextRow, turns } from "./schema";
 import { appendEvent, eventsAfter, lastSeq, messageById, type TurnRow, toMessage } from "./store";
-import type { RoomHost, RunningTurn, TurnInput } from "./types";
+import type { RoomHost, RunningTurn, TurnClaim, TurnInput } from "./types";
 
 /** A participant's stop ends the turn within this long, whatever the model call is doing. */
 const STOP_GRACE_MS = 1_000;
 
-type Start = { input: TurnInput; turnId: string; userMessageId: string; history: HistoryMessage[] };
+type Start = TurnClaim & { input: TurnInput; turnId: string };
 
 const TERMINAL = new Set<UIMessageChunk["type"]>(["finish", "abort"]);
 
@@ -57,7 +57,7 @@ export function runInRoom(room: RoomHost, start: Start): RunningTurn {
 
   running.settled = (async () => {
     const posted = room.env.DB.batch(
-      messageAdded(room.env, input.conversationId, nowIso()).map((q) => d1Statement(room.env, q)),
+      messageAdded(room.env, input.conversationId, nowIso(), start.messagesAdded).map((q) => d1Statement(room.env, q)),
     );
     let outcome: TurnOutcome | null = null;
     let failure: ModelFailure | null = null;

@@ -21,6 +21,8 @@ export type TurnInput = {
   content: string;
   /** The user message's id as the client chose it (1-128 of `[A-Za-z0-9_-]`); a UUID v7 otherwise. */
   userMessageId?: string;
+  /** Answer the last question again, in place of the last reply (the AI SDK's `regenerate-message`). */
+  regenerate?: boolean;
   /** Earlier messages a client sends itself (the OpenAI-compatible route); the room's own otherwise. */
   history?: { role: "user" | "assistant"; content: string }[];
   idempotencyKey: string | null;
@@ -34,6 +36,7 @@ export type TurnAnswer =
   | { kind: "busy" }
   | { kind: "key_reused" }
   | { kind: "no_credits" }
+  | { kind: "nothing_to_regenerate" }
   | { kind: "stream"; turnId: string; stream: ReadableStream<Uint8Array> }
   | { kind: "reply"; userMessage: Message; reply: Message }
   | { kind: "failed"; failure: ModelFailure }
@@ -69,3 +72,12 @@ export interface RoomHost {
   broadcast(frame: LiveFrame): void;
   delivering<T>(work: () => Promise<T>): Promise<T>;
 }
+
+/** What a new turn answers: its question (stored already), the prompt, the history before it. */
+export type TurnClaim = {
+  userMessageId: string;
+  prompt: string;
+  history: { role: "user" | "assistant"; content: string }[];
+  /** How the conversation's message count changes as the turn starts (a regenerated reply goes). */
+  messagesAdded: number;
+};

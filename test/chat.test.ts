@@ -1,0 +1,252 @@
+import { env, exports } from "cloudflare:workers";
+import { DefaultChatTransport, readUIMessageStream, type UIMessage, type UIMessageChunk } from "ai";
+import { afterEach, describe, expect, it } from "vitest";
+import {
+  ConversationListSchema,
+  ConversationSchema,
+  ConversationWithMessagesSchema,
+} from "../src/conversations/schemas";
+import { call, expectProblem, freshIp, ORIGIN, parse } from "./support/api";
+import { eventually } from "./support/browser";
+import { roomMessages } from "./support/rooms";
+import { fakeLlm } from "./support/scripted-llm";
+import { signupWorkspace } from "./support/seed";
+
+let llm: ReturnType<typeof fakeLlm> | null = null;
+const script = (...turns: Parameters<typeof fakeLlm>) => {
+  llm = fakeLlm(...turns);
+  return llm;
+};
+afterEach(() => {
+  llm?.restore();
+  llm = null;
+});
+
+/** The AI SDK's own transport, as `useChat` builds it, talking to the Worker. */
+const transportFor = (token: string) =>
+  new DefaultChatTransport<UIMessage>({
+    api: `${ORIGIN}/v1/api/chat`,
+    headers: { Authorization: `Bearer ${token}`, "CF-Connecting-IP": freshIp() },
+    fetch: (input, init) => exports.default.fetch(new Request(input, init)),
+  });
+
+const userMessage = (id: string, text: string): UIMessage => ({ id, role: "user", parts: [{ type: "text", text }] });
+
+/** The assistant message the chunks build, as `useChat` would show it. */
+async function replyOf(stream: ReadableStream<UIMessageChunk>): Promise<UIMessage> {
+  let last: UIMessage | undefined;
+  for await (const message of readUIMessageStream({ stream })) last = message;
+  return last!;
+}
+const textOf = (m: UIMessage) =>
+  m.parts
+    .filter((p) => p.type === "text")
+    .map((p) => (p as { text: string }).text)
+    .join("");
+
+async function conversationsOf(token: string) {
+  return parse(await call("GET", "/v1/api/conversations", { token }), ConversationListSchema);
+}
+
+const usageCount = (workspaceId: string) =>
+  env.DB.prepare("SELECT count(*) AS n FROM credit_ledger WHERE workspace_id = ?1 AND kind = 'usage'")
+    .bind(workspaceId)
+    .first<{ n: number }>()
+    .then((r) => r!.n);
+
+describe("POST /v1/api/chat: the AI SDK's DefaultChatTransport, unmodified", () => {
+  it("opens a conversation for a new client chat id, keeps the user message's id, and continues it on the next message", async () => {
+    const ws = await signupWorkspace();
+    const transport = transportFor(ws.adminToken);
+    const model = script({ text: "First answer." }, { text: "Second answer." });
+    const first = [userMessage("clientMsg0000001", "Hello there")];
+    const reply = await replyOf(
+      await transport.sendMessages({
+        chatId: "chat-abc",
+        messages: first,
+        trigger: "submit-message",
+        messageId: undefined,
+        abortSignal: undefined,
+      }),
+    );
+    expect(textOf(reply)).toBe("First answer.");
+    const [conversation] = (await conversationsOf(ws.adminToken)).conversations;
+    const messages = await roomMessages(conversation!.id);
+    expect(messages.map((m) => [m.id, m.role])).toEqual([
+      ["clientMsg0000001", "user"],
+      [reply.id, "assistant"],
+    ]);
+
+    // The second message goes to the same conversation; the history is the server's.
+    const second = await replyOf(
+      await transport.sendMessages({
+        chatId: "chat-abc",
+        messages: [...first, reply, userMessage("clientMsg0000002", "And then?")],
+        trigger: "submit-message",
+        messageId: undefined,
+        abortSignal: undefined,
+      }),
+    );
+    expect(textOf(second)).toBe("Second answer.");
+    expect((await conversationsOf(ws.adminToken)).conversations).toHaveLength(1);
+    expect(model.requests[1]!.messages.filter((m) => m.role !== "system").map((m) => m.content)).toEqual([
+      "Hello there",
+      "First answer.",
+      "And then?",
+    ]);
+    // The conversation's messages carry parts, so a page can seed useChat after a reload.
+    const read = await parse(
+      await call("GET", `/v1/api/conversations/${conversation!.id}`, { token: ws.adminToken }),
+      ConversationWithMessagesSchema,
+    );
+    expect(read.messages.map((m) => m.parts)).toEqual([
+      [{ type: "text", text: "Hello there" }],
+      expect.arrayContaining([expect.objectContaining({ type: "text", text: "First answer." })]),
+      [{ type: "text", text: "And then?" }],
+      expect.arrayContaining([expect.objectContaining({ type: "text", text: "Second answer." })]),
+    ]);
+  });
+
+  it("takes an existing conversation's id as the chat id", async () => {
+    const ws = await signupWorkspace();
+    const created = await parse(
+      await call("POST", "/v1/api/conversations", { token: ws.adminToken, body: {} }),
+      ConversationSchema,
+    );
+    script({ text: "In the same one." });
+    await replyOf(
+      await transportFor(ws.adminToken).sendMessages({
+        chatId: created.id,
+        messages: [userMessage("m1", "hi")],
+        trigger: "submit-message",
+        messageId: undefined,
+        abortSignal: undefined,
+      }),
+    );
+    expect((await conversationsOf(ws.adminToken)).conversations.map((c) => c.id)).toEqual([created.id]);
+    expect(await roomMessages(created.id)).toHaveLength(2);
+  });
+
+  it("regenerates in place: one reply remains, the question is asked again", async () => {
+    const ws = await signupWorkspace();
+    const transport = transportFor(ws.adminToken);
+    const model = script({ text: "Take one." }, { text: "Take two." });
+    const question = userMessage("q1", "Tell me a joke");
+    const first = await replyOf(
+      await transport.sendMessages({
+        chatId: "regen",
+        messages: [question],
+        trigger: "submit-message",
+        messageId: undefined,
+        abortSignal: undefined,
+      }),
+    );
+    const second = await replyOf(
+      await transport.sendMessages({
+        chatId: "regen",
+        messages: [question],
+        trigger: "regenerate-message",
+        messageId: first.id,
+        abortSignal: undefined,
+      }),
+    );
+    expect(textOf(second)).toBe("Take two.");
+    const [conversation] = (await conversationsOf(ws.adminToken)).conversations;
+    await eventually(async () => (await roomMessages(conversation!.id)).length === 2);
+    expect((await roomMessages(conversation!.id)).map((m) => [m.id, m.content])).toEqual([
+      ["q1", "Tell me a joke"],
+      [second.id, "Take two."],
+    ]);
+    expect(model.requests[1]!.messages.filter((m) => m.role !== "system").map((m) => m.content)).toEqual([
+      "Tell me a joke",
+    ]);
+  });
+
+  it("answers a repeat of the same user message from the same turn: one model call, one debit", async () => {
+    const ws = await signupWorkspace();
+    const transport = transportFor(ws.adminToken);
+    const model = script({ text: "Once.", delayMs: 100 });
+    const send = () =>
+      transport.sendMessages({
+        chatId: "retry",
+        messages: [userMessage("same-id", "hi")],
+        trigger: "submit-message",
+        messageId: undefined,
+        abortSignal: undefined,
+      });
+    const [a, b] = await Promise.all([send().then(replyOf), send().then(replyOf)]);
+    expect(b.id).toBe(a.id);
+    expect(textOf(b)).toBe("Once.");
+    expect(model.requests).toHaveLength(1);
+    await eventually(async () => (await usageCount(ws.workspace.id)) === 1);
+    // The same id with other text is refused.
+    const res = await call("POST", "/v1/api/chat", {
+      token: ws.adminToken,
+      body: { id: "retry", messages: [userMessage("same-id", "something else")], trigger: "submit-message" },
+    });
+    await expectProblem(res, 422, "idempotency_key_reused");
+  });
+
+  it("reconnectToStream: null when idle, the running turn from its start otherwise", async () => {
+    const ws = await signupWorkspace();
+    const transport = transportFor(ws.adminToken);
+    expect(await transport.reconnectToStream({ chatId: "never-used" })).toBeNull();
+    script({ text: "one two three four five six", wordDelayMs: 30 });
+    const running = await transport.sendMessages({
+      chatId: "resumable",
+      messages: [userMessage("r1", "count")],
+      trigger: "submit-message",
+      messageId: undefined,
+      abortSignal: undefined,
+    });
+    const resumed = await transport.reconnectToStream({ chatId: "resumable" });
+    expect(resumed).not.toBeNull();
+    const [a, b] = await Promise.all([replyOf(running), replyOf(resumed!)]);
+    expect(textOf(b)).toBe("one two three four five six");
+    expect(b.id).toBe(a.id);
+    expect(await transport.reconnectToStream({ chatId: "resumable" })).toBeNull();
+  });
+
+  it("takes another workspace's conversation id as a mere client id: a new conversation, the other untouched", async () => {
+    const owner = await signupWorkspace();
+    const theirs = await parse(
+      await call("POST", "/v1/api/conversations", { token: owner.adminToken, body: {} }),
+      ConversationSchema,
+    );
+    const intruder = await signupWorkspace();
+    script({ text: "Yours, not theirs." });
+    await replyOf(
+      await transportFor(intruder.adminToken).sendMessages({
+        chatId: theirs.id,
+        messages: [userMessage("x1", "hi")],
+        trigger: "submit-message",
+        messageId: undefined,
+        abortSignal: undefined,
+      }),
+    );
+    const [mine] = (await conversationsOf(intruder.adminToken)).conversations;
+    expect(mine!.id).not.toBe(theirs.id);
+    expect(await roomMessages(mine!.id)).toHaveLength(2);
+    expect(await roomMessages(theirs.id)).toHaveLength(0);
+  });
+
+  it("refuses a body with no user message (400) and regenerating an unknown chat (400)", async () => {
+    const ws = await signupWorkspace();
+    await expectProblem(
+      await call("POST", "/v1/api/chat", {
+        token: ws.adminToken,
+        body: { id: "c", messages: [{ id: "a1", role: "assistant", parts: [{ type: "text", text: "hi" }] }] },
+      }),
+      400,
+      "no_user_message",
+    );
+    await expectProblem(
+      await call("POST", "/v1/api/chat", {
+        token: ws.adminToken,
+        body: { id: "nobody", messages: [userMessage("u", "again")], trigger: "regenerate-message" },
+      }),
+      400,
+      "nothing_to_regenerate",
+    );
+  });
+});
