@@ -392,6 +392,45 @@ describe("documents the service refuses", () => {
     expect((await refusedEverywhere(`https://${CLIENT_HOST}/oauth/../x.json`)).html).toContain("normal form");
   });
 
+  it("an https client_id another client holds, and a document client since disabled: neither row is rewritten", async () => {
+    const taken = `https://${CLIENT_HOST}/oauth/taken.json`;
+    serve("/oauth/taken.json", goodDoc(taken), { "Cache-Control": "max-age=60" });
+    // A row under that id with no document, as a registered or first-party client has.
+    const now = new Date().toISOString();
+    await env.DB.prepare(
+      `INSERT INTO oauth_clients (client_id, name, redirect_uris, scopes, grant_types, response_types, auth_method,
+         first_party, issued_at, created_at, updated_at)
+       VALUES (?1, 'Platform client', '[]', '["agents:read"]', '["authorization_code"]', '["code"]', 'none', 1, 0, ?2, ?2)`,
+    )
+      .bind(taken, now)
+      .run();
+    expect((await refusedEverywhere(taken)).html).toContain("taken by another client");
+    const kept = await env.DB.prepare("SELECT name, document_fetched_at FROM oauth_clients WHERE client_id = ?1")
+      .bind(taken)
+      .first();
+    expect(kept).toEqual({ name: "Platform client", document_fetched_at: null });
+
+    const path = "/oauth/disabled.json";
+    const disabled = `https://${CLIENT_HOST}${path}`;
+    serve(path, goodDoc(disabled, { client_name: "Before" }), { "Cache-Control": "no-cache" });
+    const { challenge } = newPkce();
+    const page = await exports.default.fetch(
+      new Request(
+        `${ORIGIN}${authorizePath({ client_id: disabled, redirect_uri: REDIRECT, response_type: "code", code_challenge: challenge })}`,
+        { headers: sessionCookie(session), redirect: "manual" },
+      ),
+    );
+    expect(page.status).toBe(200);
+    await env.DB.prepare("UPDATE oauth_clients SET disabled_at = ?1 WHERE client_id = ?2").bind(now, disabled).run();
+    serve(path, goodDoc(disabled, { client_name: "After" }), { "Cache-Control": "no-cache" });
+    expect((await refusedEverywhere(disabled)).html).toContain("has been disabled");
+    const row = await env.DB.prepare("SELECT name, disabled_at FROM oauth_clients WHERE client_id = ?1")
+      .bind(disabled)
+      .first();
+    // Fetched again and stored, but still disabled.
+    expect(row).toEqual({ name: "After", disabled_at: now });
+  });
+
   it("a document the service used before and that is now gone: refused at the next token request", async () => {
     const path = "/oauth/gone.json";
     const docUrl = `https://${CLIENT_HOST}${path}`;

@@ -1,6 +1,10 @@
 import { env } from "cloudflare:workers";
+import { sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
+import { effectiveScopes, effectiveScopesSql, ROLES, SCOPES } from "../src/auth/scopes";
+import { db } from "../src/platform/db";
 import { call, expectProblem } from "./support/api";
+import { auditEvents } from "./support/audit";
 import {
   authorizePath,
   exchange,
@@ -169,6 +173,10 @@ describe("admin over OAuth", () => {
       })
     ).json()) as { scope: string };
     expect(refreshed.scope).toBe("agents:read");
+    // The events say what the responses said: the same rule, filled in SQL inside the batch.
+    const [issued] = await auditEvents(ws.workspace.id, "oauth.token.issue");
+    const [rotated] = await auditEvents(ws.workspace.id, "oauth.token.refresh");
+    expect([issued?.details.scope, rotated?.details.scope]).toEqual(["admin agents:read", "agents:read"]);
   });
 
   it("refuses an approval with invalid_scope (400, no redirect) when the user lost the role since the consent page", async () => {
@@ -207,5 +215,26 @@ describe("admin over OAuth", () => {
     expect(html).toContain("Act as a workspace admin for you, for as long as you are one");
     expect(html).toMatch(/erase users/);
     expect(html).toMatch(/issue and revoke their access tokens/);
+  });
+});
+
+describe("the scope rule, written once", () => {
+  // "The user's role is the runtime ceiling, so a token never exceeds its user."
+  it("the SQL a batch fills an event's scope with answers what effectiveScopes answers", async () => {
+    const lists = [
+      [...SCOPES],
+      ["admin", "agents:read"],
+      ["memory:write", "svc:computer", "admin", "agents:read"],
+      ["svc:computer"],
+      ["not-a-scope", "billing:read"],
+      [],
+    ];
+    for (const role of ROLES)
+      for (const list of lists) {
+        const row = await db(env).get<{ scope: string | null }>(
+          sql`SELECT ${effectiveScopesSql(sql`${JSON.stringify(list)}`, sql`${role}`)} AS scope`,
+        );
+        expect(row.scope ?? "", `${role} ${list.join(" ")}`).toBe([...effectiveScopes(list, role)].join(" "));
+      }
   });
 });

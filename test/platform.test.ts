@@ -1,6 +1,10 @@
+import { env } from "cloudflare:workers";
 import { bytesToHex } from "@noble/hashes/utils.js";
+import { eq, sql } from "drizzle-orm";
 import { afterEach, describe, expect, it, vi } from "vitest";
+import { auditOutbox } from "../src/db/schema";
 import { hmacSha256 } from "../src/platform/crypto";
+import { db, insertSelect } from "../src/platform/db";
 import { htmlToText } from "../src/platform/html";
 import { logError, logWarning } from "../src/platform/log";
 
@@ -34,5 +38,30 @@ describe("platform helpers", () => {
     expect(htmlToText("<b>Cloud</b>flare")).toBe("Cloudflare");
     expect(htmlToText("<p>Hello</p><p>world</p><br>again")).toBe("Hello world again");
     expect(htmlToText("<style>p{color:red}</style><script>alert(1)</script>Hi &amp; bye")).toBe("Hi & bye");
+  });
+});
+
+describe("insertSelect", () => {
+  const row = (id: string) => ({ id, workspaceId: "ws-insert-select", event: "{}", createdAt: "2026-01-01T00:00:00Z" });
+  const stored = (id: string) => db(env).select().from(auditOutbox).where(eq(auditOutbox.id, id)).get();
+
+  it("writes the row only when its condition holds, a left-out column taking its declared default", async () => {
+    const refused = await insertSelect(db(env), auditOutbox, row("refused"), sql`WHERE 1 = 0`).run();
+    expect(refused.meta.changes).toBe(0);
+    expect(await stored("refused")).toBeUndefined();
+    await insertSelect(db(env), auditOutbox, row("written"), sql`WHERE 1 = 1`).run();
+    expect(await stored("written")).toEqual({ ...row("written"), attempts: 0, lastError: null });
+  });
+
+  it("writes one row per row its source selects, with values computed from them", async () => {
+    await db(env).insert(auditOutbox).values(row("source")).run();
+    await insertSelect(
+      db(env),
+      auditOutbox,
+      { ...row(""), id: sql`'copy-' || ${auditOutbox.id}` },
+      sql`FROM ${auditOutbox} WHERE ${auditOutbox.id} IN ('source', 'absent')`,
+    ).run();
+    expect(await stored("copy-source")).toMatchObject({ workspaceId: "ws-insert-select", attempts: 0 });
+    expect(await stored("copy-absent")).toBeUndefined();
   });
 });

@@ -1,7 +1,7 @@
-import { and, desc, eq, ne, sql } from "drizzle-orm";
+import { and, desc, eq, inArray, lt, lte, ne, or, sql } from "drizzle-orm";
 import { type AuditEventInput, auditInBatch, PREVIOUS_STATEMENT_CHANGED } from "../audit/events";
 import { apps, workspaces } from "../db/schema";
-import { d1Statement, db } from "../platform/db";
+import { db, insertSelect } from "../platform/db";
 import { nowIso } from "../platform/env";
 import { newId } from "../platform/ids";
 import { forbidden, notFound } from "../platform/problem";
@@ -39,12 +39,14 @@ export function slugFromTitle(title: string): string {
 const withSuffix = (slug: string) =>
   `${slug.slice(0, 35)}-${Array.from(crypto.getRandomValues(new Uint8Array(2)), (b) => b.toString(16).padStart(2, "0")).join("")}`;
 
-export async function countedApps(env: Env, workspaceId: string): Promise<number> {
-  const row = await db(env)
+const countedAppsQuery = (env: Env, workspaceId: string) =>
+  db(env)
     .select({ n: sql<number>`count(*)` })
     .from(apps)
-    .where(and(eq(apps.workspaceId, workspaceId), ne(apps.state, "destroyed")))
-    .get();
+    .where(and(eq(apps.workspaceId, workspaceId), ne(apps.state, "destroyed")));
+
+export async function countedApps(env: Env, workspaceId: string): Promise<number> {
+  const row = await countedAppsQuery(env, workspaceId).get();
   return row?.n ?? 0;
 }
 
@@ -92,35 +94,31 @@ export async function publishApp(
   try {
     for (let attempt = 0; ; attempt++) {
       try {
-        const [inserted] = await env.DB.batch<{ id: string }>([
-          env.DB.prepare(
-            `INSERT INTO apps (id, workspace_id, slug, title, state, visibility, run_mode, conversation_id, creator_user_id,
-             agent_id, files, size, created_at, last_activity_at)
-           SELECT ?1, ?2, ?3, ?4, 'running', ?5, 'static', ?6, ?7, ?8, ?9, ?10, ?11, ?11
-           WHERE (SELECT count(*) FROM apps WHERE workspace_id = ?2 AND state <> 'destroyed') < ?12
-           RETURNING id`,
-          ).bind(
-            id,
-            input.workspaceId,
-            slug,
-            input.title,
-            input.visibility,
-            input.conversationId,
-            input.creatorUserId,
-            input.agentId,
-            JSON.stringify(manifest),
-            size,
-            now,
-            quota,
-          ),
-          d1Statement(
-            env,
-            auditInBatch(env, event({ id, slug, visibility: input.visibility, size, files: manifest.length }), {
-              onlyIf: PREVIOUS_STATEMENT_CHANGED,
-            }),
-          ),
+        const row: StoredApp = {
+          id,
+          workspaceId: input.workspaceId,
+          slug,
+          title: input.title,
+          state: "running",
+          visibility: input.visibility,
+          runMode: "static",
+          conversationId: input.conversationId,
+          creatorUserId: input.creatorUserId,
+          agentId: input.agentId,
+          files: JSON.stringify(manifest),
+          size,
+          createdAt: now,
+          lastActivityAt: now,
+          destroyedAt: null,
+        };
+        const d = db(env);
+        const [inserted] = await d.batch([
+          insertSelect(d, apps, row, sql`WHERE ${countedAppsQuery(env, input.workspaceId)} < ${quota}`),
+          auditInBatch(env, event({ id, slug, visibility: input.visibility, size, files: manifest.length }), {
+            onlyIf: PREVIOUS_STATEMENT_CHANGED,
+          }),
         ]);
-        if (!inserted?.results.length) throw overQuota();
+        if (!inserted.meta.changes) throw overQuota();
         break;
       } catch (e) {
         if (!isSlugTaken(e) || attempt >= 5) throw e;
@@ -215,11 +213,19 @@ export async function touchApp(env: Env, row: StoredApp, now = Date.now()): Prom
   const due = now - Date.parse(row.lastActivityAt) >= ACTIVITY_GRANULARITY_MS;
   if (!due && row.state !== "sleeping") return;
   const cutoff = new Date(now - ACTIVITY_GRANULARITY_MS).toISOString();
-  await env.DB.prepare(
-    `UPDATE apps SET last_activity_at = ?1, state = CASE WHEN state = 'sleeping' THEN 'running' ELSE state END
-     WHERE id = ?2 AND state IN ('running', 'sleeping') AND (last_activity_at <= ?3 OR state = 'sleeping')`,
-  )
-    .bind(new Date(now).toISOString(), row.id, cutoff)
+  await db(env)
+    .update(apps)
+    .set({
+      lastActivityAt: new Date(now).toISOString(),
+      state: sql`CASE WHEN ${apps.state} = 'sleeping' THEN 'running' ELSE ${apps.state} END`,
+    })
+    .where(
+      and(
+        eq(apps.id, row.id),
+        inArray(apps.state, ["running", "sleeping"]),
+        or(lte(apps.lastActivityAt, cutoff), eq(apps.state, "sleeping")),
+      ),
+    )
     .run();
 }
 
@@ -241,21 +247,18 @@ export function detachConversationApps(env: Env, workspaceId: string, conversati
 export async function sleepIdleApps(env: Env, now = Date.now()): Promise<{ id: string; workspaceId: string }[]> {
   const cutoff = new Date(now - SLEEP_AFTER_DAYS * 86_400_000).toISOString();
   const event: AuditEventInput = { workspaceId: "", kind: "app.sleep", actor: { kind: "system", id: null } };
-  const [, slept] = await env.DB.batch<{ id: string; workspace_id: string }>([
-    d1Statement(
-      env,
-      auditInBatch(env, event, {
-        from: {
-          source: sql`FROM apps a WHERE a.state = 'running' AND a.last_activity_at < ${cutoff}`,
-          workspaceId: sql`a.workspace_id`,
-          fields: { "$.target": sql`'app:' || a.id` },
-          idSuffix: sql`a.id`,
-        },
-      }),
-    ),
-    env.DB.prepare(
-      "UPDATE apps SET state = 'sleeping' WHERE state = 'running' AND last_activity_at < ?1 RETURNING id, workspace_id",
-    ).bind(cutoff),
+  const d = db(env);
+  const idle = and(eq(apps.state, "running"), lt(apps.lastActivityAt, cutoff));
+  const [, slept] = await d.batch([
+    auditInBatch(env, event, {
+      from: {
+        source: sql`FROM ${apps} WHERE ${idle}`,
+        workspaceId: sql`${apps.workspaceId}`,
+        fields: { "$.target": sql`'app:' || ${apps.id}` },
+        idSuffix: sql`${apps.id}`,
+      },
+    }),
+    d.update(apps).set({ state: "sleeping" }).where(idle).returning({ id: apps.id, workspaceId: apps.workspaceId }),
   ]);
-  return (slept?.results ?? []).map((r) => ({ id: r.id, workspaceId: r.workspace_id }));
+  return slept;
 }

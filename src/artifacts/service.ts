@@ -84,14 +84,9 @@ export async function visibleArtifactIds(
   return ids.filter((id) => found.has(id));
 }
 
-/** The conversation (its title) when the user takes part in it in this workspace; null otherwise. */
-export async function participantConversation(
-  env: Env,
-  workspaceId: string,
-  conversationId: string,
-  userId: string,
-): Promise<{ title: string | null } | null> {
-  const row = await db(env)
+/** The conversation (its title) when the user takes part in it in this workspace: no row otherwise. */
+export const participation = (env: Env, workspaceId: string, conversationId: string, userId: string) =>
+  db(env)
     .select({ title: conversations.title })
     .from(conversationParticipants)
     .innerJoin(conversations, eq(conversations.id, conversationParticipants.conversationId))
@@ -101,9 +96,16 @@ export async function participantConversation(
         eq(conversationParticipants.userId, userId),
         eq(conversations.workspaceId, workspaceId),
       ),
-    )
-    .get();
-  return row ?? null;
+    );
+
+/** The conversation (its title) when the user takes part in it in this workspace; null otherwise. */
+export async function participantConversation(
+  env: Env,
+  workspaceId: string,
+  conversationId: string,
+  userId: string,
+): Promise<{ title: string | null } | null> {
+  return (await participation(env, workspaceId, conversationId, userId).get()) ?? null;
 }
 
 /**

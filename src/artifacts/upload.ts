@@ -1,9 +1,12 @@
+import { exists, sql } from "drizzle-orm";
 import { type AuditEventInput, auditInBatch, PREVIOUS_STATEMENT_CHANGED } from "../audit/events";
-import { d1Statement } from "../platform/db";
+import { artifacts } from "../db/schema";
+import { db, insertSelect } from "../platform/db";
 import { nowIso } from "../platform/env";
 import { newId } from "../platform/ids";
 import { ApiError, badRequest, notFound } from "../platform/problem";
 import { MultipartError, MultipartReader } from "./multipart";
+import { participation } from "./service";
 import { artifactKey, putStreamed, type StoredArtifact, sanitizeName, TooLargeError } from "./store";
 
 /** The largest file an upload takes. */
@@ -67,7 +70,7 @@ export async function uploadArtifact(
       source: "upload",
       createdAt: nowIso(),
     };
-    await insertUpload(env, row, event(row));
+    await insertUpload(env, input, row, event(row));
     return row;
   } catch (error) {
     await reader.cancel();
@@ -116,28 +119,16 @@ async function readUploadForm(env: Env, reader: MultipartReader, key: string, fo
  * Writes the row and its event, only while the uploader still takes part in the conversation:
  * a conversation deleted (or a participant removed) during a long upload gets no dangling artifact.
  */
-async function insertUpload(env: Env, row: StoredArtifact, event: AuditEventInput): Promise<void> {
-  const [inserted] = await env.DB.batch([
-    env.DB.prepare(
-      `INSERT INTO artifacts (id, workspace_id, conversation_id, producer_user_id, agent_id, name, content_type, size,
-       sha256, caption, sensitive, source, created_at)
-     SELECT ?1, ?2, ?3, ?4, NULL, ?5, ?6, ?7, ?8, ?9, ?10, 'upload', ?11
-     WHERE EXISTS (SELECT 1 FROM conversation_participants p JOIN conversations c ON c.id = p.conversation_id
-                   WHERE p.conversation_id = ?3 AND p.user_id = ?4 AND c.workspace_id = ?2)`,
-    ).bind(
-      row.id,
-      row.workspaceId,
-      row.conversationId,
-      row.producerUserId,
-      row.name,
-      row.contentType,
-      row.size,
-      row.sha256,
-      row.caption,
-      row.sensitive ? 1 : 0,
-      row.createdAt,
+async function insertUpload(env: Env, input: UploadInput, row: StoredArtifact, event: AuditEventInput): Promise<void> {
+  const d = db(env);
+  const [inserted] = await d.batch([
+    insertSelect(
+      d,
+      artifacts,
+      row,
+      sql`WHERE ${exists(participation(env, input.workspaceId, input.conversationId, input.userId))}`,
     ),
-    d1Statement(env, auditInBatch(env, event, { onlyIf: PREVIOUS_STATEMENT_CHANGED })),
+    auditInBatch(env, event, { onlyIf: PREVIOUS_STATEMENT_CHANGED }),
   ]);
-  if (inserted?.meta.changes !== 1) throw notFound("No such conversation");
+  if (inserted.meta.changes !== 1) throw notFound("No such conversation");
 }

@@ -1,8 +1,8 @@
-import { type SQL, sql } from "drizzle-orm";
+import { type Placeholder, type SQL, sql } from "drizzle-orm";
 import { z } from "zod";
 import type { ActorKind, AppendEvent, AuditOutcome, JsonObject } from "../../durable-objects/audit-log/types";
 import { auditOutbox } from "../db/schema";
-import { db } from "../platform/db";
+import { type Db, db } from "../platform/db";
 import { nowIso } from "../platform/env";
 import { newId } from "../platform/ids";
 import { markForDelivery } from "./delivery";
@@ -252,39 +252,44 @@ export function auditInBatch(env: Env, event: AuditEventInput, when: InBatch = {
   const row = outboxRow(event);
   markForDelivery(env, event.workspaceId || null);
   if (!when.onlyIf && !when.detailsFromSql && !when.from) return db(env).insert(auditOutbox).values(row);
+  return outboxSelect(db(env), { ...row, workspaceId: when.from?.workspaceId ?? row.workspaceId }, when);
+}
 
+/**
+ * Verb one for a hot path's batch (see `batchPrepared`): the statement of `auditInBatch` with
+ * `when`, built once per isolate from `d`; `auditValues` binds each event's row to it.
+ */
+export function preparedAuditInBatch(d: Db, when: InBatch & { from: { workspaceId: SQL } }) {
+  const row = {
+    id: sql.placeholder("auditId"),
+    event: sql.placeholder("auditEvent"),
+    createdAt: sql.placeholder("auditAt"),
+  };
+  return outboxSelect(d, { ...row, workspaceId: when.from.workspaceId }, when).prepare();
+}
+
+/** The values of an event's row for a `preparedAuditInBatch` statement. */
+export function auditValues(env: Env, event: AuditEventInput) {
+  const row = outboxRow(event);
+  markForDelivery(env, event.workspaceId || null);
+  return { auditId: row.id, auditEvent: row.event, auditAt: row.createdAt };
+}
+
+type Bound = string | Placeholder | SQL;
+
+/** `INSERT INTO audit_outbox … SELECT` of an event's row under the conditions of `when`. */
+function outboxSelect(d: Db, row: { id: Bound; workspaceId: Bound; event: Bound; createdAt: Bound }, when: InBatch) {
   let json = sql`${row.event}`;
   for (const [field, value] of Object.entries(when.detailsFromSql ?? {}))
     json = sql`json_set(${json}, ${`$.details.${field}`}, ${value})`;
   for (const [path, value] of Object.entries(when.from?.fields ?? {})) json = sql`json_set(${json}, ${path}, ${value})`;
   const id = when.from?.idSuffix ? sql`${row.id} || ':' || ${when.from.idSuffix}` : sql`${row.id}`;
-  const workspace = when.from?.workspaceId ?? sql`${event.workspaceId}`;
   const source = when.from?.source ?? sql``;
   const condition = when.onlyIf ? (when.from ? sql` AND ${when.onlyIf}` : sql` WHERE ${when.onlyIf}`) : sql``;
   // Every column, in the table's order: Drizzle's INSERT … SELECT names them all.
-  return db(env)
+  return d
     .insert(auditOutbox)
-    .select(sql`SELECT ${id}, ${workspace}, ${json}, ${row.createdAt}, 0, NULL ${source}${condition}`);
-}
-
-/**
- * Verb one for a raw D1 batch on a hot path, where building the statement through Drizzle
- * would cost more than the rest of the request's own work (the token endpoint: see
- * `npm run bench -- refresh`). The same row as `auditInBatch` with `from`, written as SQL text
- * whose parameters are ?4, ?5, … bound from `binds`.
- */
-export function auditStatement(
-  env: Env,
-  event: AuditEventInput,
-  from: { source: string; workspaceId: string; fields?: Record<string, string>; binds: unknown[] },
-): D1PreparedStatement {
-  const row = outboxRow(event);
-  markForDelivery(env, event.workspaceId || null);
-  const sets = Object.entries(from.fields ?? {}).map(([path, expr]) => `, '${path}', ${expr}`);
-  return env.DB.prepare(
-    `INSERT INTO audit_outbox (id, workspace_id, event, created_at)
-     SELECT ?1, ${from.workspaceId}, json_set(?2${sets.join("")}), ?3 ${from.source}`,
-  ).bind(row.id, row.event, row.createdAt, ...from.binds);
+    .select(sql`SELECT ${id}, ${row.workspaceId}, ${json}, ${row.createdAt}, 0, NULL ${source}${condition}`);
 }
 
 /**

@@ -1,3 +1,5 @@
+import { type SQL, sql } from "drizzle-orm";
+
 /** The scope vocabulary: every scope a token may carry, and the role ceilings that cap every token. */
 export const SCOPES = [
   "admin",
@@ -25,6 +27,17 @@ export const isScope = (s: string): s is Scope => SCOPE_SET.has(s);
 export function effectiveScopes(tokenScopes: readonly string[], role: Role): Set<Scope> {
   const ceiling = roleCeiling(role);
   return new Set(tokenScopes.filter((s): s is Scope => isScope(s) && ceiling.has(s)));
+}
+
+/**
+ * `effectiveScopes` in SQL, for a row a batch writes before the code sees the credential (the
+ * token endpoint's events): the scopes of a JSON array within the role's ceiling, in their
+ * order, space-separated (NULL when none). The ceilings are `roleCeiling`'s own sets.
+ */
+export function effectiveScopesSql(scopesJson: SQL, role: SQL): SQL {
+  const within = (r: Role) => sql.raw(`j.value IN (${[...roleCeiling(r)].map((s) => `'${s}'`).join(", ")})`);
+  return sql`(SELECT group_concat(j.value, ' ') FROM json_each(${scopesJson}) j
+    WHERE CASE WHEN ${role} = 'admin' THEN ${within("admin")} ELSE ${within("member")} END)`;
 }
 
 /**

@@ -11,8 +11,11 @@
  * requests that may land in different locations, the Cache API is per location (and does
  * nothing on workers.dev), and the row has to exist anyway.
  */
+import { isNotNull, sql } from "drizzle-orm";
 import { z } from "zod";
 import { GRANTABLE_SCOPES, isGrantable } from "../auth/scopes";
+import { oauthClients } from "../db/schema";
+import { db } from "../platform/db";
 import { guardedFetch, OutboundError } from "../platform/guarded-fetch";
 import { activeClient, type ClientRow } from "./clients";
 import { GRANT_TYPES, RedirectUriListSchema } from "./schemas";
@@ -180,38 +183,31 @@ export async function fetchClientDocument(
   return { doc: readClientDocument(url, body), maxAgeSeconds: freshnessSeconds(headers) };
 }
 
-// Never overwrites a registered or first-party client (their document columns are null).
-const UPSERT_DOCUMENT_CLIENT = `INSERT INTO oauth_clients (client_id, workspace_id, created_by, name, redirect_uris, scopes,
-    grant_types, response_types, auth_method, secret_hash, registration_token_hash, first_party, issued_at, created_at,
-    updated_at, disabled_at, document_fetched_at, document_expires_at)
-  VALUES (?1, NULL, NULL, ?2, ?3, ?4, ?5, '["code"]', 'none', NULL, NULL, 0, ?6, ?7, ?7, NULL, ?7, ?8)
-  ON CONFLICT (client_id) DO UPDATE SET name = excluded.name, redirect_uris = excluded.redirect_uris,
-    scopes = excluded.scopes, grant_types = excluded.grant_types, updated_at = excluded.updated_at,
-    document_fetched_at = excluded.document_fetched_at, document_expires_at = excluded.document_expires_at
-  WHERE oauth_clients.document_fetched_at IS NOT NULL
-  RETURNING *`;
+/** What a fetch again replaces in a stored document client. */
+const DOCUMENT_FIELDS = [
+  "name",
+  "redirectUris",
+  "scopes",
+  "grantTypes",
+  "updatedAt",
+  "documentFetchedAt",
+  "documentExpiresAt",
+] as const;
 
-type RawClientRow = Record<string, unknown>;
-const toClientRow = (r: RawClientRow): ClientRow => ({
-  clientId: r.client_id as string,
-  workspaceId: null,
-  createdBy: null,
-  name: r.name as string,
-  redirectUris: r.redirect_uris as string,
-  scopes: r.scopes as string,
-  grantTypes: r.grant_types as string,
-  responseTypes: r.response_types as string,
-  authMethod: "none",
-  secretHash: null,
-  registrationTokenHash: null,
-  firstParty: false,
-  issuedAt: r.issued_at as number,
-  createdAt: r.created_at as string,
-  updatedAt: r.updated_at as string,
-  disabledAt: (r.disabled_at as string | null) ?? null,
-  documentFetchedAt: r.document_fetched_at as string,
-  documentExpiresAt: r.document_expires_at as string,
-});
+/** Stores a fetched document as its client's row; nothing when the id is another client's. */
+function upsertDocumentClient(env: Env, row: typeof oauthClients.$inferInsert) {
+  return db(env)
+    .insert(oauthClients)
+    .values(row)
+    .onConflictDoUpdate({
+      target: oauthClients.clientId,
+      set: Object.fromEntries(DOCUMENT_FIELDS.map((f) => [f, sql.raw(`excluded.${oauthClients[f].name}`)])),
+      // A registered or first-party client has no document, so it is never overwritten.
+      setWhere: isNotNull(oauthClients.documentFetchedAt),
+    })
+    .returning()
+    .get();
+}
 
 /**
  * A client identified by a metadata document: its fresh stored copy, or the document fetched
@@ -230,21 +226,24 @@ async function documentClient(
   if (stored?.documentExpiresAt && Date.parse(stored.documentExpiresAt) > now) return stored;
   if (!stored && !opts.fetchNew) return undefined;
   const { doc, maxAgeSeconds } = await fetchClientDocument(env, url, opts.origin);
-  const row = await env.DB.prepare(UPSERT_DOCUMENT_CLIENT)
-    .bind(
-      url,
-      doc.name,
-      JSON.stringify(doc.redirectUris),
-      JSON.stringify(doc.scopes),
-      JSON.stringify(doc.grantTypes),
-      Math.floor(now / 1000),
-      new Date(now).toISOString(),
-      new Date(now + maxAgeSeconds * 1000).toISOString(),
-    )
-    .first<RawClientRow>();
+  const fetchedAt = new Date(now).toISOString();
+  const row = await upsertDocumentClient(env, {
+    clientId: url,
+    name: doc.name,
+    redirectUris: JSON.stringify(doc.redirectUris),
+    scopes: JSON.stringify(doc.scopes),
+    grantTypes: JSON.stringify(doc.grantTypes),
+    responseTypes: '["code"]',
+    authMethod: "none",
+    issuedAt: Math.floor(now / 1000),
+    createdAt: fetchedAt,
+    updatedAt: fetchedAt,
+    documentFetchedAt: fetchedAt,
+    documentExpiresAt: new Date(now + maxAgeSeconds * 1000).toISOString(),
+  });
   if (!row) throw new UnusableClientDocument(url, "this client_id is taken by another client");
-  if (row.disabled_at) throw new UnusableClientDocument(url, "this client has been disabled");
-  return toClientRow(row);
+  if (row.disabledAt) throw new UnusableClientDocument(url, "this client has been disabled");
+  return row;
 }
 
 /**

@@ -1,9 +1,9 @@
-import { and, eq, isNull, sql } from "drizzle-orm";
+import { and, count, eq, isNull, sql } from "drizzle-orm";
 import { type AuditEventInput, auditInBatch, PREVIOUS_STATEMENT_CHANGED } from "../audit/events";
-import { oauthClients } from "../db/schema";
+import { oauthClients, oauthGrants } from "../db/schema";
 import { OAuthError } from "../http/errors";
 import { hashToken, timingSafeEqual } from "../platform/crypto";
-import { d1Statement, db, parseJsonArray, preparedFor } from "../platform/db";
+import { db, insertSelect, parseJsonArray, preparedFor } from "../platform/db";
 import { nowIso } from "../platform/env";
 import { newId, randomToken } from "../platform/ids";
 import { revokeGrantsOfClient } from "./revocation";
@@ -92,30 +92,15 @@ export async function registerClient(
     documentFetchedAt: null,
     documentExpiresAt: null,
   };
-  const [result] = await env.DB.batch([
-    env.DB.prepare(
-      `INSERT INTO oauth_clients (client_id, workspace_id, created_by, name, redirect_uris, scopes, grant_types, response_types,
-       auth_method, secret_hash, registration_token_hash, first_party, issued_at, created_at, updated_at)
-     SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, 0, ?12, ?13, ?13
-     WHERE (SELECT COUNT(*) FROM oauth_clients WHERE workspace_id = ?2 AND disabled_at IS NULL) < ?14`,
-    ).bind(
-      row.clientId,
-      row.workspaceId,
-      row.createdBy,
-      row.name,
-      row.redirectUris,
-      row.scopes,
-      row.grantTypes,
-      row.responseTypes,
-      row.authMethod,
-      row.secretHash,
-      row.registrationTokenHash,
-      row.issuedAt,
-      now,
-      MAX_ACTIVE_CLIENTS,
-    ),
+  const d = db(env);
+  const liveClients = d
+    .select({ n: count() })
+    .from(oauthClients)
+    .where(and(eq(oauthClients.workspaceId, owner.workspaceId), isNull(oauthClients.disabledAt)));
+  const [result] = await d.batch([
+    insertSelect(d, oauthClients, row, sql`WHERE ${liveClients} < ${MAX_ACTIVE_CLIENTS}`),
     // Written only when the client was (the cap held).
-    d1Statement(env, auditInBatch(env, event(toClientInfo(row, base)), { onlyIf: PREVIOUS_STATEMENT_CHANGED })),
+    auditInBatch(env, event(toClientInfo(row, base)), { onlyIf: PREVIOUS_STATEMENT_CHANGED }),
   ]);
   if (!result?.meta.changes) {
     throw new OAuthError(
@@ -194,43 +179,35 @@ export async function disableClient(
   events: { deleted: AuditEventInput; revoked: AuditEventInput },
 ): Promise<Map<string, { count: number; userIds: string[] }>> {
   const now = nowIso();
-  const liveGrants = sql`FROM oauth_grants g WHERE g.client_id = ${client.clientId} AND g.revoked_at IS NULL`;
-  const [, , , revoked] = await env.DB.batch([
-    env.DB.prepare("UPDATE oauth_clients SET disabled_at = ?1, updated_at = ?1 WHERE client_id = ?2").bind(
-      now,
-      client.clientId,
-    ),
-    d1Statement(
-      env,
-      auditInBatch(env, events.deleted, {
-        from: {
-          source: sql`FROM (SELECT count(*) AS n ${liveGrants}) c`,
-          fields: { "$.details.revoked_grants": sql`c.n` },
+  const liveGrants = sql`FROM ${oauthGrants} WHERE ${and(eq(oauthGrants.clientId, client.clientId), isNull(oauthGrants.revokedAt))}`;
+  const d = db(env);
+  const [, , , revoked] = await d.batch([
+    d.update(oauthClients).set({ disabledAt: now, updatedAt: now }).where(eq(oauthClients.clientId, client.clientId)),
+    auditInBatch(env, events.deleted, {
+      from: {
+        source: sql`FROM (SELECT count(*) AS n ${liveGrants}) c`,
+        fields: { "$.details.revoked_grants": sql`c.n` },
+      },
+    }),
+    auditInBatch(env, events.revoked, {
+      from: {
+        source: sql`${liveGrants} GROUP BY ${oauthGrants.workspaceId}`,
+        workspaceId: sql`${oauthGrants.workspaceId}`,
+        fields: {
+          "$.details.count": sql`count(*)`,
+          "$.subjectUserId": sql`CASE WHEN count(DISTINCT ${oauthGrants.userId}) = 1 THEN min(${oauthGrants.userId}) END`,
         },
-      }),
-    ),
-    d1Statement(
-      env,
-      auditInBatch(env, events.revoked, {
-        from: {
-          source: sql`${liveGrants} GROUP BY g.workspace_id`,
-          workspaceId: sql`g.workspace_id`,
-          fields: {
-            "$.details.count": sql`count(*)`,
-            "$.subjectUserId": sql`CASE WHEN count(DISTINCT g.user_id) = 1 THEN min(g.user_id) END`,
-          },
-          idSuffix: sql`g.workspace_id`,
-        },
-      }),
-    ),
+        idSuffix: sql`${oauthGrants.workspaceId}`,
+      },
+    }),
     ...revokeGrantsOfClient(env, client.clientId, now),
   ]);
   const byWorkspace = new Map<string, { count: number; userIds: string[] }>();
-  for (const r of (revoked?.results ?? []) as { workspace_id: string; user_id: string }[]) {
-    const entry = byWorkspace.get(r.workspace_id) ?? { count: 0, userIds: [] };
+  for (const r of revoked) {
+    const entry = byWorkspace.get(r.workspaceId) ?? { count: 0, userIds: [] };
     entry.count++;
-    if (!entry.userIds.includes(r.user_id)) entry.userIds.push(r.user_id);
-    byWorkspace.set(r.workspace_id, entry);
+    if (!entry.userIds.includes(r.userId)) entry.userIds.push(r.userId);
+    byWorkspace.set(r.workspaceId, entry);
   }
   return byWorkspace;
 }

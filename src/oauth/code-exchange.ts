@@ -1,8 +1,9 @@
 /** Authorization codes: issuing one, and exchanging it for a token family. */
-import { auditInBatch, auditStatement } from "../audit/events";
-import { oauthCodes } from "../db/schema";
+import { and, eq, exists, gt, isNull, or, sql } from "drizzle-orm";
+import { auditInBatch, auditValues, preparedAuditInBatch } from "../audit/events";
+import { oauthCodes, oauthGrants, users } from "../db/schema";
 import { hashToken, timingSafeEqual } from "../platform/crypto";
-import { d1Statement, db } from "../platform/db";
+import { batchPrepared, type Db, db, insertSelect, preparedFor } from "../platform/db";
 import { newId, randomToken } from "../platform/ids";
 import { invalidGrant, invalidTarget } from "./errors";
 import { revokeGrant } from "./revocation";
@@ -14,6 +15,7 @@ import {
   iso,
   newPair,
   pkceChallenge,
+  preparedPair,
   tokenResponse,
   tokenStatements,
 } from "./token-pairs";
@@ -51,19 +53,76 @@ export async function issueCode(
   return code;
 }
 
-// Claims the code only when every binding verifies; sets the new grant id as the claim mark. A
-// `resource` at the token request (?7) may name the code's resource, or bind an unbound code.
-const CONSUME_CODE = `UPDATE oauth_codes SET consumed_at = ?1, grant_id = ?2
-  WHERE code_hash = ?3 AND consumed_at IS NULL AND expires_at > ?1
-    AND client_id = ?4 AND redirect_uri = ?5 AND code_challenge = ?6
-    AND (?7 IS NULL OR resource IS NULL OR resource = ?7)
-    AND EXISTS (SELECT 1 FROM users WHERE users.id = oauth_codes.user_id AND users.erased_at IS NULL)
-  RETURNING scopes, workspace_id, user_id, (SELECT role FROM users WHERE users.id = oauth_codes.user_id) AS role`;
-const INSERT_GRANT_FROM_CODE = `INSERT INTO oauth_grants (id, workspace_id, user_id, client_id, scopes, created_at, resource)
-  SELECT grant_id, workspace_id, user_id, client_id, scopes, consumed_at, COALESCE(?3, resource) FROM oauth_codes
-  WHERE code_hash = ?1 AND grant_id = ?2`;
-const INSERT_TOKEN_OF_GRANT = `INSERT INTO oauth_tokens (id, grant_id, kind, token_hash, created_at, expires_at)
-  SELECT ?1, id, ?2, ?3, ?4, ?5 FROM oauth_grants WHERE id = ?6`;
+const ph = sql.placeholder;
+
+/**
+ * Claims the code only when every binding verifies; sets the new grant id as the claim mark. A
+ * `resource` at the token request may name the code's resource, or bind an unbound code.
+ */
+function consumeCode(d: Db) {
+  const liveUser = d
+    .select({ id: users.id })
+    .from(users)
+    .where(and(eq(users.id, oauthCodes.userId), isNull(users.erasedAt)));
+  return d
+    .update(oauthCodes)
+    .set({ consumedAt: sql`${ph("now")}`, grantId: sql`${ph("grantId")}` })
+    .where(
+      and(
+        eq(oauthCodes.codeHash, ph("codeHash")),
+        isNull(oauthCodes.consumedAt),
+        gt(oauthCodes.expiresAt, ph("now")),
+        eq(oauthCodes.clientId, ph("clientId")),
+        eq(oauthCodes.redirectUri, ph("redirectUri")),
+        eq(oauthCodes.codeChallenge, ph("challenge")),
+        or(sql`${ph("resource")} IS NULL`, isNull(oauthCodes.resource), eq(oauthCodes.resource, ph("resource"))),
+        exists(liveUser),
+      ),
+    )
+    .returning({
+      scopes: oauthCodes.scopes,
+      workspaceId: oauthCodes.workspaceId,
+      userId: oauthCodes.userId,
+      // A subquery builder, so that RETURNING keeps its columns qualified.
+      role: sql<string>`${d.select({ role: users.role }).from(users).where(eq(users.id, oauthCodes.userId))}`,
+    })
+    .prepare();
+}
+
+/** The grant the code just claimed, from the code's row. */
+const grantFromCode = (d: Db) =>
+  insertSelect(
+    d,
+    oauthGrants,
+    {
+      id: sql`${oauthCodes.grantId}`,
+      workspaceId: sql`${oauthCodes.workspaceId}`,
+      userId: sql`${oauthCodes.userId}`,
+      clientId: sql`${oauthCodes.clientId}`,
+      scopes: sql`${oauthCodes.scopes}`,
+      createdAt: sql`${oauthCodes.consumedAt}`,
+      resource: sql`COALESCE(${ph("resource")}, ${oauthCodes.resource})`,
+    },
+    sql`FROM ${oauthCodes} WHERE ${and(eq(oauthCodes.codeHash, ph("codeHash")), eq(oauthCodes.grantId, ph("grantId")))}`,
+  ).prepare();
+
+// Built once per isolate, as the refresh grant's (`npm run bench -- refresh`): built on each
+// request, the queries cost more than the rest of the exchange.
+const exchange = preparedFor((d) => {
+  const thisGrant = eq(oauthGrants.id, ph("grantId"));
+  return [
+    consumeCode(d),
+    grantFromCode(d),
+    ...preparedPair(d, sql`${oauthGrants.id}`, sql`FROM ${oauthGrants} WHERE ${thisGrant}`),
+    preparedAuditInBatch(d, {
+      from: {
+        source: sql`FROM ${oauthGrants} JOIN ${users} ON ${users.id} = ${oauthGrants.userId} WHERE ${thisGrant}`,
+        workspaceId: sql`${oauthGrants.workspaceId}`,
+        fields: grantEventFields,
+      },
+    }),
+  ] as const;
+});
 
 /**
  * `authorization_code` grant. The client is already authenticated. A code presented again
@@ -82,39 +141,21 @@ export async function exchangeCode(
   const grantId = newId();
   const pair = newPair(now);
   const resource = p.resource ?? null;
-  const [claimed] = await env.DB.batch([
-    env.DB.prepare(CONSUME_CODE).bind(nowIso, grantId, codeHash, clientId, p.redirectUri, challenge, resource),
-    env.DB.prepare(INSERT_GRANT_FROM_CODE).bind(codeHash, grantId, resource),
-    env.DB.prepare(INSERT_TOKEN_OF_GRANT).bind(
-      pair.accessId,
-      "access",
-      pair.accessHash,
-      nowIso,
-      pair.accessExpires,
-      grantId,
-    ),
-    env.DB.prepare(INSERT_TOKEN_OF_GRANT).bind(
-      pair.refreshId,
-      "refresh",
-      pair.refreshHash,
-      nowIso,
-      pair.refreshExpires,
-      grantId,
-    ),
-    auditStatement(env, tokenEvent("oauth.token.issue", clientId), {
-      source: "FROM oauth_grants g JOIN users u ON u.id = g.user_id WHERE g.id = ?4",
-      workspaceId: "g.workspace_id",
-      fields: grantEventFields,
-      binds: [grantId],
-    }),
-  ]);
-  const row = claimed?.results[0] as
-    | { scopes: string; workspace_id: string; user_id: string; role: string }
-    | undefined;
+  const [[row]] = await batchPrepared(env, exchange(env), {
+    ...pair,
+    now: nowIso,
+    grantId,
+    codeHash,
+    clientId,
+    redirectUri: p.redirectUri,
+    challenge,
+    resource,
+    ...auditValues(env, tokenEvent("oauth.token.issue", clientId)),
+  });
   if (row) {
     return {
       body: tokenResponse(pair, row.scopes, row.role),
-      grant: { grantId, workspaceId: row.workspace_id, userId: row.user_id, clientId },
+      grant: { grantId, workspaceId: row.workspaceId, userId: row.userId, clientId },
     };
   }
 
@@ -132,7 +173,7 @@ export async function exchangeCode(
       clientId: code.clientId,
     };
     if (code.grantId) await revokeGrant(env, code.grantId, "code_reuse", { entry: reuseEvent(clientId, "code") });
-    else await d1Statement(env, auditInBatch(env, reuseEvent(clientId, "code", ref.workspaceId, ref.userId))).run();
+    else await auditInBatch(env, reuseEvent(clientId, "code", ref.workspaceId, ref.userId)).run();
     throw invalidGrant("The authorization code was already used; the tokens issued from it are revoked");
   }
   if (!clientOk) throw invalidGrant("The authorization code was issued to another client");

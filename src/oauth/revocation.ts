@@ -1,9 +1,11 @@
 /** Revoking token families: one token (RFC 7009), one grant, a deleted client's, an erased user's. */
-import { type SQL, sql } from "drizzle-orm";
+import { and, eq, inArray, isNull, type SQL, sql } from "drizzle-orm";
 import { type AuditEventInput, auditInBatch, jsonBoolean, PREVIOUS_STATEMENT_CHANGED } from "../audit/events";
+import { oauthCodes, oauthConsents, oauthGrants, oauthTokens } from "../db/schema";
 import { hashToken } from "../platform/crypto";
-import { d1Statement } from "../platform/db";
+import { db } from "../platform/db";
 import { nowIso } from "../platform/env";
+import { grantFields } from "./token-events";
 import {
   ACCESS_TOKEN_PREFIX,
   type GrantRef,
@@ -43,43 +45,67 @@ export async function revokeGrant(
   event: { entry: AuditEventInput; onlyIfRevoked?: boolean },
 ): Promise<GrantRef | null> {
   const now = nowIso();
-  const fields: Record<string, SQL> = { "$.target": sql`'oauth_grant:' || g.id`, "$.subjectUserId": sql`g.user_id` };
+  const fields: Record<string, SQL> = { ...grantFields };
   // Right after the grant's UPDATE: whether this batch revoked it.
   if (event.entry.kind === "oauth.token.reuse")
     fields["$.details.family_revoked"] = jsonBoolean(PREVIOUS_STATEMENT_CHANGED);
-  const [grant] = await env.DB.batch([
-    env.DB.prepare(
-      `UPDATE oauth_grants SET revoked_at = ?1, revoke_reason = ?2 WHERE id = ?3 AND revoked_at IS NULL
-       RETURNING id, workspace_id, user_id, client_id`,
-    ).bind(now, reason, grantId),
-    d1Statement(
-      env,
-      auditInBatch(env, event.entry, {
-        from: { source: sql`FROM oauth_grants g WHERE g.id = ${grantId}`, workspaceId: sql`g.workspace_id`, fields },
-        onlyIf: event.onlyIfRevoked ? PREVIOUS_STATEMENT_CHANGED : undefined,
+  const d = db(env);
+  const [[grant]] = await d.batch([
+    d
+      .update(oauthGrants)
+      .set({ revokedAt: now, revokeReason: reason })
+      .where(and(eq(oauthGrants.id, grantId), isNull(oauthGrants.revokedAt)))
+      .returning({
+        grantId: oauthGrants.id,
+        workspaceId: oauthGrants.workspaceId,
+        userId: oauthGrants.userId,
+        clientId: oauthGrants.clientId,
       }),
-    ),
-    env.DB.prepare(`UPDATE oauth_tokens SET revoked_at = ?1 WHERE grant_id = ?2 AND revoked_at IS NULL`).bind(
-      now,
-      grantId,
-    ),
+    auditInBatch(env, event.entry, {
+      from: {
+        source: sql`FROM ${oauthGrants} WHERE ${oauthGrants.id} = ${grantId}`,
+        workspaceId: sql`${oauthGrants.workspaceId}`,
+        fields,
+      },
+      onlyIf: event.onlyIfRevoked ? PREVIOUS_STATEMENT_CHANGED : undefined,
+    }),
+    d
+      .update(oauthTokens)
+      .set({ revokedAt: now })
+      .where(and(eq(oauthTokens.grantId, grantId), isNull(oauthTokens.revokedAt))),
   ]);
-  const row = grant?.results[0] as { id: string; workspace_id: string; user_id: string; client_id: string } | undefined;
-  return row ? { grantId: row.id, workspaceId: row.workspace_id, userId: row.user_id, clientId: row.client_id } : null;
+  return grant ?? null;
+}
+
+/** Revokes the live grants `which` selects and their tokens; the first statement answers the grants. */
+function revokeGrantsWhere(env: Env, which: SQL | undefined, reason: RevokeReason, now: string) {
+  const d = db(env);
+  return [
+    d
+      .update(oauthGrants)
+      .set({ revokedAt: now, revokeReason: reason })
+      .where(and(which, isNull(oauthGrants.revokedAt)))
+      .returning({ workspaceId: oauthGrants.workspaceId, userId: oauthGrants.userId }),
+    d
+      .update(oauthTokens)
+      .set({ revokedAt: now })
+      .where(
+        and(
+          isNull(oauthTokens.revokedAt),
+          inArray(oauthTokens.grantId, d.select({ id: oauthGrants.id }).from(oauthGrants).where(which)),
+        ),
+      ),
+  ] as const;
 }
 
 /** The statements that revoke every grant of a deleted client (the first answers the revoked grants). */
-export function revokeGrantsOfClient(env: Env, clientId: string, now: string): D1PreparedStatement[] {
+export function revokeGrantsOfClient(env: Env, clientId: string, now: string) {
   return [
-    env.DB.prepare(
-      `UPDATE oauth_grants SET revoked_at = ?1, revoke_reason = 'client_deleted' WHERE client_id = ?2 AND revoked_at IS NULL
-       RETURNING workspace_id, user_id`,
-    ).bind(now, clientId),
-    env.DB.prepare(
-      `UPDATE oauth_tokens SET revoked_at = ?1 WHERE revoked_at IS NULL AND grant_id IN (SELECT id FROM oauth_grants WHERE client_id = ?2)`,
-    ).bind(now, clientId),
-    env.DB.prepare(`DELETE FROM oauth_codes WHERE client_id = ?1 AND consumed_at IS NULL`).bind(clientId),
-  ];
+    ...revokeGrantsWhere(env, eq(oauthGrants.clientId, clientId), "client_deleted", now),
+    db(env)
+      .delete(oauthCodes)
+      .where(and(eq(oauthCodes.clientId, clientId), isNull(oauthCodes.consumedAt))),
+  ] as const;
 }
 
 /**
@@ -87,22 +113,23 @@ export function revokeGrantsOfClient(env: Env, clientId: string, now: string): D
  * drops their unused codes. Counts revoked grants plus removed consents.
  */
 export async function eraseOAuthUser(env: Env, workspaceId: string, userId: string): Promise<{ oauth_grants: number }> {
-  const now = nowIso();
-  const [grants, , consents] = await env.DB.batch([
-    env.DB.prepare(
-      `UPDATE oauth_grants SET revoked_at = ?1, revoke_reason = 'user_erased' WHERE workspace_id = ?2 AND user_id = ?3 AND revoked_at IS NULL RETURNING id`,
-    ).bind(now, workspaceId, userId),
-    env.DB.prepare(
-      `UPDATE oauth_tokens SET revoked_at = ?1 WHERE revoked_at IS NULL AND grant_id IN (SELECT id FROM oauth_grants WHERE workspace_id = ?2 AND user_id = ?3)`,
-    ).bind(now, workspaceId, userId),
-    env.DB.prepare(`DELETE FROM oauth_consents WHERE workspace_id = ?1 AND user_id = ?2 RETURNING id`).bind(
-      workspaceId,
-      userId,
+  const d = db(env);
+  const [grants, , consents] = await d.batch([
+    ...revokeGrantsWhere(
+      env,
+      and(eq(oauthGrants.workspaceId, workspaceId), eq(oauthGrants.userId, userId)),
+      "user_erased",
+      nowIso(),
     ),
-    env.DB.prepare(`DELETE FROM oauth_codes WHERE workspace_id = ?1 AND user_id = ?2 AND consumed_at IS NULL`).bind(
-      workspaceId,
-      userId,
-    ),
+    d
+      .delete(oauthConsents)
+      .where(and(eq(oauthConsents.workspaceId, workspaceId), eq(oauthConsents.userId, userId)))
+      .returning({ id: oauthConsents.id }),
+    d
+      .delete(oauthCodes)
+      .where(
+        and(eq(oauthCodes.workspaceId, workspaceId), eq(oauthCodes.userId, userId), isNull(oauthCodes.consumedAt)),
+      ),
   ]);
-  return { oauth_grants: (grants?.results.length ?? 0) + (consents?.results.length ?? 0) };
+  return { oauth_grants: grants.length + consents.length };
 }

@@ -1,5 +1,8 @@
 /** The audit events the token endpoint writes; the grant's fields are filled in SQL. */
+import { sql } from "drizzle-orm";
 import type { AuditEventInput } from "../audit/events";
+import { effectiveScopesSql } from "../auth/scopes";
+import { oauthGrants, users } from "../db/schema";
 
 /**
  * The event of a replayed code or rotated refresh token: no signed-in caller, so the actor is
@@ -21,16 +24,18 @@ export const reuseEvent = (
   details: { client_id: clientId, token_kind: tokenKind, family_revoked: false },
 });
 
+/** The fields of an event about a grant, from its `oauth_grants` row. */
+export const grantFields = {
+  "$.target": sql`'oauth_grant:' || ${oauthGrants.id}`,
+  "$.subjectUserId": sql`${oauthGrants.userId}`,
+};
+
 // The event of an issue or rotation is selected from the rows the same batch wrote: only the
 // grant knows the workspace and user. `scope` is what the token response says: the grant's
-// scopes within the user's role ceiling (admin only while the user is an admin; see grantableFor).
-// SQL text, not Drizzle: the token endpoint's batch is raw (see `auditStatement`).
-const GRANTED_SCOPE = `(SELECT group_concat(j.value, ' ') FROM json_each(g.scopes) j
-  WHERE j.value <> 'svc:computer' AND (j.value <> 'admin' OR u.role = 'admin'))`;
+// scopes within the user's role ceiling, by the rule the response uses (see grantableFor).
 export const grantEventFields = {
-  "$.target": "'oauth_grant:' || g.id",
-  "$.subjectUserId": "g.user_id",
-  "$.details.scope": GRANTED_SCOPE,
+  ...grantFields,
+  "$.details.scope": effectiveScopesSql(sql`${oauthGrants.scopes}`, sql`${users.role}`),
 };
 
 /** The template of a token-endpoint event; the grant's fields are filled in SQL. */

@@ -8,11 +8,11 @@
  */
 import { sha256 } from "@noble/hashes/sha2.js";
 import { utf8ToBytes } from "@noble/hashes/utils.js";
-import { eq, sql } from "drizzle-orm";
+import { eq, type SQL, sql } from "drizzle-orm";
 import { grantableFor, type Role } from "../auth/scopes";
 import { oauthClients, oauthCodes, oauthGrants, oauthTokens, users } from "../db/schema";
 import { hashToken } from "../platform/crypto";
-import { parseJsonArray, preparedFor } from "../platform/db";
+import { type Db, insertSelect, parseJsonArray, preparedFor } from "../platform/db";
 import { base64url, newId, randomToken } from "../platform/ids";
 
 export const CODE_PREFIX = "svc_code_";
@@ -87,6 +87,30 @@ export function newPair(now: number) {
     accessExpires: iso(now + ACCESS_TOKEN_TTL_SECONDS * 1000),
     refreshExpires: iso(now + REFRESH_TOKEN_TTL_SECONDS * 1000),
   };
+}
+
+/**
+ * The statements, built once per isolate, that insert a pair's two tokens (bound from the
+ * pair's own fields and `now`) for the grant `grantId` names in the rows `source` selects
+ * (`FROM … WHERE …`): none when it selects nothing, so a request that lost the claim creates
+ * no token.
+ */
+export function preparedPair(d: Db, grantId: SQL, source: SQL) {
+  const token = (kind: "access" | "refresh") =>
+    insertSelect(
+      d,
+      oauthTokens,
+      {
+        id: sql.placeholder(`${kind}Id`),
+        grantId,
+        kind,
+        tokenHash: sql.placeholder(`${kind}Hash`),
+        createdAt: sql.placeholder("now"),
+        expiresAt: sql.placeholder(`${kind}Expires`),
+      },
+      source,
+    ).prepare();
+  return [token("access"), token("refresh")] as const;
 }
 
 /**

@@ -1,9 +1,9 @@
-import { and, eq, lt, sql } from "drizzle-orm";
+import { and, eq, lt, type SQL, sql } from "drizzle-orm";
 import { findVisibleArtifact } from "../artifacts/service";
 import { artifactKey } from "../artifacts/store";
 import { type AuditEventInput, auditInBatch, PREVIOUS_STATEMENT_CHANGED } from "../audit/events";
 import { agents, conversations, slackInstalls, slackStateUses, users } from "../db/schema";
-import { d1Statement, db } from "../platform/db";
+import { db } from "../platform/db";
 import { nowIso } from "../platform/env";
 import { ApiError, badRequest, notFound } from "../platform/problem";
 import { open, seal } from "../platform/secret-box";
@@ -59,11 +59,12 @@ export async function redeemState(
   const config = slackConfig(env);
   const verdict = await verifyState(config.clientSecret, state, now);
   if (!verdict.ok) return verdict;
-  const used = await env.DB.prepare(
-    "INSERT INTO slack_state_uses (nonce, expires_at) VALUES (?1, ?2) ON CONFLICT DO NOTHING RETURNING nonce",
-  )
-    .bind(verdict.state.nonce, new Date(verdict.state.expiresAt).toISOString())
-    .first();
+  const used = await db(env)
+    .insert(slackStateUses)
+    .values({ nonce: verdict.state.nonce, expiresAt: new Date(verdict.state.expiresAt).toISOString() })
+    .onConflictDoNothing()
+    .returning({ nonce: slackStateUses.nonce })
+    .get();
   if (!used) return { ok: false, reason: "reused", state: verdict.state };
   const user = await db(env)
     .select({ role: users.role, erasedAt: users.erasedAt })
@@ -139,15 +140,20 @@ const liveToken = async (env: Env, install: Install | null): Promise<string | nu
   return open(env, install.botTokenSealed, `slack:${install.workspaceId}`).catch(() => null);
 };
 
+const liveInstall = eq(slackInstalls.live, true);
+
+/** Marks the live installs `which` selects not live and forgets their tokens; answers their workspaces. */
+const retireLive = (env: Env, which: SQL) =>
+  db(env)
+    .update(slackInstalls)
+    .set({ live: false, botTokenSealed: null, updatedAt: nowIso() })
+    .where(and(which, liveInstall))
+    .returning({ workspaceId: slackInstalls.workspaceId });
+
 /** Marks an install not live and forgets its token (ours or Slack's uninstall). Answers whether it was live. */
 export async function retireInstall(env: Env, workspaceId: string, event?: AuditEventInput): Promise<boolean> {
-  const d = db(env);
-  const [rows] = await d.batch([
-    d
-      .update(slackInstalls)
-      .set({ live: false, botTokenSealed: null, updatedAt: nowIso() })
-      .where(and(eq(slackInstalls.workspaceId, workspaceId), eq(slackInstalls.live, true)))
-      .returning({ workspaceId: slackInstalls.workspaceId }),
+  const [rows] = await db(env).batch([
+    retireLive(env, eq(slackInstalls.workspaceId, workspaceId)),
     ...(event ? [auditInBatch(env, event, { onlyIf: PREVIOUS_STATEMENT_CHANGED })] : []),
   ]);
   return rows.length > 0;
@@ -177,23 +183,18 @@ export async function uninstall(
  * each workspace's `event` (its workspace filled in SQL) written in the same batch.
  */
 export async function retireTeam(env: Env, teamId: string, event: AuditEventInput): Promise<string[]> {
-  const [, retired] = await env.DB.batch<{ workspace_id: string }>([
-    d1Statement(
-      env,
-      auditInBatch(env, event, {
-        from: {
-          source: sql`FROM slack_installs s WHERE s.team_id = ${teamId} AND s.live = 1`,
-          workspaceId: sql`s.workspace_id`,
-          idSuffix: sql`s.workspace_id`,
-        },
-      }),
-    ),
-    env.DB.prepare(
-      `UPDATE slack_installs SET live = 0, bot_token_sealed = NULL, updated_at = ?2
-       WHERE team_id = ?1 AND live = 1 RETURNING workspace_id`,
-    ).bind(teamId, nowIso()),
+  const team = eq(slackInstalls.teamId, teamId);
+  const [, retired] = await db(env).batch([
+    auditInBatch(env, event, {
+      from: {
+        source: sql`FROM ${slackInstalls} WHERE ${and(team, liveInstall)}`,
+        workspaceId: sql`${slackInstalls.workspaceId}`,
+        idSuffix: sql`${slackInstalls.workspaceId}`,
+      },
+    }),
+    retireLive(env, team),
   ]);
-  return (retired?.results ?? []).map((r) => r.workspace_id);
+  return retired.map((r) => r.workspaceId);
 }
 
 /** Forgets redeemed states once they could not be presented anyway. */
