@@ -14,6 +14,7 @@ import { conversationsArea } from "./conversations";
 import { emailArea } from "./email";
 import { healthArea } from "./health";
 import { type Area, registryOf } from "./http/area";
+import { bearerCors } from "./http/cors";
 import type { AreaRegistry } from "./http/registry";
 import { BEARER, createRouter, limitBody, SESSION } from "./http/route";
 import { mcpArea } from "./mcp";
@@ -70,6 +71,7 @@ export function createApp(registry: AreaRegistry = registryOf(AREAS)) {
     c.set("areas", registry);
     return next();
   });
+  app.use(bearerCors(() => app.openAPIRegistry.definitions));
   for (const area of AREAS) if (area.router) app.route("/", area.router);
 
   app.openAPIRegistry.registerComponent("securitySchemes", BEARER, {
