@@ -21,6 +21,7 @@ import { mcpArea } from "./mcp";
 import { mcpServerArea } from "./mcp-server";
 import { memoryArea } from "./memory";
 import { oauthArea } from "./oauth";
+import { openaiArea } from "./openai";
 import { problem } from "./platform/problem";
 import { profileArea } from "./profile";
 import { signinArea } from "./signin";
@@ -44,6 +45,7 @@ export const AREAS: readonly Area[] = [
   oauthArea,
   billingArea,
   conversationsArea,
+  openaiArea, // conversations too, through their service: nothing of its own to erase
   memoryArea,
   artifactsArea, // after the conversations: erasure deletes what is left in no conversation
   skillsArea,

@@ -59,6 +59,15 @@ describe("CORS on bearer-token routes", () => {
     }
   });
 
+  it("lets the openai SDK call /v1/chat/completions from a page: its own headers and X-Conversation-Id are allowed", async () => {
+    const res = await preflight("/v1/chat/completions", APP, "POST");
+    expect(res.status).toBe(204);
+    expect(res.headers.get("Access-Control-Allow-Origin")).toBe(APP);
+    expect(allowedHeaders(res)).toEqual(
+      expect.arrayContaining(["x-conversation-id", "x-stainless-os", "x-stainless-package-version"]),
+    );
+  });
+
   it("gives an actual bearer GET from an allowed origin Access-Control-Allow-Origin, the exposed headers and Vary: Origin", async () => {
     const res = await callWith(CONFIGURED, "GET", "/v1/agents", { token: ws.adminToken, headers: { Origin: APP } });
     expect(res.status).toBe(200);

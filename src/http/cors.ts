@@ -4,13 +4,24 @@ import { cors } from "hono/cors";
 import type { AppEnv } from "./context";
 import { BEARER, SESSION } from "./route";
 
-/** What a browser app may send: its token, JSON, and the headers the chat routes read. */
+/**
+ * What a browser app may send: its token, JSON, the headers the chat routes read, and the ones
+ * the `openai` SDK adds to every request (in a browser too), so it works unmodified.
+ */
 export const CORS_ALLOW_HEADERS = [
   "Authorization",
   "Content-Type",
   "Idempotency-Key",
   "Last-Event-ID",
   "X-Conversation-Id",
+  "X-Stainless-Arch",
+  "X-Stainless-Lang",
+  "X-Stainless-OS",
+  "X-Stainless-Package-Version",
+  "X-Stainless-Retry-Count",
+  "X-Stainless-Runtime",
+  "X-Stainless-Runtime-Version",
+  "X-Stainless-Timeout",
 ] as const;
 
 /** What a browser app may read beyond the safelisted headers: stream protocol, challenges, retry hints. */
