@@ -5,7 +5,7 @@ import type { Conversation, Message } from "../conversations/schemas";
 import { createConversation, listMessages } from "../conversations/service";
 import { modelNotConfigured, type PostedTurn, postMessage, type TurnContext } from "../conversations/turns";
 import { languageModel } from "../llm/model";
-import { ApiError, badRequest, type FieldError } from "../platform/problem";
+import { ApiError, badRequest } from "../platform/problem";
 import type { ChatCompletion, ChatCompletionRequest, ChatMessage, ModelList, Usage } from "./schemas";
 import { completionStream } from "./stream";
 
@@ -102,7 +102,7 @@ async function agentFor(env: Env, workspaceId: string, model: string) {
   } catch (e) {
     if (e instanceof ApiError && e.status === 404)
       throw new ApiError(404, "model_not_found", `The model \`${model}\` does not exist; GET /v1/models lists them`, [
-        { path: "model", message: "no agent with this slug or alias" } satisfies FieldError,
+        { path: "model", message: "no agent with this slug or alias" },
       ]);
     throw e;
   }
