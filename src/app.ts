@@ -14,12 +14,14 @@ import { conversationsArea } from "./conversations";
 import { emailArea } from "./email";
 import { healthArea } from "./health";
 import { type Area, registryOf } from "./http/area";
+import { bearerCors } from "./http/cors";
 import type { AreaRegistry } from "./http/registry";
 import { BEARER, createRouter, limitBody, SESSION } from "./http/route";
 import { mcpArea } from "./mcp";
 import { mcpServerArea } from "./mcp-server";
 import { memoryArea } from "./memory";
 import { oauthArea } from "./oauth";
+import { openaiArea } from "./openai";
 import { problem } from "./platform/problem";
 import { profileArea } from "./profile";
 import { signinArea } from "./signin";
@@ -43,6 +45,7 @@ export const AREAS: readonly Area[] = [
   oauthArea,
   billingArea,
   conversationsArea,
+  openaiArea, // conversations too, through their service: nothing of its own to erase
   memoryArea,
   artifactsArea, // after the conversations: erasure deletes what is left in no conversation
   skillsArea,
@@ -70,6 +73,7 @@ export function createApp(registry: AreaRegistry = registryOf(AREAS)) {
     c.set("areas", registry);
     return next();
   });
+  app.use(bearerCors(() => app.openAPIRegistry.definitions));
   for (const area of AREAS) if (area.router) app.route("/", area.router);
 
   app.openAPIRegistry.registerComponent("securitySchemes", BEARER, {

@@ -450,6 +450,7 @@ const COVERED_ELSEWHERE: Record<string, string> = {
     "conversation-rooms.test.ts (the stopped turn's conversation.turn, finish stopped; needs a model)",
   "POST /v1/api/chat": "chat.test.ts (conversation.create for a new chat id, conversation.turn; needs a model)",
   "POST /v1/api/ask": "conversations.test.ts (conversation.create in fast mode; needs a model)",
+  "POST /v1/chat/completions": "openai.test.ts (conversation.create and conversation.turn; needs a model)",
   "DELETE /v1/api/apps/{id}": "apps.test.ts (app.destroy, success and denied; needs a published app)",
   "POST /v1/api/integrations/slack/install":
     "changes nothing: answers a signed URL; the install is audited at the callback (teamchat.test.ts)",

@@ -79,14 +79,18 @@ const NOT_UUIDS = [
   "' OR 1=1 --",
 ];
 
-type Shape = "problem" | "oauth" | "jsonrpc";
+type Shape = "problem" | "oauth" | "jsonrpc" | "openai";
+/** The OpenAI-compatible routes answer in OpenAI's error shape, for OpenAI clients. */
+const OPENAI_PATHS = new Set(["/v1/models", "/v1/chat/completions"]);
 // The authorize endpoint shows a browser an HTML page; these requests, like a program's, prefer no HTML.
 const shapeOf = (path: string, method: string): Shape =>
   path.startsWith("/v1/oauth/") || path.startsWith("/.well-known/")
     ? "oauth"
     : path === "/v1/mcp" && method === "POST"
       ? "jsonrpc"
-      : "problem";
+      : OPENAI_PATHS.has(path)
+        ? "openai"
+        : "problem";
 
 function resolve(schema: Schema | undefined): Schema {
   let s = schema ?? {};
@@ -337,6 +341,7 @@ function validBody(key: string): Record<string, unknown> {
     "POST /v1/mcp/connectors": () => ({ name: "Valid" }),
     "POST /v1/mcp/connectors/enroll": () => ({ csr_pem: "not a csr", token: "svc_enroll_unknown" }),
     "POST /v1/mcp": () => ({ jsonrpc: "2.0", id: 1, method: "ping" }),
+    "POST /v1/chat/completions": () => ({ model: "default", messages: [{ role: "user", content: "hello" }] }),
   };
   const make = bodies[key];
   if (!make) throw new Error(`hostile-input.test.ts has no valid body for ${key}: add one`);
@@ -381,7 +386,11 @@ async function check(op: (typeof OPERATIONS)[number], c: Case, failures: string[
   // Every status the server answers is one the document lists for the operation.
   if (!(String(res.status) in op.op.responses)) return void fail("status not documented for this operation");
   // A documented 5xx is an answer only with its own code, never the catch-all.
-  if (res.status >= 500 && (json?.code === "internal_error" || json?.error === "server_error"))
+  const openAiCode = (json?.error as { code?: unknown } | undefined)?.code;
+  if (
+    res.status >= 500 &&
+    (json?.code === "internal_error" || json?.error === "server_error" || openAiCode === "internal_error")
+  )
     return void fail("unexpected 5xx");
   if (c.expect === "4xx" && (res.status < 400 || res.status >= 500)) fail("expected a 4xx");
   if (c.expect === 404 && res.status !== 404) fail("expected 404");
@@ -395,6 +404,11 @@ async function check(op: (typeof OPERATIONS)[number], c: Case, failures: string[
     } else if (shape === "oauth") {
       if (!type.startsWith("application/json")) fail(`not application/json but ${type}`);
       else if (typeof json?.error !== "string") fail("not an OAuth error body");
+    } else if (shape === "openai") {
+      const error = json?.error as { message?: unknown; type?: unknown; code?: unknown } | undefined;
+      if (!type.startsWith("application/json")) fail(`not application/json but ${type}`);
+      else if (typeof error?.message !== "string" || typeof error.type !== "string" || typeof error.code !== "string")
+        fail("not an OpenAI error body");
     } else if (shape === "jsonrpc") {
       // The MCP endpoint: refusals before the message is read are problems, the rest JSON-RPC errors.
       const problemShaped = type.startsWith("application/problem+json") && json?.status === res.status;

@@ -3,10 +3,11 @@ import { and, eq } from "drizzle-orm";
 import { type AuditEventInput, auditInBatch, PREVIOUS_STATEMENT_CHANGED } from "../audit/events";
 import { agents } from "../db/schema";
 import { modelBelongsTo } from "../llm/models";
+import { providerModels } from "../llm/provider-models";
 import { db, isUniqueViolation } from "../platform/db";
 import { nowIso } from "../platform/env";
 import { newId } from "../platform/ids";
-import { badRequest, notFound } from "../platform/problem";
+import { ApiError, badRequest, notFound } from "../platform/problem";
 import { DEFAULT_DELIVERY_MODE, DEFAULT_RUNTIME_PROFILE } from "./defaults";
 import { checkHandles, handleTaken, syncHandles } from "./handle-rows";
 import type { AgentRow, CreateAgentRequest, UpdateAgentRequest } from "./schemas";
@@ -20,6 +21,20 @@ function checkModel(profile: string, model: string | null | undefined): void {
   }
 }
 
+/**
+ * A pinned model the configured provider does not list is refused when the agent is saved,
+ * not at its first turn. A provider that answers no list cannot tell: the model is kept as given.
+ */
+async function checkProviderOffers(env: Env, model: string | null | undefined): Promise<void> {
+  if (!model) return;
+  const offered = await providerModels(env);
+  if (!offered || offered.includes(model)) return;
+  const detail = `The model provider does not offer "${model}"; available_models lists the ones it does`;
+  throw new ApiError(400, "unknown_model", detail, [{ path: "model", message: detail }], undefined, {
+    available_models: offered,
+  });
+}
+
 // ---- create and update ----
 
 /** Checks everything about a create request that does not need the new row. */
@@ -28,6 +43,7 @@ async function validateCreate(env: Env, workspaceId: string, input: CreateAgentR
   checkHandles(input.slug, aliases, () => true);
   const profile = input.runtime_profile ?? DEFAULT_RUNTIME_PROFILE;
   checkModel(profile, input.model);
+  await checkProviderOffers(env, input.model);
   const skills = uniqueSlugs(input.skills ?? []);
   const mcpServers = uniqueSlugs(input.mcp_servers ?? []);
   await assertInstalled(env, workspaceId, "skills", skills);
@@ -121,6 +137,8 @@ export async function updateAgent(
   const profile = input.runtime_profile ?? before.runtime_profile;
   const model = input.model !== undefined ? input.model : (before.model ?? null);
   checkModel(profile, model);
+  // Only a model the request sets: an edit of another field is not refused for a pin made earlier.
+  await checkProviderOffers(env, input.model);
 
   const set: Partial<typeof agents.$inferInsert> = { updatedAt: nowIso() };
   if (input.slug !== undefined) set.slug = slug;

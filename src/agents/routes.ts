@@ -1,19 +1,34 @@
 import { callerEvent } from "../http/audit";
 import { apiRoute, createRouter, jsonBody, jsonResponse } from "../http/route";
-import { problemResponse } from "../platform/problem";
 import { avatarEditRouter } from "./avatar-edit-routes";
 import { avatarRouter } from "./avatar-routes";
 import { monogramAvatar, storeAvatar } from "./avatars";
 import { DEFAULT_RUNTIME_PROFILE } from "./defaults";
 import { createAgent, updateAgent } from "./edits";
 import { agentEvent, agentResponse, idErrors, origin, params, TAGS } from "./route-parts";
-import { AgentListSchema, CreateAgentRequestSchema, UpdateAgentRequestSchema } from "./schemas";
+import {
+  AgentListSchema,
+  AgentRequestProblemSchema,
+  CreateAgentRequestSchema,
+  UpdateAgentRequestSchema,
+} from "./schemas";
 import { getAgentRecord, listAgents, toAgentRow } from "./service";
 import { disableAgent, enableAgent, makeDefault } from "./status";
 import { subsetRouter } from "./subset-routes";
 import { suggestRouter } from "./suggest-routes";
 
 export const agentsRouter = createRouter();
+
+const PINNED_MODEL_DOC =
+  "With an OpenAI-compatible provider configured (`LLM_BASE_URL`), a pinned `model` it does not list at " +
+  "`GET {LLM_BASE_URL}/models` is refused with 400 `unknown_model`, whose `available_models` lists the ids it does " +
+  "offer (the list is kept up to 5 minutes). When the provider answers no list (404, 501, a network error) or the " +
+  "model runs on the Workers AI binding, the model is accepted and kept as given: the provider cannot tell, and a " +
+  "refusal at a turn is a 502 `model_error` carrying the provider's message.";
+const agentProblem = (description: string) => ({
+  description,
+  content: { "application/problem+json": { schema: AgentRequestProblemSchema } },
+});
 
 agentsRouter.openapi(
   apiRoute(
@@ -38,14 +53,15 @@ agentsRouter.openapi(
     summary: "Create an agent",
     description:
       "Creates an enabled, non-default agent. Without `avatar_url`, an SVG monogram in a colour derived from the slug is generated and stored. " +
-      "`skills` and `mcp_servers` must name installed entries. A slug or alias already used by any agent of the workspace is a 400 (`handle_taken`).",
+      "`skills` and `mcp_servers` must name installed entries. A slug or alias already used by any agent of the workspace is a 400 (`handle_taken`). " +
+      PINNED_MODEL_DOC,
     request: { body: jsonBody(CreateAgentRequestSchema) },
     responses: {
       200: agentResponse("The created agent"),
-      400: problemResponse(
+      400: agentProblem(
         "Invalid slug (`invalid_slug`), alias (`invalid_alias`), a taken handle (`handle_taken`), a " +
-          "model outside the runtime profile (`invalid_model`), a skill or MCP server not installed, or " +
-          "another bad field",
+          "model outside the runtime profile (`invalid_model`) or not offered by the provider (`unknown_model`, " +
+          "with `available_models`), a skill or MCP server not installed, or another bad field",
       ),
     },
   }),
@@ -100,9 +116,15 @@ agentsRouter.openapi(
     summary: "Update an agent",
     description:
       "Only the fields sent change; an explicit null clears a nullable field. Renaming the slug keeps the old slug as an alias. " +
-      "Writing `instructions` (even null) makes `instructions_is_default` false. Validation is the same as creation.",
+      "Writing `instructions` (even null) makes `instructions_is_default` false. Validation is the same as creation; " +
+      "the provider's model list is consulted only when the request sets `model`. " +
+      PINNED_MODEL_DOC,
     request: { ...params, body: jsonBody(UpdateAgentRequestSchema) },
-    responses: { 200: agentResponse("The updated agent"), ...idErrors },
+    responses: {
+      200: agentResponse("The updated agent"),
+      ...idErrors,
+      400: agentProblem("Malformed agent id or invalid request (as creation, `unknown_model` included)"),
+    },
   }),
   async (c) => {
     const { id } = c.req.valid("param");

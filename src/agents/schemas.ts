@@ -1,6 +1,7 @@
 import { z } from "@hono/zod-openapi";
 import { describeRuntimeProfiles, RUNTIME_PROFILE_SLUGS } from "../llm/models";
 import { TONES, VERBOSITIES } from "../llm/system-prompt";
+import { ProblemSchema } from "../platform/problem";
 import { AGENT_HANDLE_PATTERN, HANDLE_RULE, RESERVED_AGENT_HANDLES } from "./handles";
 
 export { TONES, VERBOSITIES };
@@ -40,6 +41,14 @@ export const AgentRowSchema = z
 export type AgentRow = z.infer<typeof AgentRowSchema>;
 
 export const AgentListSchema = z.object({ agents: z.array(AgentRowSchema) }).openapi("AgentList");
+
+/** A refused agent save; an `unknown_model` refusal lists the models the provider offers. */
+export const AgentRequestProblemSchema = ProblemSchema.extend({
+  available_models: z
+    .array(z.string())
+    .optional()
+    .openapi({ description: "With `unknown_model`: the model ids the configured provider offers" }),
+}).openapi("AgentRequestProblem");
 
 export const AgentIdParamSchema = z.object({
   id: z.uuid().openapi({ param: { name: "id", in: "path" }, description: "The agent's id" }),

@@ -2,6 +2,7 @@ import type { Context, ErrorHandler } from "hono";
 import { HTTPException } from "hono/http-exception";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { logError } from "../platform/log";
+import { openAiErrorBody } from "../platform/openai-error";
 import { ApiError, problem } from "../platform/problem";
 import type { AppEnv } from "./context";
 
@@ -21,10 +22,11 @@ export class OAuthError extends Error {
 }
 
 /**
- * How a router answers errors: RFC 9457 problem details, or the RFC 6749 OAuth shape.
+ * How a router answers errors: RFC 9457 problem details, the RFC 6749 OAuth shape, or OpenAI's
+ * `{ error: { message, type, code, param } }` (the OpenAI-compatible routes).
  * `malformed` is the OAuth `error` of a request that Hono could not read (415, bad JSON).
  */
-export type ErrorFormat = { format: "problem" } | { format: "oauth"; malformed?: string };
+export type ErrorFormat = { format: "problem" } | { format: "oauth"; malformed?: string } | { format: "openai" };
 
 export function oauthJson(
   c: Context,
@@ -36,9 +38,39 @@ export function oauthJson(
   return c.json({ error, error_description: description }, status, { ...NO_STORE, ...headers });
 }
 
+/**
+ * The platform's errors in OpenAI's shape: a 401 is `invalid_api_key` (what OpenAI clients look
+ * for), every other code stays the problem's; a validation failure names its first field as `param`.
+ */
+function renderOpenAi(err: unknown, c: Context<AppEnv>): Response | null {
+  if (err instanceof ApiError) {
+    const code = err.status === 401 ? "invalid_api_key" : err.code;
+    const fields = err.errors ?? [];
+    // OpenAI's shape has no list of field errors: a schema's refusal says them in its message.
+    const message =
+      err.code === "validation_failed" && fields.length
+        ? `${err.message}: ${fields.map((f) => `${f.path}: ${f.message}`).join("; ")}`
+        : err.message;
+    const body = openAiErrorBody(err.status, code, message, fields[0]?.path ?? null, err.extra);
+    return c.json(body, err.status, err.headers);
+  }
+  if (err instanceof HTTPException && err.status < 500) {
+    const code = err.status === 415 ? "unsupported_media_type" : "malformed_request";
+    const message =
+      err.status === 415
+        ? "The body must be JSON (Content-Type: application/json)"
+        : err.message || "Malformed request";
+    return c.json(openAiErrorBody(400, code, message), 400);
+  }
+  return null;
+}
+
 /** Renders any thrown error in the router's format; anything unexpected is logged and a 500. */
 export function renderError(err: unknown, c: Context<AppEnv>, format: ErrorFormat): Response | Promise<Response> {
-  if (format.format === "oauth") {
+  if (format.format === "openai") {
+    const rendered = renderOpenAi(err, c);
+    if (rendered) return rendered;
+  } else if (format.format === "oauth") {
     if (err instanceof OAuthError) return oauthJson(c, err.status, err.error, err.message, err.headers);
     // The platform's own errors (authentication, body size, rate limits) translated into the OAuth shape.
     if (err instanceof ApiError) {
@@ -69,6 +101,8 @@ export function renderError(err: unknown, c: Context<AppEnv>, format: ErrorForma
     }
   }
   logUnhandled(c, err);
+  if (format.format === "openai")
+    return c.json(openAiErrorBody(500, "internal_error", "An unexpected error occurred"), 500);
   return format.format === "oauth"
     ? oauthJson(c, 500, "server_error", "An unexpected error occurred")
     : problem(c, 500, "internal_error", "An unexpected error occurred");

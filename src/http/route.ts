@@ -145,7 +145,7 @@ export function apiRoute<const R extends Omit<RouteConfig, "security" | "middlew
 type Issues = readonly { path: readonly PropertyKey[]; message: string }[];
 
 export type RouterOptions = {
-  /** How the router's errors are rendered: RFC 9457 problems (the default) or the OAuth shape. */
+  /** How the router's errors are rendered: RFC 9457 problems (the default), the OAuth shape or OpenAI's. */
   errors?: ErrorFormat["format"];
   /** OAuth routers: the `error` of a request Hono could not read (415, malformed JSON); `invalid_request` by default. */
   malformed?: string;
@@ -182,7 +182,9 @@ export function createRouter(options: RouterOptions = {}) {
   });
   router.onError(
     errorHandler(
-      options.errors === "oauth" ? { format: "oauth", malformed: options.malformed } : { format: "problem" },
+      options.errors === "oauth"
+        ? { format: "oauth", malformed: options.malformed }
+        : { format: options.errors ?? "problem" },
     ),
   );
   return router;

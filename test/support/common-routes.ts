@@ -199,7 +199,7 @@ export const pathParams = (path: string) => [...path.matchAll(/\{([^}]+)\}/g)].m
 const fill = (path: string, value: (name: string) => string) =>
   path.replace(/\{([^}]+)\}/g, (_, name: string) => encodeURIComponent(value(name)));
 
-/** The refusal in the shape the operation declares for `status`: a problem, or OAuth's `{ error }`. */
+/** The refusal in the shape the operation declares for `status`: a problem, OAuth's `{ error }` or OpenAI's. */
 async function expectDeclared(
   op: Operation,
   res: Response,
@@ -211,9 +211,11 @@ async function expectDeclared(
   expect(res.status, text).toBe(status);
   expect(declared, `${op.key} does not document ${status}`).toContain("application/json");
   expect(res.headers.get("Content-Type")).toMatch(/^application\/json/);
-  const body = JSON.parse(text) as { error?: string };
+  const body = JSON.parse(text) as { error?: string | { code?: string } };
+  // OpenAI's shape on the OpenAI-compatible routes: `{ error: { message, type, code, param } }`.
+  if (typeof body.error === "object") return { code: body.error.code };
   expect(typeof body.error, text).toBe("string");
-  return body;
+  return body as { error?: string };
 }
 
 export type Request = { body?: unknown; rawBody?: BodyInit; headers?: Record<string, string> };

@@ -3,8 +3,8 @@ import { setupServer } from "msw/node";
 
 /**
  * A fake OpenAI-compatible provider (MSW, in the Worker's isolate) answering
- * `/chat/completions` and `/images/generations` the way OpenAI does, and recording what it
- * was sent. Pair it with `callWith(LLM_ENV, ...)`, which runs the Worker with the provider
+ * `/chat/completions`, `/images/generations` and `GET /models` the way OpenAI does, and recording
+ * what it was sent. Pair it with `callWith(LLM_ENV, ...)`, which runs the Worker with the provider
  * configured; the shared test env has no provider, so plain `call` sees "not configured".
  */
 export const LLM_BASE_URL = "https://llm.test/v1";
@@ -16,6 +16,12 @@ export const LLM_ENV = {
 };
 
 export type Recorded = { path: string; headers: Headers; body: Record<string, unknown> };
+
+/**
+ * The models the fake provider lists at `GET /models`. The service keeps a provider's list for
+ * minutes per isolate, so a test needing another list points `LLM_BASE_URL` elsewhere.
+ */
+export const PROVIDER_MODELS = ["test-chat-model", "gpt-oss-120b", "llama-3.3-70b"] as const;
 
 export const fakeLlm = {
   requests: [] as Recorded[],
@@ -48,6 +54,13 @@ export const llmServer = setupServer(
       model: "test-chat-model",
       choices: [{ index: 0, message: { role: "assistant", content: fakeLlm.chatReply }, finish_reason: "stop" }],
       usage: { prompt_tokens: 120, completion_tokens: 80, total_tokens: 200 },
+    });
+  }),
+  http.get(`${LLM_BASE_URL}/models`, ({ request }) => {
+    fakeLlm.requests.push({ path: "/models", headers: request.headers, body: {} });
+    return HttpResponse.json({
+      object: "list",
+      data: PROVIDER_MODELS.map((id) => ({ id, object: "model", created: 1_700_000_000, owned_by: "fake-provider" })),
     });
   }),
   http.post(`${LLM_BASE_URL}/images/generations`, async ({ request }) => {
