@@ -1,6 +1,7 @@
-import { and, eq, inArray, isNull, sql } from "drizzle-orm";
+import { and, eq, inArray, isNotNull, isNull, type SQL, sql } from "drizzle-orm";
+import { alias } from "drizzle-orm/sqlite-core";
 import { type AuditEventInput, auditInBatch, PREVIOUS_STATEMENT_CHANGED } from "../audit/events";
-import { agents, emailEndpoints, users, workspaces } from "../db/schema";
+import { agents, emailEndpoints, emailMessages, users, workspaces } from "../db/schema";
 import { type Db, db, isUniqueViolation, parseJsonArray } from "../platform/db";
 import { nowIso } from "../platform/env";
 import { newId } from "../platform/ids";
@@ -49,45 +50,64 @@ const NO_COUNTS: Counters = {
 };
 
 // One aggregate over the workspace's messages gives every endpoint's counters.
-const COUNTERS_SQL = `SELECT endpoint_id,
-    count(*) AS message_count,
-    sum(direction = 'inbound') AS received,
-    sum(direction = 'outbound' AND handling_state = 'sent') AS replied,
-    sum(direction = 'outbound' AND handling_state = 'awaiting_review') AS awaiting_review,
-    sum(direction = 'inbound' AND unrouted = 1) AS unrouted,
-    sum(direction = 'inbound' AND handling_state = 'escalated') AS escalated,
-    max(occurred_at) AS last_occurred_at
-  FROM email_messages WHERE workspace_id = ?1 GROUP BY endpoint_id`;
-// The language of each sent reply is its inbound message's (what triage found).
-const LANGUAGES_SQL = `SELECT o.endpoint_id, i.language, count(*) AS n
-  FROM email_messages o JOIN email_messages i ON i.id = o.reply_to_id
-  WHERE o.workspace_id = ?1 AND o.direction = 'outbound' AND o.handling_state = 'sent' AND i.language IS NOT NULL
-  GROUP BY o.endpoint_id, i.language`;
+function counters(d: Db, workspaceId: string) {
+  const m = emailMessages;
+  const tally = (condition: SQL) => sql<number | null>`sum(${condition})`;
+  return d
+    .select({
+      endpointId: m.endpointId,
+      messageCount: sql<number>`count(*)`,
+      received: tally(sql`${m.direction} = 'inbound'`),
+      replied: tally(sql`${m.direction} = 'outbound' AND ${m.handlingState} = 'sent'`),
+      awaitingReview: tally(sql`${m.direction} = 'outbound' AND ${m.handlingState} = 'awaiting_review'`),
+      unrouted: tally(sql`${m.direction} = 'inbound' AND ${m.unrouted} = 1`),
+      escalated: tally(sql`${m.direction} = 'inbound' AND ${m.handlingState} = 'escalated'`),
+      lastOccurredAt: sql<string | null>`max(${m.occurredAt})`,
+    })
+    .from(m)
+    .where(eq(m.workspaceId, workspaceId))
+    .groupBy(m.endpointId);
+}
 
-type CounterRow = Omit<Counters, "reply_languages" | "needs_attention"> & { endpoint_id: string };
+// The language of each sent reply is its inbound message's (what triage found).
+function replyLanguages(d: Db, workspaceId: string) {
+  const reply = alias(emailMessages, "o");
+  const mail = alias(emailMessages, "i");
+  return d
+    .select({ endpointId: reply.endpointId, language: mail.language, n: sql<number>`count(*)` })
+    .from(reply)
+    .innerJoin(mail, eq(mail.id, reply.replyToId))
+    .where(
+      and(
+        eq(reply.workspaceId, workspaceId),
+        eq(reply.direction, "outbound"),
+        eq(reply.handlingState, "sent"),
+        isNotNull(mail.language),
+      ),
+    )
+    .groupBy(reply.endpointId, mail.language);
+}
 
 async function countersOf(env: Env, workspaceId: string): Promise<Map<string, Counters>> {
-  const [counts, languages] = await env.DB.batch<CounterRow | { endpoint_id: string; language: string; n: number }>([
-    env.DB.prepare(COUNTERS_SQL).bind(workspaceId),
-    env.DB.prepare(LANGUAGES_SQL).bind(workspaceId),
-  ]);
+  const d = db(env);
+  const [counts, languages] = await d.batch([counters(d, workspaceId), replyLanguages(d, workspaceId)]);
   const out = new Map<string, Counters>();
-  for (const r of (counts?.results ?? []) as CounterRow[]) {
-    out.set(r.endpoint_id, {
-      message_count: r.message_count,
+  for (const r of counts) {
+    out.set(r.endpointId, {
+      message_count: r.messageCount,
       received: r.received ?? 0,
       replied: r.replied ?? 0,
-      awaiting_review: r.awaiting_review ?? 0,
+      awaiting_review: r.awaitingReview ?? 0,
       unrouted: r.unrouted ?? 0,
       escalated: r.escalated ?? 0,
-      needs_attention: (r.awaiting_review ?? 0) + (r.escalated ?? 0),
-      last_occurred_at: r.last_occurred_at ?? undefined,
+      needs_attention: (r.awaitingReview ?? 0) + (r.escalated ?? 0),
+      last_occurred_at: r.lastOccurredAt ?? undefined,
       reply_languages: {},
     });
   }
-  for (const r of (languages?.results ?? []) as { endpoint_id: string; language: string; n: number }[]) {
-    const c = out.get(r.endpoint_id);
-    if (c && c.replied > 0) c.reply_languages[r.language] = r.n / c.replied;
+  for (const r of languages) {
+    const c = out.get(r.endpointId);
+    if (c && c.replied > 0 && r.language) c.reply_languages[r.language] = r.n / c.replied;
   }
   return out;
 }
