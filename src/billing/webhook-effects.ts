@@ -30,7 +30,7 @@ export async function workspaceExists(env: Env, id: string | null | undefined): 
   return row?.id ?? null;
 }
 
-export async function workspaceOfCustomer(env: Env, customerId: string | null): Promise<string | null> {
+async function workspaceOfCustomer(env: Env, customerId: string | null): Promise<string | null> {
   if (!customerId) return null;
   const row = await db(env)
     .select({ workspaceId: billingAccounts.workspaceId })
@@ -38,6 +38,14 @@ export async function workspaceOfCustomer(env: Env, customerId: string | null): 
     .where(eq(billingAccounts.stripeCustomerId, customerId))
     .get();
   return row?.workspaceId ?? null;
+}
+
+/** The workspace a Stripe object names in its metadata if it exists, else the one its customer is linked to. */
+export async function workspaceOf(
+  env: Env,
+  object: { metadata?: Record<string, string> | null; customer?: string | { id: string } | null },
+): Promise<string | null> {
+  return (await workspaceExists(env, object.metadata?.workspace_id)) ?? workspaceOfCustomer(env, idOf(object.customer));
 }
 
 /** A ledger entry written once per (workspace, kind, reference), with its `billing.credit` or `billing.refund` event. */

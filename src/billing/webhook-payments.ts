@@ -17,7 +17,7 @@ import {
   noEffects,
   SYSTEM,
   workspaceExists,
-  workspaceOfCustomer,
+  workspaceOf,
 } from "./webhook-effects";
 
 /** A paid payment-mode session: the pack's credits, referenced by the payment intent (what refunds and disputes name). */
@@ -60,9 +60,7 @@ async function topupOf(env: Env, workspaceId: string, paymentIntentId: string) {
  */
 export async function refundEffects(env: Env, event: Stripe.Event, charge: Stripe.Charge): Promise<Effects> {
   const paymentIntent = idOf(charge.payment_intent);
-  const workspaceId =
-    (await workspaceExists(env, charge.metadata?.workspace_id)) ??
-    (await workspaceOfCustomer(env, idOf(charge.customer)));
+  const workspaceId = await workspaceOf(env, charge);
   if (!workspaceId || !paymentIntent || charge.amount <= 0) return { workspaceId, effects: [] };
   const topup = await topupOf(env, workspaceId, paymentIntent);
   if (!topup) return { workspaceId, effects: [] };
@@ -113,9 +111,7 @@ export async function disputeEffects(env: Env, event: Stripe.Event, dispute: Str
   const paymentIntentId = idOf(dispute.payment_intent);
   if (!paymentIntentId) return noEffects();
   const intent = await stripeClient(env).paymentIntents.retrieve(paymentIntentId);
-  const workspaceId =
-    (await workspaceExists(env, intent.metadata?.workspace_id)) ??
-    (await workspaceOfCustomer(env, idOf(intent.customer)));
+  const workspaceId = await workspaceOf(env, intent);
   if (!workspaceId) return { workspaceId, effects: [] };
   const topup = await topupOf(env, workspaceId, paymentIntentId);
   if (!topup) return { workspaceId, effects: [] };

@@ -17,8 +17,7 @@ import {
   linkCustomerEffects,
   noEffects,
   SYSTEM,
-  workspaceExists,
-  workspaceOfCustomer,
+  workspaceOf,
 } from "./webhook-effects";
 
 type SubscriptionState = { workspaceId: string; planSlug: string | null; effects: Effect[] };
@@ -50,8 +49,7 @@ export async function subscriptionState(
 ): Promise<SubscriptionState | null> {
   const sub = await currentSubscription(env, subscriptionId, fallback);
   const customerId = idOf(sub.customer);
-  const workspaceId =
-    (await workspaceExists(env, sub.metadata?.workspace_id)) ?? (await workspaceOfCustomer(env, customerId));
+  const workspaceId = await workspaceOf(env, sub);
   if (!workspaceId) return null;
   const live = LIVE_STATUSES.includes(sub.status);
   const pricedSlug = slugForPrice(env, sub.items.data[0]?.price.id);
