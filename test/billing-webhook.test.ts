@@ -238,6 +238,31 @@ describe("top-ups", () => {
     });
     expect(await ledger(ws.workspace.id, "topup")).toEqual([]);
   });
+
+  it("a checkout links its customer to a workspace that has none, once, unless another workspace holds it", async () => {
+    const storedCustomer = async (workspaceId: string) =>
+      (
+        await env.DB.prepare("SELECT stripe_customer_id AS id FROM billing_accounts WHERE workspace_id = ?1")
+          .bind(workspaceId)
+          .first<{ id: string | null }>()
+      )?.id;
+    const first = await signupWorkspace();
+    const linked = newStripeId("cus");
+    await ok(await deliver(stripeEvent("checkout.session.completed", paymentSession(first, linked))));
+    await ok(await deliver(stripeEvent("checkout.session.completed", paymentSession(first, linked))));
+    expect(await storedCustomer(first.workspace.id)).toBe(linked);
+    const links = await auditEvents(first.workspace.id, "billing.customer");
+    expect(links).toHaveLength(1);
+    expect(links[0]).toMatchObject({ intent: "link_customer", details: { customer_id: linked } });
+
+    // The same customer named for another workspace: its credits arrive, the link stays where it is.
+    const second = await signupWorkspace();
+    await ok(await deliver(stripeEvent("checkout.session.completed", paymentSession(second, linked))));
+    expect(await ledger(second.workspace.id, "topup")).toHaveLength(1);
+    expect(await storedCustomer(second.workspace.id)).toBeNull();
+    expect(await auditEvents(second.workspace.id, "billing.customer")).toEqual([]);
+    expect(await storedCustomer(first.workspace.id)).toBe(linked);
+  });
 });
 
 describe("subscriptions and invoices", () => {

@@ -305,6 +305,21 @@ describe("inbound mail", () => {
     expect((await endpoints(ws)).endpoints[0]).toMatchObject({ unrouted: 1, received: 1, message_count: 1 });
   });
 
+  it("routes to the mailbox of the address's own workspace, never to another's of the same name", async () => {
+    const [first, second] = [await signupWorkspace(), await signupWorkspace()];
+    const [firstList, secondList] = [await endpoints(first), await endpoints(second)];
+    expect(firstList.endpoints[0]!.id).not.toBe(secondList.endpoints[0]!.id);
+    for (const localpart of ["team", "nosuch"]) {
+      const to = `${localpart}-${secondList.tenant_email_slug}@mail.localhost`;
+      const { queued } = await deliver(to, rfc822({ to }));
+      expect(await messageRow(queued[0]!.message_id)).toMatchObject({
+        workspace_id: second.workspace.id,
+        endpoint_id: secondList.endpoints[0]!.id,
+        unrouted: localpart === "team" ? 0 : 1,
+      });
+    }
+  });
+
   it("ignores a sub-address tag (team-slug+tag@, team+tag-slug@)", async () => {
     const ws = await signupWorkspace();
     const slug = (await endpoints(ws)).tenant_email_slug;

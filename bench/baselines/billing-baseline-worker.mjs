@@ -4,11 +4,11 @@
 //   GET /ledger?ws=<id>   the grant-and-balance batch of requireCredits, then the debit insert
 //   POST /webhook         a checkout.session.completed (payment mode, paid): the Stripe
 //                         signature checked with WebCrypto HMAC, then the statements of
-//                         src/billing/webhook.ts (seen check, workspace and pack reads, the
-//                         batch of event + account + customer link + ledger entry) and the
+//                         the webhook (src/billing/webhook*.ts: seen check, workspace and pack
+//                         reads, the batch of event + account + customer link + ledger entry), the
 //                         one AuditLog append the service makes for the credit
 
-// Copied from src/billing/ledger.ts and src/billing/webhook.ts.
+// The SQL that src/billing/ledger.ts and the webhook's Drizzle queries run, written by hand.
 const GRANT_SQL = `INSERT INTO credit_ledger (id, workspace_id, amount, kind, reference, created_at)
   SELECT ?1, ?2, ?3, 'monthly_grant', ?4, ?5
   WHERE ?3 > 0 AND COALESCE((SELECT plan_slug FROM billing_accounts WHERE workspace_id = ?2), 'free') = 'free'

@@ -1,5 +1,8 @@
+import { desc, eq, type Placeholder, sql } from "drizzle-orm";
+import type { SQLiteInsertValue } from "drizzle-orm/sqlite-core";
 import { type AuditEventInput, auditInBatch, PREVIOUS_STATEMENT_CHANGED } from "../audit/events";
-import { d1Statement } from "../platform/db";
+import { billingAccounts, creditLedger } from "../db/schema";
+import { type Db, d1Statement, db, preparedFor } from "../platform/db";
 import { nowIso } from "../platform/env";
 import { newId } from "../platform/ids";
 import { ApiError, badRequest } from "../platform/problem";
@@ -24,24 +27,53 @@ export function freeMonthlyCredits(env: Env): number {
 export const monthlyGrantReference = (now: Date) => `free:${now.toISOString().slice(0, 7)}`;
 
 // The grant is made only while the workspace is on the free plan (no billing row means free).
-const GRANT_SQL = `INSERT INTO credit_ledger (id, workspace_id, amount, kind, reference, created_at)
-  SELECT ?1, ?2, ?3, 'monthly_grant', ?4, ?5
-  WHERE ?3 > 0 AND COALESCE((SELECT plan_slug FROM billing_accounts WHERE workspace_id = ?2), 'free') = 'free'
-  ON CONFLICT DO NOTHING
-  RETURNING id, amount, reference`;
-const BALANCE_SQL = "SELECT COALESCE(SUM(amount), 0) AS balance FROM credit_ledger WHERE workspace_id = ?1";
-const DEBIT_SQL = `INSERT INTO credit_ledger (id, workspace_id, amount, kind, reference, created_at)
-  VALUES (?1, ?2, ?3, 'usage', ?4, ?5)
-  ON CONFLICT DO NOTHING
-  RETURNING id`;
+function grantInsert(d: Db, id: string, workspaceId: string, amount: number, reference: string, now: Date) {
+  const plan = sql`(SELECT ${billingAccounts.planSlug} FROM ${billingAccounts} WHERE ${billingAccounts.workspaceId} = ${workspaceId})`;
+  return d
+    .insert(creditLedger)
+    .select(
+      sql`SELECT ${id}, ${workspaceId}, ${amount}, 'monthly_grant', ${reference}, ${now.toISOString()}
+        WHERE ${amount} > 0 AND COALESCE(${plan}, 'free') = 'free'`,
+    )
+    .onConflictDoNothing()
+    .returning({ id: creditLedger.id, amount: creditLedger.amount });
+}
 
-type GrantRow = { id: string; amount: number; reference: string };
+const balanceOf = (d: Db, workspaceId: string | Placeholder) =>
+  d
+    .select({ balance: sql<number>`COALESCE(SUM(${creditLedger.amount}), 0)` })
+    .from(creditLedger)
+    .where(eq(creditLedger.workspaceId, workspaceId));
+
+type DebitValues = Pick<
+  SQLiteInsertValue<typeof creditLedger>,
+  "id" | "workspaceId" | "amount" | "reference" | "createdAt"
+>;
+
+const debitQuery = (d: Db, values: DebitValues) =>
+  d
+    .insert(creditLedger)
+    .values({ ...values, kind: "usage" })
+    .onConflictDoNothing()
+    .returning({ id: creditLedger.id });
+
+// The balance and the debit are a paid action's own cost (`npm run bench -- billing`): prepared once.
+const statements = preparedFor((d) => ({
+  balance: balanceOf(d, sql.placeholder("workspaceId")).prepare(),
+  debit: debitQuery(d, {
+    id: sql.placeholder("id"),
+    workspaceId: sql.placeholder("workspaceId"),
+    amount: sql.placeholder("amount"),
+    reference: sql.placeholder("reference"),
+    createdAt: sql.placeholder("createdAt"),
+  }).prepare(),
+}));
 
 /**
  * This month's free grant and its event, for one batch: the event is written only when the
  * grant row was (the first request of the month on the free plan).
  */
-function grantStatements(env: Env, workspaceId: string, now: Date): D1PreparedStatement[] {
+function grantQueries(env: Env, workspaceId: string, now: Date) {
   const id = newId();
   const amount = freeMonthlyCredits(env);
   const reference = monthlyGrantReference(now);
@@ -54,14 +86,14 @@ function grantStatements(env: Env, workspaceId: string, now: Date): D1PreparedSt
     details: { ledger_kind: "monthly_grant", amount, reference, plan_slug: "free" },
   };
   return [
-    env.DB.prepare(GRANT_SQL).bind(id, workspaceId, amount, reference, now.toISOString()),
-    d1Statement(env, auditInBatch(env, event, { onlyIf: PREVIOUS_STATEMENT_CHANGED })),
-  ];
+    grantInsert(db(env), id, workspaceId, amount, reference, now),
+    auditInBatch(env, event, { onlyIf: PREVIOUS_STATEMENT_CHANGED }),
+  ] as const;
 }
 
 /** The workspace's balance: one indexed SUM. */
 export async function balance(env: Env, workspaceId: string): Promise<number> {
-  const row = await env.DB.prepare(BALANCE_SQL).bind(workspaceId).first<{ balance: number }>();
+  const row = await statements(env).balance.get({ workspaceId });
   return row?.balance ?? 0;
 }
 
@@ -75,18 +107,15 @@ export async function ensureMonthlyGrant(
   workspaceId: string,
   now = new Date(),
 ): Promise<{ id: string; amount: number } | null> {
-  const [grant] = await env.DB.batch<GrantRow>(grantStatements(env, workspaceId, now));
-  const row = grant?.results[0];
-  return row ? { id: row.id, amount: row.amount } : null;
+  const [granted] = await db(env).batch(grantQueries(env, workspaceId, now));
+  return granted[0] ?? null;
 }
 
 /** `ensureMonthlyGrant` and `balance` in one round trip. */
 export async function grantedBalance(env: Env, workspaceId: string, now = new Date()): Promise<number> {
-  const [, , sum] = await env.DB.batch<GrantRow | { balance: number }>([
-    ...grantStatements(env, workspaceId, now),
-    env.DB.prepare(BALANCE_SQL).bind(workspaceId),
-  ]);
-  return (sum?.results[0] as { balance: number } | undefined)?.balance ?? 0;
+  const d = db(env);
+  const [, , sum] = await d.batch([...grantQueries(env, workspaceId, now), balanceOf(d, workspaceId)]);
+  return sum[0]?.balance ?? 0;
 }
 
 /**
@@ -118,24 +147,40 @@ export async function debit(
   amount: number,
   reference: string,
 ): Promise<{ debited: boolean }> {
-  const row = await debitStatement(env, workspaceId, amount, reference).first();
-  return { debited: row !== null };
+  const rows = await statements(env).debit.all(debitRow(workspaceId, amount, reference));
+  return { debited: rows.length > 0 };
 }
 
-/** `debit` as a statement, for a batch that records what the credits paid for (a turn's reply). */
+/** `debit` as a query, for a batch that records what the credits paid for (a mail's reply). */
+export function debitInsert(env: Env, workspaceId: string, amount: number, reference: string) {
+  return debitQuery(db(env), debitRow(workspaceId, amount, reference));
+}
+
+/** `debit` as a statement, for a raw D1 batch (a turn's reply). */
 export function debitStatement(env: Env, workspaceId: string, amount: number, reference: string): D1PreparedStatement {
+  return d1Statement(env, debitInsert(env, workspaceId, amount, reference));
+}
+
+function debitRow(workspaceId: string, amount: number, reference: string) {
   if (!Number.isSafeInteger(amount) || amount <= 0)
     throw badRequest("invalid_amount", "amount must be a positive integer");
   if (!reference || reference.length > 200) throw badRequest("invalid_reference", "reference must be 1-200 characters");
-  return env.DB.prepare(DEBIT_SQL).bind(newId(), workspaceId, -amount, reference, nowIso());
+  return { id: newId(), workspaceId, amount: -amount, reference, createdAt: nowIso() };
 }
 
 /** The newest `limit` entries, newest first. */
 export async function entries(env: Env, workspaceId: string, limit: number): Promise<LedgerEntry[]> {
-  const { results } = await env.DB.prepare(
-    "SELECT id, amount, kind, reference, created_at FROM credit_ledger WHERE workspace_id = ?1 ORDER BY id DESC LIMIT ?2",
-  )
-    .bind(workspaceId, limit)
-    .all<LedgerEntry>();
-  return results;
+  return db(env)
+    .select({
+      id: creditLedger.id,
+      amount: creditLedger.amount,
+      kind: creditLedger.kind,
+      reference: creditLedger.reference,
+      created_at: creditLedger.createdAt,
+    })
+    .from(creditLedger)
+    .where(eq(creditLedger.workspaceId, workspaceId))
+    .orderBy(desc(creditLedger.id))
+    .limit(limit)
+    .all();
 }

@@ -1,8 +1,8 @@
-import { eq } from "drizzle-orm";
+import { and, eq, isNull, type SQL } from "drizzle-orm";
 import Stripe from "stripe";
 import { type AuditEventInput, auditInBatch, PREVIOUS_STATEMENT_CHANGED } from "../audit/events";
 import { billingAccounts } from "../db/schema";
-import { d1Statement, db } from "../platform/db";
+import { type Db, db } from "../platform/db";
 import { nowIso } from "../platform/env";
 import { logError } from "../platform/log";
 import { ApiError, badRequest } from "../platform/problem";
@@ -30,6 +30,18 @@ export async function billingStatus(env: Env, workspaceId: string): Promise<Bill
     customer: !!account?.stripeCustomerId,
   };
 }
+
+/** The workspace's billing row with its defaults, if it has none yet. */
+export const accountInsert = (d: Db, workspaceId: string, now: string) =>
+  d.insert(billingAccounts).values({ workspaceId, updatedAt: now }).onConflictDoNothing();
+
+/** Stores the Stripe customer id on the workspace's row if it has none (and `also` holds). */
+export const customerClaim = (d: Db, workspaceId: string, customerId: string, now: string, also?: SQL) =>
+  d
+    .update(billingAccounts)
+    .set({ stripeCustomerId: customerId, updatedAt: now })
+    .where(and(eq(billingAccounts.workspaceId, workspaceId), isNull(billingAccounts.stripeCustomerId), also))
+    .returning({ workspaceId: billingAccounts.workspaceId });
 
 /** Turns a failure of Stripe's API into a 502 problem; the provider's message is not shown. */
 async function callStripe<T>(what: string, fn: () => Promise<T>): Promise<T> {
@@ -61,17 +73,13 @@ export async function ensureCustomer(
     stripe.customers.create({ metadata: { workspace_id: workspaceId } }, { idempotencyKey: `customer:${workspaceId}` }),
   );
   const now = nowIso();
-  const [, claimed] = await env.DB.batch<{ workspace_id: string }>([
-    env.DB.prepare(
-      "INSERT INTO billing_accounts (workspace_id, updated_at) VALUES (?1, ?2) ON CONFLICT DO NOTHING",
-    ).bind(workspaceId, now),
-    env.DB.prepare(
-      `UPDATE billing_accounts SET stripe_customer_id = ?1, updated_at = ?2
-       WHERE workspace_id = ?3 AND stripe_customer_id IS NULL RETURNING workspace_id`,
-    ).bind(customer.id, now, workspaceId),
-    d1Statement(env, auditInBatch(env, customerEvent(customer.id), { onlyIf: PREVIOUS_STATEMENT_CHANGED })),
+  const d = db(env);
+  const [, claimed] = await d.batch([
+    accountInsert(d, workspaceId, now),
+    customerClaim(d, workspaceId, customer.id, now),
+    auditInBatch(env, customerEvent(customer.id), { onlyIf: PREVIOUS_STATEMENT_CHANGED }),
   ]);
-  if (claimed?.results.length) return { customerId: customer.id, created: true };
+  if (claimed.length) return { customerId: customer.id, created: true };
   const stored = await findAccount(env, workspaceId);
   if (!stored?.stripeCustomerId) throw new Error("billing account lost its customer id");
   return { customerId: stored.stripeCustomerId, created: false };

@@ -5,6 +5,7 @@ import { type Db, db, isUniqueViolation, parseJsonArray } from "../platform/db";
 import { nowIso } from "../platform/env";
 import { newId } from "../platform/ids";
 import { badRequest, conflict, notFound } from "../platform/problem";
+import { type Counters, countersOf, NO_COUNTS } from "./endpoint-counters";
 import { type CreateEndpoint, type Endpoint, RESERVED_LOCALPARTS, type UpdateEndpoint } from "./schemas";
 
 export type EndpointRecord = typeof emailEndpoints.$inferSelect;
@@ -30,66 +31,6 @@ export function systemEndpointInsert(d: Db, workspaceId: string, now: string) {
     createdAt: now,
     updatedAt: now,
   });
-}
-
-type Counters = Pick<
-  Endpoint,
-  "message_count" | "received" | "replied" | "awaiting_review" | "unrouted" | "escalated" | "needs_attention"
-> & { last_occurred_at?: string; reply_languages: Record<string, number> };
-
-const NO_COUNTS: Counters = {
-  message_count: 0,
-  received: 0,
-  replied: 0,
-  awaiting_review: 0,
-  unrouted: 0,
-  escalated: 0,
-  needs_attention: 0,
-  reply_languages: {},
-};
-
-// One aggregate over the workspace's messages gives every endpoint's counters.
-const COUNTERS_SQL = `SELECT endpoint_id,
-    count(*) AS message_count,
-    sum(direction = 'inbound') AS received,
-    sum(direction = 'outbound' AND handling_state = 'sent') AS replied,
-    sum(direction = 'outbound' AND handling_state = 'awaiting_review') AS awaiting_review,
-    sum(direction = 'inbound' AND unrouted = 1) AS unrouted,
-    sum(direction = 'inbound' AND handling_state = 'escalated') AS escalated,
-    max(occurred_at) AS last_occurred_at
-  FROM email_messages WHERE workspace_id = ?1 GROUP BY endpoint_id`;
-// The language of each sent reply is its inbound message's (what triage found).
-const LANGUAGES_SQL = `SELECT o.endpoint_id, i.language, count(*) AS n
-  FROM email_messages o JOIN email_messages i ON i.id = o.reply_to_id
-  WHERE o.workspace_id = ?1 AND o.direction = 'outbound' AND o.handling_state = 'sent' AND i.language IS NOT NULL
-  GROUP BY o.endpoint_id, i.language`;
-
-type CounterRow = Omit<Counters, "reply_languages" | "needs_attention"> & { endpoint_id: string };
-
-async function countersOf(env: Env, workspaceId: string): Promise<Map<string, Counters>> {
-  const [counts, languages] = await env.DB.batch<CounterRow | { endpoint_id: string; language: string; n: number }>([
-    env.DB.prepare(COUNTERS_SQL).bind(workspaceId),
-    env.DB.prepare(LANGUAGES_SQL).bind(workspaceId),
-  ]);
-  const out = new Map<string, Counters>();
-  for (const r of (counts?.results ?? []) as CounterRow[]) {
-    out.set(r.endpoint_id, {
-      message_count: r.message_count,
-      received: r.received ?? 0,
-      replied: r.replied ?? 0,
-      awaiting_review: r.awaiting_review ?? 0,
-      unrouted: r.unrouted ?? 0,
-      escalated: r.escalated ?? 0,
-      needs_attention: (r.awaiting_review ?? 0) + (r.escalated ?? 0),
-      last_occurred_at: r.last_occurred_at ?? undefined,
-      reply_languages: {},
-    });
-  }
-  for (const r of (languages?.results ?? []) as { endpoint_id: string; language: string; n: number }[]) {
-    const c = out.get(r.endpoint_id);
-    if (c && c.replied > 0) c.reply_languages[r.language] = r.n / c.replied;
-  }
-  return out;
 }
 
 export function toEndpoint(env: Env, row: EndpointRecord, emailSlug: string, counts: Counters = NO_COUNTS): Endpoint {

@@ -1,59 +1,70 @@
+import { and, desc, eq, inArray, isNull, lt, ne, or, sql } from "drizzle-orm";
+import { alias } from "drizzle-orm/sqlite-core";
 import { type AuditEventInput, auditInBatch, PREVIOUS_STATEMENT_CHANGED } from "../audit/events";
+import { emailEndpoints, emailMessages, users } from "../db/schema";
 import { decodeCursor, encodeCursor } from "../platform/cursor";
-import { d1Statement, parseJsonArray } from "../platform/db";
+import { type Db, db, parseJsonArray } from "../platform/db";
 import { nowIso } from "../platform/env";
 import { conflict, notFound } from "../platform/problem";
 import { emailDomain } from "./endpoints";
 import type { ReplyRow } from "./schemas";
 import { replyMessageId, sendReply } from "./send";
 
-export type MessageRecord = {
-  id: string;
-  workspaceId: string;
-  endpointId: string;
-  direction: string;
-  replyToId: string | null;
-  fromAddr: string;
-  toAddrs: string;
-  subject: string | null;
-  messageIdHeader: string | null;
-  referencesHeader: string | null;
-  rawKey: string | null;
-  unrouted: boolean;
-  autoSubmitted: boolean;
-  dmarc: string;
-  handlingState: string;
-};
+/** An inbound or outbound mail's row. */
+export type MessageRecord = typeof emailMessages.$inferSelect;
 
 const REVIEWED = ["approved", "sent", "rejected", "send_failed"];
 
-const REPLY_COLUMNS = `o.id, o.direction, o.from_addr, o.to_addrs, o.subject, o.handling_state, o.occurred_at,
-  o.agent_id, o.endpoint_id, o.review_owner_id, o.body, o.last_error, i.llm_category, i.llm_summary,
-  e.localpart AS endpoint_localpart, e.plane AS endpoint_plane`;
-const REPLY_FROM = `email_messages o LEFT JOIN email_messages i ON i.id = o.reply_to_id
-  LEFT JOIN email_endpoints e ON e.id = o.endpoint_id`;
+const reply = alias(emailMessages, "o");
+const inbound = alias(emailMessages, "i");
 
-type ReplyDbRow = Record<string, string | null>;
+/** A reply's columns, with its mail's triage and its mailbox. */
+function replies(d: Db) {
+  return d
+    .select({
+      id: reply.id,
+      direction: reply.direction,
+      fromAddr: reply.fromAddr,
+      toAddrs: reply.toAddrs,
+      subject: reply.subject,
+      handlingState: reply.handlingState,
+      occurredAt: reply.occurredAt,
+      agentId: reply.agentId,
+      endpointId: reply.endpointId,
+      reviewOwnerId: reply.reviewOwnerId,
+      body: reply.body,
+      lastError: reply.lastError,
+      llmCategory: inbound.llmCategory,
+      llmSummary: inbound.llmSummary,
+      endpointLocalpart: emailEndpoints.localpart,
+      endpointPlane: emailEndpoints.plane,
+    })
+    .from(reply)
+    .leftJoin(inbound, eq(inbound.id, reply.replyToId))
+    .leftJoin(emailEndpoints, eq(emailEndpoints.id, reply.endpointId));
+}
+
+type ReplyDbRow = Awaited<ReturnType<ReturnType<typeof replies>["all"]>>[number];
 
 function toReplyRow(r: ReplyDbRow): ReplyRow {
-  const opt = (v: string | null | undefined) => v ?? undefined;
+  const opt = (v: string | null) => v ?? undefined;
   return {
-    email_message_id: r.id!,
+    email_message_id: r.id,
     direction: r.direction as ReplyRow["direction"],
-    from_addr: r.from_addr!,
-    to_addrs: parseJsonArray(r.to_addrs),
+    from_addr: r.fromAddr,
+    to_addrs: parseJsonArray(r.toAddrs),
     subject: opt(r.subject),
-    handling_state: r.handling_state!,
-    occurred_at: r.occurred_at!,
-    agent_id: opt(r.agent_id),
-    endpoint_id: opt(r.endpoint_id),
-    endpoint_localpart: opt(r.endpoint_localpart),
-    endpoint_plane: opt(r.endpoint_plane),
-    llm_category: opt(r.llm_category),
-    llm_summary: opt(r.llm_summary),
-    review_owner_id: opt(r.review_owner_id),
+    handling_state: r.handlingState,
+    occurred_at: r.occurredAt,
+    agent_id: opt(r.agentId),
+    endpoint_id: r.endpointId,
+    endpoint_localpart: opt(r.endpointLocalpart),
+    endpoint_plane: opt(r.endpointPlane),
+    llm_category: opt(r.llmCategory),
+    llm_summary: opt(r.llmSummary),
+    review_owner_id: opt(r.reviewOwnerId),
     body: opt(r.body),
-    last_error: opt(r.last_error),
+    last_error: opt(r.lastError),
   };
 }
 
@@ -65,22 +76,21 @@ export async function listReplies(
   query: { reviewed: boolean; limit: number; cursor?: string },
 ): Promise<{ rows: ReplyRow[]; next_cursor: string | null }> {
   const after = query.cursor ? decodeCursor(query.cursor) : null;
-  const { results } = await env.DB.prepare(
-    `SELECT ${REPLY_COLUMNS} FROM ${REPLY_FROM}
-     WHERE o.workspace_id = ?1 AND o.review_owner_id = ?2 AND o.direction = 'outbound'
-       AND o.handling_state IN (SELECT value FROM json_each(?3))
-       AND (?4 IS NULL OR o.occurred_at < ?4 OR (o.occurred_at = ?4 AND o.id < ?5))
-     ORDER BY o.occurred_at DESC, o.id DESC LIMIT ?6`,
-  )
-    .bind(
-      workspaceId,
-      userId,
-      JSON.stringify(query.reviewed ? REVIEWED : ["awaiting_review"]),
-      after?.at ?? null,
-      after?.id ?? null,
-      query.limit + 1,
+  const results = await replies(db(env))
+    .where(
+      and(
+        eq(reply.workspaceId, workspaceId),
+        eq(reply.reviewOwnerId, userId),
+        eq(reply.direction, "outbound"),
+        inArray(reply.handlingState, query.reviewed ? REVIEWED : ["awaiting_review"]),
+        after
+          ? or(lt(reply.occurredAt, after.at), and(eq(reply.occurredAt, after.at), lt(reply.id, after.id)))
+          : undefined,
+      ),
     )
-    .all<ReplyDbRow>();
+    .orderBy(desc(reply.occurredAt), desc(reply.id))
+    .limit(query.limit + 1)
+    .all();
   const rows = results.slice(0, query.limit).map(toReplyRow);
   const last = rows.at(-1);
   return {
@@ -90,12 +100,19 @@ export async function listReplies(
 }
 
 async function replyRow(env: Env, id: string): Promise<ReplyRow> {
-  const row = await env.DB.prepare(`SELECT ${REPLY_COLUMNS} FROM ${REPLY_FROM} WHERE o.id = ?1`)
-    .bind(id)
-    .first<ReplyDbRow>();
+  const row = await replies(db(env)).where(eq(reply.id, id)).get();
   if (!row) throw notFound("No such reply");
   return toReplyRow(row);
 }
+
+/** The mail a reply answered, if this review (at `now`) just rejected the reply. */
+const rejectedMail = (d: Db, replyId: string, now: string) => {
+  const r = alias(emailMessages, "r");
+  return d
+    .select({ id: r.replyToId })
+    .from(r)
+    .where(and(eq(r.id, replyId), eq(r.handlingState, "rejected"), eq(r.reviewedAt, now)));
+};
 
 /**
  * Approves or rejects a reply the caller owns. Approval (also of a reply whose send failed:
@@ -108,12 +125,19 @@ export async function reviewReply(
   id: string,
   input: { action: "approve" | "reject"; body?: string },
 ): Promise<ReplyRow> {
-  const row = await env.DB.prepare(
-    `SELECT handling_state FROM email_messages
-     WHERE id = ?1 AND workspace_id = ?2 AND review_owner_id = ?3 AND direction = 'outbound'`,
-  )
-    .bind(id, who.workspaceId, who.userId)
-    .first<{ handling_state: string }>();
+  const d = db(env);
+  const row = await d
+    .select({ handlingState: emailMessages.handlingState })
+    .from(emailMessages)
+    .where(
+      and(
+        eq(emailMessages.id, id),
+        eq(emailMessages.workspaceId, who.workspaceId),
+        eq(emailMessages.reviewOwnerId, who.userId),
+        eq(emailMessages.direction, "outbound"),
+      ),
+    )
+    .get();
   if (!row) throw notFound("No such reply to review");
   const now = nowIso();
   const next = input.action === "approve" ? "approved" : "rejected";
@@ -123,26 +147,53 @@ export async function reviewReply(
     actor: who.actor,
     target: `email_message:${id}`,
     intent: input.action,
-    details: { action: input.action, edited: input.body !== undefined, previous_state: row.handling_state },
+    details: { action: input.action, edited: input.body !== undefined, previous_state: row.handlingState },
   };
-  const [claimed] = await env.DB.batch([
-    env.DB.prepare(
-      `UPDATE email_messages SET handling_state = ?2, body = COALESCE(?3, body), reviewed_at = ?4, updated_at = ?4
-       WHERE id = ?1 AND review_owner_id = ?5
-         AND (handling_state = 'awaiting_review' OR (?2 = 'approved' AND handling_state = 'send_failed'))
-       RETURNING id`,
-    ).bind(id, next, input.body ?? null, now, who.userId),
-    d1Statement(env, auditInBatch(env, event, { onlyIf: PREVIOUS_STATEMENT_CHANGED })),
+  const [claimed] = await d.batch([
+    d
+      .update(emailMessages)
+      .set({ handlingState: next, body: input.body, reviewedAt: now, updatedAt: now })
+      .where(
+        and(
+          eq(emailMessages.id, id),
+          eq(emailMessages.reviewOwnerId, who.userId),
+          // An approval also retries a reply whose send failed.
+          inArray(
+            emailMessages.handlingState,
+            next === "approved" ? ["awaiting_review", "send_failed"] : ["awaiting_review"],
+          ),
+        ),
+      )
+      .returning({ id: emailMessages.id }),
+    auditInBatch(env, event, { onlyIf: PREVIOUS_STATEMENT_CHANGED }),
     // A rejected draft leaves its mail unanswered.
-    env.DB.prepare(
-      `UPDATE email_messages SET handling_state = 'no_reply', updated_at = ?2
-       WHERE id = (SELECT reply_to_id FROM email_messages WHERE id = ?1 AND handling_state = 'rejected' AND reviewed_at = ?2)
-         AND handling_state = 'awaiting_review'`,
-    ).bind(id, now),
+    d
+      .update(emailMessages)
+      .set({ handlingState: "no_reply", updatedAt: now })
+      .where(and(eq(emailMessages.id, rejectedMail(d, id, now)), eq(emailMessages.handlingState, "awaiting_review"))),
   ]);
-  if (!claimed?.results.length) throw conflict("already_reviewed", "This reply was already reviewed");
+  if (!claimed.length) throw conflict("already_reviewed", "This reply was already reviewed");
   if (input.action === "approve") await sendAndRecord(env, id, who.actor);
   return replyRow(env, id);
+}
+
+/** An `approved` reply with what threading it needs from the mail it answers. */
+async function approvedReply(env: Env, replyId: string) {
+  return db(env)
+    .select({
+      workspaceId: reply.workspaceId,
+      fromAddr: reply.fromAddr,
+      toAddrs: reply.toAddrs,
+      body: reply.body,
+      replyToId: inbound.id,
+      subject: inbound.subject,
+      messageIdHeader: inbound.messageIdHeader,
+      referencesHeader: inbound.referencesHeader,
+    })
+    .from(reply)
+    .innerJoin(inbound, eq(inbound.id, reply.replyToId))
+    .where(and(eq(reply.id, replyId), eq(reply.handlingState, "approved")))
+    .get();
 }
 
 /**
@@ -151,67 +202,68 @@ export async function reviewReply(
  * approval retries. Each outcome commits with its `email.send` event.
  */
 export async function sendAndRecord(env: Env, replyId: string, actor: AuditEventInput["actor"]): Promise<void> {
-  const reply = await env.DB.prepare(
-    `SELECT o.workspace_id, o.from_addr, o.to_addrs, o.body, o.reply_to_id, i.subject, i.message_id_header, i.references_header
-     FROM email_messages o JOIN email_messages i ON i.id = o.reply_to_id
-     WHERE o.id = ?1 AND o.handling_state = 'approved'`,
-  )
-    .bind(replyId)
-    .first<{
-      workspace_id: string;
-      from_addr: string;
-      to_addrs: string;
-      body: string;
-      reply_to_id: string;
-      subject: string | null;
-      message_id_header: string | null;
-      references_header: string | null;
-    }>();
-  if (!reply) return;
-  const to = parseJsonArray(reply.to_addrs)[0]!;
+  const sent = await approvedReply(env, replyId);
+  if (!sent) return;
   let error: string | null = null;
   try {
     await sendReply(env, {
       messageId: replyMessageId(replyId, emailDomain(env)),
-      from: reply.from_addr,
-      to,
-      subject: reply.subject,
-      body: reply.body,
-      inReplyTo: reply.message_id_header,
-      references: reply.references_header,
+      from: sent.fromAddr,
+      to: parseJsonArray(sent.toAddrs)[0]!,
+      subject: sent.subject,
+      body: sent.body ?? "",
+      inReplyTo: sent.messageIdHeader,
+      references: sent.referencesHeader,
     });
   } catch (e) {
     error = String(e).slice(0, 500);
   }
   const now = nowIso();
   const event: AuditEventInput = {
-    workspaceId: reply.workspace_id,
+    workspaceId: sent.workspaceId,
     kind: "email.send",
     actor,
     outcome: error ? "error" : "success",
     target: `email_message:${replyId}`,
     intent: "send",
-    details: { reply_to_id: reply.reply_to_id, threaded: !!reply.message_id_header, error: error ?? undefined },
+    details: { reply_to_id: sent.replyToId, threaded: !!sent.messageIdHeader, error: error ?? undefined },
   };
-  await env.DB.batch([
-    env.DB.prepare(
-      `UPDATE email_messages SET handling_state = ?2, last_error = ?3, sent_at = ?4, updated_at = ?5,
-         message_id_header = ?6
-       WHERE id = ?1 AND handling_state = 'approved'`,
-    ).bind(
-      replyId,
-      error ? "send_failed" : "sent",
-      error,
-      error ? null : now,
-      now,
-      error ? null : replyMessageId(replyId, emailDomain(env)),
-    ),
-    d1Statement(env, auditInBatch(env, event, { onlyIf: PREVIOUS_STATEMENT_CHANGED })),
-    env.DB.prepare(
-      "UPDATE email_messages SET handling_state = 'replied', updated_at = ?2 WHERE id = ?1 AND ?3 = 0",
-    ).bind(reply.reply_to_id, now, error ? 1 : 0),
+  const d = db(env);
+  await d.batch([
+    d
+      .update(emailMessages)
+      .set({
+        handlingState: error ? "send_failed" : "sent",
+        lastError: error,
+        sentAt: error ? null : now,
+        updatedAt: now,
+        messageIdHeader: error ? null : replyMessageId(replyId, emailDomain(env)),
+      })
+      .where(and(eq(emailMessages.id, replyId), eq(emailMessages.handlingState, "approved"))),
+    auditInBatch(env, event, { onlyIf: PREVIOUS_STATEMENT_CHANGED }),
+    // The mail is answered only when the reply went (the statement stays, so the batch keeps its shape).
+    d
+      .update(emailMessages)
+      .set({ handlingState: "replied", updatedAt: now })
+      .where(and(eq(emailMessages.id, sent.replyToId), sql`${error ? 1 : 0} = 0`)),
   ]);
 }
+
+/** The workspace's first admin (the oldest) other than `except`. */
+export const firstAdmin = (d: Db, workspaceId: string, except?: string) =>
+  d
+    .select({ id: users.id })
+    .from(users)
+    .where(
+      and(
+        eq(users.workspaceId, workspaceId),
+        eq(users.role, "admin"),
+        isNull(users.erasedAt),
+        except ? ne(users.id, except) : undefined,
+      ),
+    )
+    .orderBy(users.createdAt, users.id)
+    .limit(1);
 
 /** Erasure: replies the user was to review move to another admin of the workspace (or stay unowned). */
 export async function reassignReviews(
@@ -219,13 +271,17 @@ export async function reassignReviews(
   workspaceId: string,
   userId: string,
 ): Promise<{ email_reviews_moved: number }> {
-  const result = await env.DB.prepare(
-    `UPDATE email_messages SET review_owner_id = (
-       SELECT id FROM users WHERE workspace_id = ?1 AND role = 'admin' AND erased_at IS NULL AND id <> ?2
-       ORDER BY created_at, id LIMIT 1), updated_at = ?3
-     WHERE workspace_id = ?1 AND review_owner_id = ?2 AND handling_state = 'awaiting_review'`,
-  )
-    .bind(workspaceId, userId, nowIso())
+  const d = db(env);
+  const result = await d
+    .update(emailMessages)
+    .set({ reviewOwnerId: sql`${firstAdmin(d, workspaceId, userId)}`, updatedAt: nowIso() })
+    .where(
+      and(
+        eq(emailMessages.workspaceId, workspaceId),
+        eq(emailMessages.reviewOwnerId, userId),
+        eq(emailMessages.handlingState, "awaiting_review"),
+      ),
+    )
     .run();
   return { email_reviews_moved: result.meta.changes };
 }

@@ -1,15 +1,19 @@
 /** The reply the endpoint's agent drafts, and who reviews it. */
+import { and, desc, eq, isNull, type SQLWrapper, sql } from "drizzle-orm";
+import { alias } from "drizzle-orm/sqlite-core";
 import { type AgentRecord, agentCapabilities, toAgentRow } from "../agents/service";
 import { requireCredits } from "../billing/ledger";
+import { emailMessages, users, workspaces } from "../db/schema";
 import type { AreaRegistry } from "../http/registry";
 import { agentLanguageModel } from "../llm/model";
+import { db } from "../platform/db";
 import { baseUrl } from "../platform/env";
 import { newId } from "../platform/ids";
 import { ApiError } from "../platform/problem";
 import type { HistoryMessage } from "../runtime/history";
 import { runTurn } from "../runtime/turn";
 import { type EndpointRecord, emailDomain } from "./endpoints";
-import type { MessageRecord } from "./replies";
+import { firstAdmin, type MessageRecord } from "./replies";
 import type { Triage } from "./schemas";
 import { repliesReferenced } from "./send";
 import { asPrompt, readText } from "./triage-verdict";
@@ -17,6 +21,10 @@ import { asPrompt, readText } from "./triage-verdict";
 const NO_TOOLS: AreaRegistry["tools"] = [];
 /** Earlier exchanges of a thread a draft sees (each: their mail, our sent reply). */
 const THREAD_EXCHANGES = 3;
+
+/** `column IN` a JSON array bound as one parameter (a list of any length). */
+const inJson = (column: SQLWrapper, values: string[]) =>
+  sql`${column} IN (SELECT value FROM json_each(${JSON.stringify(values)}))`;
 
 /**
  * The thread so far, oldest first: for each reply of ours the message names in its
@@ -26,20 +34,29 @@ const THREAD_EXCHANGES = 3;
 async function threadHistory(env: Env, message: MessageRecord): Promise<HistoryMessage[]> {
   const ids = repliesReferenced(message.referencesHeader, emailDomain(env));
   if (!ids.length) return [];
-  const { results } = await env.DB.prepare(
-    `SELECT o.body, i.id, i.from_addr, i.subject, i.raw_key FROM email_messages o
-     JOIN email_messages i ON i.id = o.reply_to_id
-     WHERE o.id IN (SELECT value FROM json_each(?1)) AND o.workspace_id = ?2 AND o.endpoint_id = ?3
-       AND o.direction = 'outbound' AND o.handling_state = 'sent'
-     ORDER BY o.sent_at DESC LIMIT ?4`,
-  )
-    .bind(JSON.stringify(ids), message.workspaceId, message.endpointId, THREAD_EXCHANGES)
-    .all<{ body: string; id: string; from_addr: string; subject: string | null; raw_key: string | null }>();
+  const reply = alias(emailMessages, "o");
+  const mail = alias(emailMessages, "i");
+  const results = await db(env)
+    .select({ body: reply.body, fromAddr: mail.fromAddr, subject: mail.subject, rawKey: mail.rawKey })
+    .from(reply)
+    .innerJoin(mail, eq(mail.id, reply.replyToId))
+    .where(
+      and(
+        inJson(reply.id, ids),
+        eq(reply.workspaceId, message.workspaceId),
+        eq(reply.endpointId, message.endpointId),
+        eq(reply.direction, "outbound"),
+        eq(reply.handlingState, "sent"),
+      ),
+    )
+    .orderBy(desc(reply.sentAt))
+    .limit(THREAD_EXCHANGES)
+    .all();
   const history: HistoryMessage[] = [];
   for (const r of results.reverse()) {
-    const text = await readText(env, { rawKey: r.raw_key });
-    history.push({ role: "user", content: asPrompt(r.from_addr, r.subject, text) });
-    history.push({ role: "assistant", content: r.body });
+    const text = await readText(env, r);
+    history.push({ role: "user", content: asPrompt(r.fromAddr, r.subject, text) });
+    history.push({ role: "assistant", content: r.body ?? "" });
   }
   return history;
 }
@@ -47,19 +64,18 @@ async function threadHistory(env: Env, message: MessageRecord): Promise<HistoryM
 /** The endpoint's review owner: the first of `deliver_to`, else the workspace's first admin. */
 export async function reviewOwner(env: Env, endpoint: EndpointRecord): Promise<string> {
   const chosen = endpoint.deliverTo ? (JSON.parse(endpoint.deliverTo) as { user_ids: string[] }).user_ids : [];
-  const row = await env.DB.prepare(
-    `SELECT id FROM users WHERE workspace_id = ?1 AND erased_at IS NULL
-       AND (id IN (SELECT value FROM json_each(?2)) OR (?3 = 0 AND role = 'admin'))
-     ORDER BY (id IN (SELECT value FROM json_each(?2))) DESC, created_at, id LIMIT 1`,
-  )
-    .bind(endpoint.workspaceId, JSON.stringify(chosen), chosen.length)
-    .first<{ id: string }>();
-  if (row) return row.id;
-  const admin = await env.DB.prepare(
-    "SELECT id FROM users WHERE workspace_id = ?1 AND role = 'admin' AND erased_at IS NULL ORDER BY created_at, id LIMIT 1",
-  )
-    .bind(endpoint.workspaceId)
-    .first<{ id: string }>();
+  const d = db(env);
+  if (chosen.length) {
+    const row = await d
+      .select({ id: users.id })
+      .from(users)
+      .where(and(eq(users.workspaceId, endpoint.workspaceId), isNull(users.erasedAt), inJson(users.id, chosen)))
+      .orderBy(users.createdAt, users.id)
+      .limit(1)
+      .get();
+    if (row) return row.id;
+  }
+  const admin = await firstAdmin(d, endpoint.workspaceId).get();
   if (!admin) throw new Error("the workspace has no admin to review email");
   return admin.id;
 }
@@ -76,9 +92,11 @@ export async function draftReply(
   const model = agentLanguageModel(env, toAgentRow(agent));
   if (!model) throw new ApiError(503, "model_not_configured", "No language model is configured");
   await requireCredits(env, endpoint.workspaceId);
-  const workspace = await env.DB.prepare("SELECT id, name FROM workspaces WHERE id = ?1")
-    .bind(endpoint.workspaceId)
-    .first<{ id: string; name: string }>();
+  const workspace = await db(env)
+    .select({ id: workspaces.id, name: workspaces.name })
+    .from(workspaces)
+    .where(eq(workspaces.id, endpoint.workspaceId))
+    .get();
   const language = endpoint.defaultReplyLang ?? triage.language;
   const turn = await runTurn({
     env,

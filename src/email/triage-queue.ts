@@ -1,6 +1,8 @@
 /** The `email-triage` queue: its consumer, its give-up rule, and the cron that re-queues stuck mail. */
+import { and, eq, inArray, lt } from "drizzle-orm";
 import { type AuditEventInput, auditInBatch, PREVIOUS_STATEMENT_CHANGED } from "../audit/events";
-import { d1Statement } from "../platform/db";
+import { emailMessages } from "../db/schema";
+import { db } from "../platform/db";
 import { nowIso } from "../platform/env";
 import { queueTriage, type TriageJob } from "./inbound";
 import { triageMessage } from "./triage";
@@ -39,43 +41,47 @@ export async function consumeTriage(batch: MessageBatch<unknown>, env: Env): Pro
 
 /** A failed run hands the message back for the queue's next delivery. */
 async function release(env: Env, messageId: string, error: unknown): Promise<void> {
-  await env.DB.prepare(
-    "UPDATE email_messages SET handling_state = 'received', last_error = ?2 WHERE id = ?1 AND handling_state = 'triaged'",
-  )
-    .bind(messageId, String(error).slice(0, 500))
+  await db(env)
+    .update(emailMessages)
+    .set({ handlingState: "received", lastError: String(error).slice(0, 500) })
+    .where(and(eq(emailMessages.id, messageId), eq(emailMessages.handlingState, "triaged")))
     .run();
 }
 
 async function giveUp(env: Env, messageId: string, error: unknown): Promise<void> {
-  const row = await env.DB.prepare("SELECT workspace_id, endpoint_id FROM email_messages WHERE id = ?1")
-    .bind(messageId)
-    .first<{ workspace_id: string; endpoint_id: string }>();
+  const d = db(env);
+  const row = await d
+    .select({ workspaceId: emailMessages.workspaceId, endpointId: emailMessages.endpointId })
+    .from(emailMessages)
+    .where(eq(emailMessages.id, messageId))
+    .get();
   if (!row) return;
   const event: AuditEventInput = {
-    workspaceId: row.workspace_id,
+    workspaceId: row.workspaceId,
     kind: "email.triage",
     actor: { kind: "system", id: null },
     outcome: "error",
     target: `email_message:${messageId}`,
     intent: "triage",
-    details: { endpoint_id: row.endpoint_id, state: "dead_letter", reason: "attempts_exhausted" },
+    details: { endpoint_id: row.endpointId, state: "dead_letter", reason: "attempts_exhausted" },
   };
-  await env.DB.batch([
-    env.DB.prepare(
-      `UPDATE email_messages SET handling_state = 'dead_letter', last_error = ?2, updated_at = ?3
-       WHERE id = ?1 AND handling_state IN ('received', 'triaged')`,
-    ).bind(messageId, String(error).slice(0, 500), nowIso()),
-    d1Statement(env, auditInBatch(env, event, { onlyIf: PREVIOUS_STATEMENT_CHANGED })),
+  await d.batch([
+    d
+      .update(emailMessages)
+      .set({ handlingState: "dead_letter", lastError: String(error).slice(0, 500), updatedAt: nowIso() })
+      .where(and(eq(emailMessages.id, messageId), inArray(emailMessages.handlingState, ["received", "triaged"]))),
+    auditInBatch(env, event, { onlyIf: PREVIOUS_STATEMENT_CHANGED }),
   ]);
 }
 
 /** Cron: mail still `received` ten minutes on (its job was never queued) is queued again. */
 export async function sweepReceived(env: Env): Promise<void> {
   const cutoff = new Date(Date.now() - 10 * 60_000).toISOString();
-  const { results } = await env.DB.prepare(
-    "SELECT id FROM email_messages WHERE handling_state = 'received' AND occurred_at < ?1 LIMIT 100",
-  )
-    .bind(cutoff)
-    .all<{ id: string }>();
+  const results = await db(env)
+    .select({ id: emailMessages.id })
+    .from(emailMessages)
+    .where(and(eq(emailMessages.handlingState, "received"), lt(emailMessages.occurredAt, cutoff)))
+    .limit(100)
+    .all();
   for (const r of results) await queueTriage(env, r.id);
 }

@@ -1,7 +1,10 @@
 /** The verdict on a received message: the endpoint's policies, then the model's triage. */
 import { generateText, Output } from "ai";
+import { and, eq, gte, isNull, ne, sql } from "drizzle-orm";
 import { type AgentRecord, getAgentRecord, resolveAgent } from "../agents/service";
+import { emailMessages, users } from "../db/schema";
 import { agentLanguageModel } from "../llm/model";
+import { db } from "../platform/db";
 import type { EndpointRecord } from "./endpoints";
 import type { MessageRecord } from "./replies";
 import { type Triage, TriageSchema } from "./schemas";
@@ -35,23 +38,34 @@ async function senderAllowed(env: Env, endpoint: EndpointRecord, from: string): 
   if (endpoint.senderPolicy === "anyone") return true;
   if (endpoint.senderPolicy === "allowlist")
     return (JSON.parse(endpoint.allowPatterns) as string[]).some((p) => matchesPattern(from, p));
-  const member = await env.DB.prepare(
-    "SELECT 1 FROM users WHERE workspace_id = ?1 AND lower(email) = ?2 AND erased_at IS NULL",
-  )
-    .bind(endpoint.workspaceId, from)
-    .first();
-  return member !== null;
+  const member = await db(env)
+    .select({ id: users.id })
+    .from(users)
+    .where(
+      and(eq(users.workspaceId, endpoint.workspaceId), eq(sql`lower(${users.email})`, from), isNull(users.erasedAt)),
+    )
+    .get();
+  return member !== undefined;
 }
 
 /** Replies drafted today (UTC) by the endpoint, and to this sender. */
 async function repliesToday(env: Env, endpoint: EndpointRecord, to: string) {
   const since = `${new Date().toISOString().slice(0, 10)}T00:00:00.000Z`;
-  const row = await env.DB.prepare(
-    `SELECT count(*) AS total, sum(to_addrs = ?3) AS sender FROM email_messages
-     WHERE endpoint_id = ?1 AND direction = 'outbound' AND occurred_at >= ?2 AND handling_state <> 'rejected'`,
-  )
-    .bind(endpoint.id, since, JSON.stringify([to]))
-    .first<{ total: number; sender: number | null }>();
+  const row = await db(env)
+    .select({
+      total: sql<number>`count(*)`,
+      sender: sql<number | null>`sum(${emailMessages.toAddrs} = ${JSON.stringify([to])})`,
+    })
+    .from(emailMessages)
+    .where(
+      and(
+        eq(emailMessages.endpointId, endpoint.id),
+        eq(emailMessages.direction, "outbound"),
+        gte(emailMessages.occurredAt, since),
+        ne(emailMessages.handlingState, "rejected"),
+      ),
+    )
+    .get();
   return { total: row?.total ?? 0, sender: row?.sender ?? 0 };
 }
 

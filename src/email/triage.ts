@@ -1,13 +1,14 @@
+import { and, eq, lt, or } from "drizzle-orm";
 import { type AuditEventInput, auditInBatch } from "../audit/events";
-import { debitStatement } from "../billing/ledger";
-import { d1Statement } from "../platform/db";
+import { debitInsert } from "../billing/ledger";
+import { emailEndpoints, emailMessages } from "../db/schema";
+import { db } from "../platform/db";
 import { nowIso } from "../platform/env";
 import { newId } from "../platform/ids";
 import { ApiError } from "../platform/problem";
 import { type EndpointRecord, emailSlugOf, mailboxAddress } from "./endpoints";
 import { type MessageRecord, sendAndRecord } from "./replies";
 import { draftReply, reviewOwner } from "./triage-draft";
-import { toEndpointRecord, toMessageRecord } from "./triage-records";
 import { decide, readText, type Verdict } from "./triage-verdict";
 
 type Drafted = Awaited<ReturnType<typeof draftReply>>;
@@ -20,10 +21,7 @@ type Drafted = Awaited<ReturnType<typeof draftReply>>;
 export async function triageMessage(env: Env, messageId: string, retry: boolean): Promise<void> {
   const message = await claimMessage(env, messageId, retry);
   if (!message) return;
-  const endpoint = await env.DB.prepare("SELECT * FROM email_endpoints WHERE id = ?1")
-    .bind(message.endpointId)
-    .first<Record<string, unknown>>()
-    .then((r) => (r ? toEndpointRecord(r) : null));
+  const endpoint = await db(env).select().from(emailEndpoints).where(eq(emailEndpoints.id, message.endpointId)).get();
   const text = await readText(env, message);
   const verdict: Verdict = endpoint
     ? await decide(env, endpoint, message, text)
@@ -55,15 +53,21 @@ export async function triageMessage(env: Env, messageId: string, retry: boolean)
  */
 async function claimMessage(env: Env, messageId: string, retry: boolean): Promise<MessageRecord | null> {
   const stale = new Date(Date.now() - 120_000).toISOString();
-  return env.DB.prepare(
-    `UPDATE email_messages SET handling_state = 'triaged', updated_at = ?2
-     WHERE id = ?1 AND direction = 'inbound'
-       AND (handling_state = 'received' OR (?3 = 1 AND handling_state = 'triaged' AND updated_at < ?4))
-     RETURNING *`,
-  )
-    .bind(messageId, nowIso(), retry ? 1 : 0, stale)
-    .first<Record<string, unknown>>()
-    .then((r) => (r ? toMessageRecord(r) : null));
+  const claimable = eq(emailMessages.handlingState, "received");
+  const abandoned = and(eq(emailMessages.handlingState, "triaged"), lt(emailMessages.updatedAt, stale));
+  const row = await db(env)
+    .update(emailMessages)
+    .set({ handlingState: "triaged", updatedAt: nowIso() })
+    .where(
+      and(
+        eq(emailMessages.id, messageId),
+        eq(emailMessages.direction, "inbound"),
+        retry ? or(claimable, abandoned) : claimable,
+      ),
+    )
+    .returning()
+    .get();
+  return row ?? null;
 }
 
 /** The statements that write a verdict: the inbound message's new state and its event. */
@@ -77,22 +81,21 @@ class TriageOutcome {
 
   inboundUpdate(state: string, agentId: string | null = null) {
     const triage = this.verdict.triage;
-    return this.env.DB.prepare(
-      `UPDATE email_messages SET handling_state = ?2, llm_category = ?3, llm_summary = ?4, language = ?5,
-         spam_score_pct = ?6, agent_id = ?7, updated_at = ?8 WHERE id = ?1`,
-    ).bind(
-      this.message.id,
-      state,
-      triage?.category ?? null,
-      triage?.summary ?? null,
-      triage?.language ?? null,
-      triage ? Math.round(triage.spam_score * 100) : null,
-      agentId,
-      this.now,
-    );
+    return db(this.env)
+      .update(emailMessages)
+      .set({
+        handlingState: state,
+        llmCategory: triage?.category ?? null,
+        llmSummary: triage?.summary ?? null,
+        language: triage?.language ?? null,
+        spamScore: triage ? Math.round(triage.spam_score * 100) : null,
+        agentId,
+        updatedAt: this.now,
+      })
+      .where(eq(emailMessages.id, this.message.id));
   }
 
-  event(state: string, extra: Record<string, unknown> = {}): D1PreparedStatement {
+  event(state: string, extra: Record<string, unknown> = {}) {
     const { message, verdict } = this;
     const event: AuditEventInput = {
       workspaceId: message.workspaceId,
@@ -110,12 +113,12 @@ class TriageOutcome {
         ...extra,
       },
     };
-    return d1Statement(this.env, auditInBatch(this.env, event));
+    return auditInBatch(this.env, event);
   }
 
   /** A verdict without a reply: the state and its event. */
   async record(state: string, extra: Record<string, unknown> = {}): Promise<void> {
-    await this.env.DB.batch([this.inboundUpdate(state), this.event(state, extra)]);
+    await db(this.env).batch([this.inboundUpdate(state), this.event(state, extra)]);
   }
 }
 
@@ -131,27 +134,26 @@ async function storeReply(
   const replyId = newId();
   const from = mailboxAddress(env, endpoint.localpart, await emailSlugOf(env, endpoint.workspaceId));
   const owner = await reviewOwner(env, endpoint);
-  await env.DB.batch([
-    env.DB.prepare(
-      `INSERT INTO email_messages (id, workspace_id, endpoint_id, direction, reply_to_id, from_addr, to_addrs, subject,
-         handling_state, agent_id, review_owner_id, body, occurred_at, updated_at)
-       VALUES (?1, ?2, ?3, 'outbound', ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?12)`,
-    ).bind(
-      replyId,
-      message.workspaceId,
-      endpoint.id,
-      message.id,
-      from,
-      JSON.stringify([message.fromAddr]),
-      message.subject,
-      review ? "awaiting_review" : "approved",
-      agent.id,
-      owner,
-      turn.text.trim(),
-      now,
-    ),
+  const d = db(env);
+  await d.batch([
+    d.insert(emailMessages).values({
+      id: replyId,
+      workspaceId: message.workspaceId,
+      endpointId: endpoint.id,
+      direction: "outbound",
+      replyToId: message.id,
+      fromAddr: from,
+      toAddrs: JSON.stringify([message.fromAddr]),
+      subject: message.subject,
+      handlingState: review ? "awaiting_review" : "approved",
+      agentId: agent.id,
+      reviewOwnerId: owner,
+      body: turn.text.trim(),
+      occurredAt: now,
+      updatedAt: now,
+    }),
     outcome.inboundUpdate(review ? "awaiting_review" : "replied", agent.id),
-    debitStatement(env, message.workspaceId, turn.usage.credits, replyId),
+    debitInsert(env, message.workspaceId, turn.usage.credits, replyId),
     outcome.event(review ? "awaiting_review" : "replied", {
       reply_id: replyId,
       agent_id: agent.id,
