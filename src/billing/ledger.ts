@@ -2,7 +2,7 @@ import { desc, eq, type Placeholder, sql } from "drizzle-orm";
 import type { SQLiteInsertValue } from "drizzle-orm/sqlite-core";
 import { type AuditEventInput, auditInBatch, PREVIOUS_STATEMENT_CHANGED } from "../audit/events";
 import { billingAccounts, creditLedger } from "../db/schema";
-import { type Db, d1Statement, db, preparedFor } from "../platform/db";
+import { type Db, db, preparedFor } from "../platform/db";
 import { nowIso } from "../platform/env";
 import { newId } from "../platform/ids";
 import { ApiError, badRequest } from "../platform/problem";
@@ -151,14 +151,9 @@ export async function debit(
   return { debited: rows.length > 0 };
 }
 
-/** `debit` as a query, for a batch that records what the credits paid for (a mail's reply). */
+/** `debit` as a query, for a batch that records what the credits paid for (a turn's or a mail's reply). */
 export function debitInsert(env: Env, workspaceId: string, amount: number, reference: string) {
   return debitQuery(db(env), debitRow(workspaceId, amount, reference));
-}
-
-/** `debit` as a statement, for a raw D1 batch (a turn's reply). */
-export function debitStatement(env: Env, workspaceId: string, amount: number, reference: string): D1PreparedStatement {
-  return d1Statement(env, debitInsert(env, workspaceId, amount, reference));
 }
 
 function debitRow(workspaceId: string, amount: number, reference: string) {

@@ -84,9 +84,3 @@ export const parseJsonArray = (s: string | null | undefined): string[] => {
   const v: unknown = JSON.parse(s);
   return Array.isArray(v) ? v.map(String) : [];
 };
-
-/** A Drizzle query as a D1 statement, for a batch of raw statements. */
-export function d1Statement(env: Env, query: { toSQL(): { sql: string; params: unknown[] } }): D1PreparedStatement {
-  const { sql, params } = query.toSQL();
-  return env.DB.prepare(sql).bind(...params);
-}

@@ -2,10 +2,10 @@ import { readUIMessageStream, type UIMessage, type UIMessageChunk } from "ai";
 import { eq } from "drizzle-orm";
 import { type AgentRecord, toAgentRow } from "../../agents/service";
 import { auditInBatch } from "../../audit/events";
-import { debitStatement } from "../../billing/ledger";
+import { debitInsert } from "../../billing/ledger";
 import { modelFailure } from "../../llm/errors";
 import { agentLanguageModel } from "../../llm/model";
-import { d1Statement } from "../../platform/db";
+import { db } from "../../platform/db";
 import { nowIso } from "../../platform/env";
 import { logError } from "../../platform/log";
 import { turnCredits } from "../../runtime/credits";
@@ -56,9 +56,7 @@ export function runInRoom(room: RoomHost, start: Start): RunningTurn {
   };
 
   running.settled = (async () => {
-    const posted = room.env.DB.batch(
-      messageAdded(room.env, input.conversationId, nowIso(), start.messagesAdded).map((q) => d1Statement(room.env, q)),
-    );
+    const posted = db(room.env).batch(messageAdded(room.env, input.conversationId, nowIso(), start.messagesAdded));
     let outcome: TurnOutcome | null = null;
     let failure: ModelFailure | null = null;
     const pump = (async () => {
@@ -251,10 +249,10 @@ async function commit(room: RoomHost, turnId: string, ending: Ending, reply: Rep
       credits: reply.usage.credits,
     },
   });
-  await env.DB.batch([
-    debitStatement(env, context.workspaceId, reply.usage.credits, turnId),
-    ...messageAdded(env, conversationId, at).map((q) => d1Statement(env, q)),
-    d1Statement(env, event),
+  await db(env).batch([
+    debitInsert(env, context.workspaceId, reply.usage.credits, turnId),
+    ...messageAdded(env, conversationId, at),
+    event,
   ]);
 }
 
