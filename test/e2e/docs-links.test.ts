@@ -10,7 +10,7 @@ const ROOT = path.resolve(import.meta.dirname, "../..");
 const DOCS = readdirSync(path.join(ROOT, "docs"))
   .filter((f) => f.endsWith(".md"))
   .map((f) => `docs/${f}`);
-const PAGES = ["README.md", "bench/README.md", ...DOCS];
+const PAGES = ["README.md", "bench/README.md", "examples/chat/README.md", ...DOCS];
 
 const read = (file: string) => readFileSync(path.join(ROOT, file), "utf8");
 
