@@ -1,5 +1,6 @@
 import { callerEvent } from "../http/audit";
-import { apiRoute, createRouter, jsonBody, jsonResponse } from "../http/route";
+import { routesOf } from "../http/endpoint";
+import { createRouter, jsonBody, jsonResponse } from "../http/route";
 import { problemResponse } from "../platform/problem";
 import { avatarEditRouter } from "./avatar-edit-routes";
 import { avatarRouter } from "./avatar-routes";
@@ -14,170 +15,118 @@ import { subsetRouter } from "./subset-routes";
 import { suggestRouter } from "./suggest-routes";
 
 export const agentsRouter = createRouter();
+const route = routesOf(agentsRouter, TAGS);
 
-agentsRouter.openapi(
-  apiRoute(
-    { scope: "agents:read" },
-    {
-      method: "get",
-      path: "/v1/agents",
-      tags: TAGS,
-      summary: "List the workspace's agents",
-      description: "Default agent first, then enabled agents, then by slug.",
-      responses: { 200: jsonResponse(AgentListSchema, "The agents") },
-    },
-  ),
-  async (c) => c.json({ agents: await listAgents(c.env, c.var.caller.workspace.id) }, 200),
-);
+route({ scope: "agents:read" }, "GET /v1/agents", "List the workspace's agents", {
+  description: "Default agent first, then enabled agents, then by slug.",
+  responses: { 200: jsonResponse(AgentListSchema, "The agents") },
+}).handle(async (c) => c.json({ agents: await listAgents(c.env, c.var.caller.workspace.id) }, 200));
 
-agentsRouter.openapi(
-  apiRoute("admin", {
-    method: "post",
-    path: "/v1/agents",
-    tags: TAGS,
-    summary: "Create an agent",
-    description:
-      "Creates an enabled, non-default agent. Without `avatar_url`, an SVG monogram in a colour derived from the slug is generated and stored. " +
-      "`skills` and `mcp_servers` must name installed entries. A slug or alias already used by any agent of the workspace is a 400 (`handle_taken`).",
-    request: { body: jsonBody(CreateAgentRequestSchema) },
-    responses: {
-      200: agentResponse("The created agent"),
-      400: problemResponse(
-        "Invalid slug (`invalid_slug`), alias (`invalid_alias`), a taken handle (`handle_taken`), a " +
-          "model outside the runtime profile (`invalid_model`), a skill or MCP server not installed, or " +
-          "another bad field",
-      ),
-    },
-  }),
-  async (c) => {
-    const body = c.req.valid("json");
-    const workspaceId = c.var.caller.workspace.id;
-    const agent = await createAgent(
-      c.env,
-      workspaceId,
-      body,
-      async () => {
-        const { url } = await storeAvatar(c.env, origin(c), workspaceId, monogramAvatar(body.slug, body.display_name));
-        return url;
-      },
-      (id) =>
-        callerEvent(
-          c,
-          agentEvent("agent.create", id, {
-            slug: body.slug,
-            display_name: body.display_name,
-            aliases: body.aliases ?? [],
-            runtime_profile: body.runtime_profile ?? DEFAULT_RUNTIME_PROFILE,
-            model: body.model ?? null,
-            avatar: body.avatar_url ? "url" : "monogram",
-          }),
-        ),
-    );
-    return c.json(agent, 200);
+route("admin", "POST /v1/agents", "Create an agent", {
+  description:
+    "Creates an enabled, non-default agent. Without `avatar_url`, an SVG monogram in a colour derived from the slug is generated and stored. " +
+    "`skills` and `mcp_servers` must name installed entries. A slug or alias already used by any agent of the workspace is a 400 (`handle_taken`).",
+  request: { body: jsonBody(CreateAgentRequestSchema) },
+  responses: {
+    200: agentResponse("The created agent"),
+    400: problemResponse(
+      "Invalid slug (`invalid_slug`), alias (`invalid_alias`), a taken handle (`handle_taken`), a " +
+        "model outside the runtime profile (`invalid_model`), a skill or MCP server not installed, or " +
+        "another bad field",
+    ),
   },
-);
-
-agentsRouter.openapi(
-  apiRoute(
-    { scope: "agents:read" },
-    {
-      method: "get",
-      path: "/v1/agents/{id}",
-      tags: TAGS,
-      summary: "One agent",
-      request: params,
-      responses: { 200: agentResponse("The agent"), ...idErrors },
+}).handle(async (c) => {
+  const body = c.req.valid("json");
+  const workspaceId = c.var.caller.workspace.id;
+  const agent = await createAgent(
+    c.env,
+    workspaceId,
+    body,
+    async () => {
+      const { url } = await storeAvatar(c.env, origin(c), workspaceId, monogramAvatar(body.slug, body.display_name));
+      return url;
     },
-  ),
-  async (c) => c.json(toAgentRow(await getAgentRecord(c.env, c.var.caller.workspace.id, c.req.valid("param").id)), 200),
-);
-
-agentsRouter.openapi(
-  apiRoute("admin", {
-    method: "patch",
-    path: "/v1/agents/{id}",
-    tags: TAGS,
-    summary: "Update an agent",
-    description:
-      "Only the fields sent change; an explicit null clears a nullable field. Renaming the slug keeps the old slug as an alias. " +
-      "Writing `instructions` (even null) makes `instructions_is_default` false. Validation is the same as creation.",
-    request: { ...params, body: jsonBody(UpdateAgentRequestSchema) },
-    responses: { 200: agentResponse("The updated agent"), ...idErrors },
-  }),
-  async (c) => {
-    const { id } = c.req.valid("param");
-    const { after } = await updateAgent(c.env, c.var.caller.workspace.id, id, c.req.valid("json"), (change) =>
+    (id) =>
       callerEvent(
         c,
-        agentEvent("agent.update", id, {
-          fields: change.changed,
-          slug: change.after.slug,
-          previous_slug: change.before.slug !== change.after.slug ? change.before.slug : undefined,
+        agentEvent("agent.create", id, {
+          slug: body.slug,
+          display_name: body.display_name,
+          aliases: body.aliases ?? [],
+          runtime_profile: body.runtime_profile ?? DEFAULT_RUNTIME_PROFILE,
+          model: body.model ?? null,
+          avatar: body.avatar_url ? "url" : "monogram",
         }),
       ),
-    );
-    return c.json(after, 200);
-  },
+  );
+  return c.json(agent, 200);
+});
+
+route({ scope: "agents:read" }, "GET /v1/agents/{id}", "One agent", {
+  request: params,
+  responses: { 200: agentResponse("The agent"), ...idErrors },
+}).handle(async (c) =>
+  c.json(toAgentRow(await getAgentRecord(c.env, c.var.caller.workspace.id, c.req.valid("param").id)), 200),
 );
 
-agentsRouter.openapi(
-  apiRoute("admin", {
-    method: "delete",
-    path: "/v1/agents/{id}",
-    tags: TAGS,
-    summary: "Disable an agent",
-    description:
-      "The agent stops routing on every surface. Idempotent. The default agent cannot be disabled (400 `default_agent`).",
-    request: params,
-    responses: { 200: agentResponse("The disabled agent"), ...idErrors },
-  }),
-  async (c) => {
-    const { id } = c.req.valid("param");
-    const { agent } = await disableAgent(c.env, c.var.caller.workspace.id, id, (details) =>
-      callerEvent(c, agentEvent("agent.disable", id, details)),
-    );
-    return c.json(agent, 200);
-  },
-);
+route("admin", "PATCH /v1/agents/{id}", "Update an agent", {
+  description:
+    "Only the fields sent change; an explicit null clears a nullable field. Renaming the slug keeps the old slug as an alias. " +
+    "Writing `instructions` (even null) makes `instructions_is_default` false. Validation is the same as creation.",
+  request: { ...params, body: jsonBody(UpdateAgentRequestSchema) },
+  responses: { 200: agentResponse("The updated agent"), ...idErrors },
+}).handle(async (c) => {
+  const { id } = c.req.valid("param");
+  const { after } = await updateAgent(c.env, c.var.caller.workspace.id, id, c.req.valid("json"), (change) =>
+    callerEvent(
+      c,
+      agentEvent("agent.update", id, {
+        fields: change.changed,
+        slug: change.after.slug,
+        previous_slug: change.before.slug !== change.after.slug ? change.before.slug : undefined,
+      }),
+    ),
+  );
+  return c.json(after, 200);
+});
 
-agentsRouter.openapi(
-  apiRoute("admin", {
-    method: "post",
-    path: "/v1/agents/{id}/enable",
-    tags: TAGS,
-    summary: "Enable an agent",
-    description: "Routing is restored on every surface. Idempotent.",
-    request: params,
-    responses: { 200: agentResponse("The enabled agent"), ...idErrors },
-  }),
-  async (c) => {
-    const { id } = c.req.valid("param");
-    const { agent } = await enableAgent(c.env, c.var.caller.workspace.id, id, (details) =>
-      callerEvent(c, agentEvent("agent.enable", id, details)),
-    );
-    return c.json(agent, 200);
-  },
-);
+route("admin", "DELETE /v1/agents/{id}", "Disable an agent", {
+  description:
+    "The agent stops routing on every surface. Idempotent. The default agent cannot be disabled (400 `default_agent`).",
+  request: params,
+  responses: { 200: agentResponse("The disabled agent"), ...idErrors },
+}).handle(async (c) => {
+  const { id } = c.req.valid("param");
+  const { agent } = await disableAgent(c.env, c.var.caller.workspace.id, id, (details) =>
+    callerEvent(c, agentEvent("agent.disable", id, details)),
+  );
+  return c.json(agent, 200);
+});
 
-agentsRouter.openapi(
-  apiRoute("admin", {
-    method: "post",
-    path: "/v1/agents/{id}/default",
-    tags: TAGS,
-    summary: "Make an agent the workspace default",
-    description:
-      "The flag moves atomically from the previous default; exactly one agent holds it. A disabled agent is a 400 (`agent_disabled`).",
-    request: params,
-    responses: { 200: agentResponse("The now-default agent"), ...idErrors },
-  }),
-  async (c) => {
-    const { id } = c.req.valid("param");
-    const { agent } = await makeDefault(c.env, c.var.caller.workspace.id, id, (slug) =>
-      callerEvent(c, agentEvent("agent.default", id, { slug }, "make_default")),
-    );
-    return c.json(agent, 200);
-  },
-);
+route("admin", "POST /v1/agents/{id}/enable", "Enable an agent", {
+  description: "Routing is restored on every surface. Idempotent.",
+  request: params,
+  responses: { 200: agentResponse("The enabled agent"), ...idErrors },
+}).handle(async (c) => {
+  const { id } = c.req.valid("param");
+  const { agent } = await enableAgent(c.env, c.var.caller.workspace.id, id, (details) =>
+    callerEvent(c, agentEvent("agent.enable", id, details)),
+  );
+  return c.json(agent, 200);
+});
+
+route("admin", "POST /v1/agents/{id}/default", "Make an agent the workspace default", {
+  description:
+    "The flag moves atomically from the previous default; exactly one agent holds it. A disabled agent is a 400 (`agent_disabled`).",
+  request: params,
+  responses: { 200: agentResponse("The now-default agent"), ...idErrors },
+}).handle(async (c) => {
+  const { id } = c.req.valid("param");
+  const { agent } = await makeDefault(c.env, c.var.caller.workspace.id, id, (slug) =>
+    callerEvent(c, agentEvent("agent.default", id, { slug }, "make_default")),
+  );
+  return c.json(agent, 200);
+});
 
 agentsRouter.route("/", avatarEditRouter);
 agentsRouter.route("/", subsetRouter);
