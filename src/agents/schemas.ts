@@ -232,10 +232,3 @@ export type McpServerEntry = z.infer<typeof McpServerEntrySchema>;
 export const McpServerCatalogueSchema = z
   .object({ mcp_servers: z.array(McpServerEntrySchema) })
   .openapi("McpServerCatalogue");
-
-export const CatalogueSlugParamSchema = z.object({
-  slug: z
-    .string()
-    .max(100)
-    .openapi({ param: { name: "slug", in: "path" }, description: "The catalogue entry's slug" }),
-});
