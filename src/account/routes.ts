@@ -72,19 +72,13 @@ route(
   {
     session: true,
     description:
-      "Same erasure as the admin route, for the caller. Whatever credential calls it, the caller re-authenticates: " +
-      "`password` is the account password, and may be left out only with a sign-in session (cookie) younger than " +
-      "10 minutes; otherwise 403 `reauthentication_required`, so a token alone (an integration's read-only PAT) " +
-      "can never erase its user. A session request from another origin is refused (403 `cross_origin_request`). " +
-      "The last admin of a workspace is refused (400). Rate limited per client address " +
-      "like sign-in (20 requests a minute).",
+      "Same erasure as the admin route, for the caller. Whatever credential calls it, the caller re-authenticates: `password` is the account password, and may be left out only with a sign-in session (cookie) younger than 10 minutes; otherwise 403 `reauthentication_required`, so a token alone (an integration's read-only PAT) can never erase its user. A session request from another origin is refused (403 `cross_origin_request`). The last admin of a workspace is refused (400). Rate limited per client address like sign-in (20 requests a minute).",
     request: { body: jsonBody(SelfEraseRequestSchema) },
     responses: {
       200: jsonResponse(ErasureSummarySchema, "The erasure summary"),
       400: problemResponse("Not confirmed, or the caller is the workspace's last admin"),
       403: problemResponse(
-        "`reauthentication_required`: no password, a wrong one, and no sign-in session younger than 10 minutes; " +
-          "`cross_origin_request`: a session request from another origin",
+        "`reauthentication_required`: no password, a wrong one, and no sign-in session younger than 10 minutes; `cross_origin_request`: a session request from another origin",
       ),
       429: problemResponse("Rate limited"),
     },

@@ -92,9 +92,7 @@ route("admin", "DELETE /v1/api/admin/tokens/{id}", "Revoke a personal access tok
 
 route("admin", "POST /v1/admin/users/{id}/erase", "Erase a user of the workspace", {
   description:
-    "Revokes the user's credentials, removes their data in every area, redacts their personal data " +
-    "in the audit log (the chain still verifies) and anonymizes the user. Self-erase is refused " +
-    "here; use POST /v1/api/me/erase.",
+    "Revokes the user's credentials, removes their data in every area, redacts their personal data in the audit log (the chain still verifies) and anonymizes the user. Self-erase is refused here; use POST /v1/api/me/erase.",
   request: { params: UserIdParamSchema, body: jsonBody(EraseRequestSchema) },
   responses: {
     200: jsonResponse(ErasureSummarySchema, "The erasure summary"),

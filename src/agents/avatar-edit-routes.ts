@@ -20,8 +20,7 @@ route(
   "Upload an agent's avatar",
   {
     description:
-      "`image_base64` is decoded and checked by content: PNG, JPEG, WebP or GIF, at most 1 MiB decoded. It is stored under its content hash " +
-      "and `avatar_url` becomes its absolute download URL. Bodies over 2 MiB are refused with 413.",
+      "`image_base64` is decoded and checked by content: PNG, JPEG, WebP or GIF, at most 1 MiB decoded. It is stored under its content hash and `avatar_url` becomes its absolute download URL. Bodies over 2 MiB are refused with 413.",
     request: { ...params, body: jsonBody(AvatarUploadRequestSchema) },
     responses: {
       200: agentResponse("The agent with its new avatar_url"),
@@ -59,8 +58,7 @@ route(
 
 route("admin", "POST /v1/agents/{id}/avatar/generate", "Generate an agent's avatar with the image model", {
   description:
-    "The optional `prompt` describes the look; it is wrapped in a fixed illustration style and safety rules and sent to the configured image model " +
-    "(`IMAGE_MODEL`). Synchronous; the platform bears the cost. The image is stored and set as `avatar_url`.",
+    "The optional `prompt` describes the look; it is wrapped in a fixed illustration style and safety rules and sent to the configured image model (`IMAGE_MODEL`). Synchronous; the platform bears the cost. The image is stored and set as `avatar_url`.",
   request: { ...params, body: { ...jsonBody(AvatarGenerateRequestSchema), required: false } },
   responses: {
     200: jsonResponse(AvatarGenerateResponseSchema, "The new avatar URL"),

@@ -14,9 +14,7 @@ const binary = z.string().openapi({ format: "binary" });
 
 route("public", "GET /v1/avatars/{workspace_id}/{hash}", "Download an agent avatar", {
   description:
-    "Serves avatar bytes without a credential, for `<img>` tags: the URL (workspace id and SHA-256 of the content) is unguessable and lists nothing. " +
-    "Content never changes under a URL, so responses carry a strong `ETag` (the hash) and immutable caching; `If-None-Match` gets a 304. " +
-    "`Cross-Origin-Resource-Policy: cross-origin` lets other origins embed it.",
+    "Serves avatar bytes without a credential, for `<img>` tags: the URL (workspace id and SHA-256 of the content) is unguessable and lists nothing. Content never changes under a URL, so responses carry a strong `ETag` (the hash) and immutable caching; `If-None-Match` gets a 304. `Cross-Origin-Resource-Policy: cross-origin` lets other origins embed it.",
   request: { params: AvatarParamsSchema },
   responses: {
     200: {

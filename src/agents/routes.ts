@@ -1,5 +1,7 @@
+import type { Context } from "hono";
 import { callerEvent } from "../http/audit";
-import { routesOf } from "../http/endpoint";
+import type { AppEnv } from "../http/context";
+import { type Endpoint, routesOf } from "../http/endpoint";
 import { createRouter, jsonBody, jsonResponse } from "../http/route";
 import { problemResponse } from "../platform/problem";
 import { avatarEditRouter } from "./avatar-edit-routes";
@@ -8,7 +10,7 @@ import { monogramAvatar, storeAvatar } from "./avatars";
 import { DEFAULT_RUNTIME_PROFILE } from "./defaults";
 import { createAgent, updateAgent } from "./edits";
 import { agentEvent, agentResponse, idErrors, origin, params, TAGS } from "./route-parts";
-import { AgentListSchema, CreateAgentRequestSchema, UpdateAgentRequestSchema } from "./schemas";
+import { AgentListSchema, type AgentRow, CreateAgentRequestSchema, UpdateAgentRequestSchema } from "./schemas";
 import { getAgentRecord, listAgents, toAgentRow } from "./service";
 import { disableAgent, enableAgent, makeDefault } from "./status";
 import { subsetRouter } from "./subset-routes";
@@ -24,15 +26,12 @@ route({ scope: "agents:read" }, "GET /v1/agents", "List the workspace's agents",
 
 route("admin", "POST /v1/agents", "Create an agent", {
   description:
-    "Creates an enabled, non-default agent. Without `avatar_url`, an SVG monogram in a colour derived from the slug is generated and stored. " +
-    "`skills` and `mcp_servers` must name installed entries. A slug or alias already used by any agent of the workspace is a 400 (`handle_taken`).",
+    "Creates an enabled, non-default agent. Without `avatar_url`, an SVG monogram in a colour derived from the slug is generated and stored. `skills` and `mcp_servers` must name installed entries. A slug or alias already used by any agent of the workspace is a 400 (`handle_taken`).",
   request: { body: jsonBody(CreateAgentRequestSchema) },
   responses: {
     200: agentResponse("The created agent"),
     400: problemResponse(
-      "Invalid slug (`invalid_slug`), alias (`invalid_alias`), a taken handle (`handle_taken`), a " +
-        "model outside the runtime profile (`invalid_model`), a skill or MCP server not installed, or " +
-        "another bad field",
+      "Invalid slug (`invalid_slug`), alias (`invalid_alias`), a taken handle (`handle_taken`), a model outside the runtime profile (`invalid_model`), a skill or MCP server not installed, or another bad field",
     ),
   },
 }).handle(async (c) => {
@@ -71,8 +70,7 @@ route({ scope: "agents:read" }, "GET /v1/agents/{id}", "One agent", {
 
 route("admin", "PATCH /v1/agents/{id}", "Update an agent", {
   description:
-    "Only the fields sent change; an explicit null clears a nullable field. Renaming the slug keeps the old slug as an alias. " +
-    "Writing `instructions` (even null) makes `instructions_is_default` false. Validation is the same as creation.",
+    "Only the fields sent change; an explicit null clears a nullable field. Renaming the slug keeps the old slug as an alias. Writing `instructions` (even null) makes `instructions_is_default` false. Validation is the same as creation.",
   request: { ...params, body: jsonBody(UpdateAgentRequestSchema) },
   responses: { 200: agentResponse("The updated agent"), ...idErrors },
 }).handle(async (c) => {
@@ -90,43 +88,53 @@ route("admin", "PATCH /v1/agents/{id}", "Update an agent", {
   return c.json(after, 200);
 });
 
-route("admin", "DELETE /v1/agents/{id}", "Disable an agent", {
-  description:
-    "The agent stops routing on every surface. Idempotent. The default agent cannot be disabled (400 `default_agent`).",
-  request: params,
-  responses: { 200: agentResponse("The disabled agent"), ...idErrors },
-}).handle(async (c) => {
-  const { id } = c.req.valid("param");
-  const { agent } = await disableAgent(c.env, c.var.caller.workspace.id, id, (details) =>
-    callerEvent(c, agentEvent("agent.disable", id, details)),
-  );
-  return c.json(agent, 200);
-});
+/** A change of one agent's status; its route answers the agent as it now is. */
+type StatusRoute = {
+  endpoint: Endpoint;
+  summary: string;
+  description: string;
+  ok: string;
+  change: (c: Context<AppEnv>, id: string) => Promise<{ agent: AgentRow }>;
+};
 
-route("admin", "POST /v1/agents/{id}/enable", "Enable an agent", {
-  description: "Routing is restored on every surface. Idempotent.",
-  request: params,
-  responses: { 200: agentResponse("The enabled agent"), ...idErrors },
-}).handle(async (c) => {
-  const { id } = c.req.valid("param");
-  const { agent } = await enableAgent(c.env, c.var.caller.workspace.id, id, (details) =>
-    callerEvent(c, agentEvent("agent.enable", id, details)),
-  );
-  return c.json(agent, 200);
-});
+const STATUS_ROUTES: StatusRoute[] = [
+  {
+    endpoint: "DELETE /v1/agents/{id}",
+    summary: "Disable an agent",
+    description:
+      "The agent stops routing on every surface. Idempotent. The default agent cannot be disabled (400 `default_agent`).",
+    ok: "The disabled agent",
+    change: (c, id) =>
+      disableAgent(c.env, c.var.caller.workspace.id, id, (d) => callerEvent(c, agentEvent("agent.disable", id, d))),
+  },
+  {
+    endpoint: "POST /v1/agents/{id}/enable",
+    summary: "Enable an agent",
+    description: "Routing is restored on every surface. Idempotent.",
+    ok: "The enabled agent",
+    change: (c, id) =>
+      enableAgent(c.env, c.var.caller.workspace.id, id, (d) => callerEvent(c, agentEvent("agent.enable", id, d))),
+  },
+  {
+    endpoint: "POST /v1/agents/{id}/default",
+    summary: "Make an agent the workspace default",
+    description:
+      "The flag moves atomically from the previous default; exactly one agent holds it. A disabled agent is a 400 (`agent_disabled`).",
+    ok: "The now-default agent",
+    change: (c, id) =>
+      makeDefault(c.env, c.var.caller.workspace.id, id, (slug) =>
+        callerEvent(c, agentEvent("agent.default", id, { slug }, "make_default")),
+      ),
+  },
+];
 
-route("admin", "POST /v1/agents/{id}/default", "Make an agent the workspace default", {
-  description:
-    "The flag moves atomically from the previous default; exactly one agent holds it. A disabled agent is a 400 (`agent_disabled`).",
-  request: params,
-  responses: { 200: agentResponse("The now-default agent"), ...idErrors },
-}).handle(async (c) => {
-  const { id } = c.req.valid("param");
-  const { agent } = await makeDefault(c.env, c.var.caller.workspace.id, id, (slug) =>
-    callerEvent(c, agentEvent("agent.default", id, { slug }, "make_default")),
-  );
-  return c.json(agent, 200);
-});
+for (const { endpoint, summary, description, ok, change } of STATUS_ROUTES) {
+  route("admin", endpoint, summary, {
+    description,
+    request: params,
+    responses: { 200: agentResponse(ok), ...idErrors },
+  }).handle(async (c) => c.json((await change(c, c.req.valid("param").id)).agent, 200));
+}
 
 agentsRouter.route("/", avatarEditRouter);
 agentsRouter.route("/", subsetRouter);

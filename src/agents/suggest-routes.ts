@@ -17,9 +17,7 @@ const route = routesOf(suggestRouter, TAGS);
 
 route("admin", "POST /v1/agents/{id}/suggest-instructions", "Draft instructions for an agent", {
   description:
-    "Drafts a tailored system prompt from the business profile (when there is one), the agent's role, description and settings, and its skills. " +
-    "The model never sees members, conversations, credentials or other agents; credentials and contact details are scrubbed from free text. " +
-    "The draft is returned for review and not saved. No request body.",
+    "Drafts a tailored system prompt from the business profile (when there is one), the agent's role, description and settings, and its skills. The model never sees members, conversations, credentials or other agents; credentials and contact details are scrubbed from free text. The draft is returned for review and not saved. No request body.",
   request: params,
   responses: {
     200: jsonResponse(SuggestInstructionsResponseSchema, "The draft"),

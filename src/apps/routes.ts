@@ -17,15 +17,12 @@ import { APP_CSP, appFileKey, appQuota, appsOrigin } from "./store";
 
 export const appsRouter = createRouter();
 
-const TAGS = ["Apps"];
-const route = routesOf(appsRouter, TAGS);
+const route = routesOf(appsRouter, ["Apps"]);
 const origin = (c: Context<AppEnv>) => appsOrigin(c.env, baseUrl(c.env, c.req.url));
 
 route({ scope: "conversations:read" }, "GET /v1/api/apps", "List the workspace's apps", {
   description:
-    "Every app of the workspace that is not destroyed (any member sees them all), most recent activity first, " +
-    "with the workspace's quota (`APP_QUOTA`) and how many apps count against it. Agents publish apps with the " +
-    "`publish_app` tool; their pages are served under `url`.",
+    "Every app of the workspace that is not destroyed (any member sees them all), most recent activity first, with the workspace's quota (`APP_QUOTA`) and how many apps count against it. Agents publish apps with the `publish_app` tool; their pages are served under `url`.",
   responses: { 200: jsonResponse(AppListSchema, "The apps, the quota and the count used") },
 }).handle(async (c) => {
   const caller = c.var.caller;
@@ -43,8 +40,7 @@ route({ scope: "conversations:read" }, "GET /v1/api/apps", "List the workspace's
 
 route({ scope: "conversations:write" }, "DELETE /v1/api/apps/{id}", "Destroy an app", {
   description:
-    "Its creator or a workspace admin destroys an app: its pages stop at once, its files are removed, it no longer " +
-    "counts against the quota and its slug is free again. Answers the app in state `destroyed`.",
+    "Its creator or a workspace admin destroys an app: its pages stop at once, its files are removed, it no longer counts against the quota and its slug is free again. Answers the app in state `destroyed`.",
   request: { params: AppIdParamsSchema },
   responses: {
     200: jsonResponse(AppSchema, "The destroyed app"),

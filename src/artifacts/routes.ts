@@ -25,8 +25,7 @@ import { MAX_UPLOAD_BYTES, UPLOAD_OVERHEAD_BYTES, uploadArtifact } from "./uploa
 
 export const artifactsRouter = createRouter();
 
-const TAGS = ["Artifacts"];
-const route = routesOf(artifactsRouter, TAGS);
+const route = routesOf(artifactsRouter, ["Artifacts"]);
 const origin = (c: Context<AppEnv>) => baseUrl(c.env, c.req.url);
 const binary = z.string().openapi({ format: "binary" });
 
@@ -41,9 +40,7 @@ route(
   "Upload a file into a conversation",
   {
     description:
-      "`multipart/form-data` with `file` (at most 25 MiB; its part's `Content-Type` is stored, its file name sanitised), " +
-      "optional `caption` (at most 1000 characters) and `sensitive` (`true` or `false`). The caller must take part in the " +
-      "conversation. The file streams to storage as it arrives; past 25 MiB the upload stops with 413 and nothing is kept.",
+      "`multipart/form-data` with `file` (at most 25 MiB; its part's `Content-Type` is stored, its file name sanitised), optional `caption` (at most 1000 characters) and `sensitive` (`true` or `false`). The caller must take part in the conversation. The file streams to storage as it arrives; past 25 MiB the upload stops with 413 and nothing is kept.",
     request: {
       params: ConversationIdParamsSchema,
       body: { required: true, content: { "multipart/form-data": { schema: uploadForm } } },
@@ -87,8 +84,7 @@ route(
 
 route({ scope: "conversations:read" }, "GET /v1/api/artifacts", "List the artifacts the caller may see", {
   description:
-    "Newest first, at most 500: the artifacts of conversations the caller takes part in, and the detached " +
-    "artifacts (their conversation was deleted) the caller produced. System assets such as avatars are not artifacts.",
+    "Newest first, at most 500: the artifacts of conversations the caller takes part in, and the detached artifacts (their conversation was deleted) the caller produced. System assets such as avatars are not artifacts.",
   responses: { 200: jsonResponse(ArtifactListSchema, "The caller's artifacts") },
 }).handle(async (c) => {
   const caller = c.var.caller;
@@ -99,11 +95,7 @@ route({ scope: "conversations:read" }, "GET /v1/api/artifacts", "List the artifa
 
 route("authenticated", "GET /v1/api/artifacts/{id}/download", "Download an artifact's bytes", {
   description:
-    "Streams the bytes with the stored `Content-Type`, `Content-Disposition: attachment` (an ASCII `filename` and the " +
-    "UTF-8 `filename*`), `X-Content-Type-Options: nosniff`, `Content-Length` and a strong `ETag` (the SHA-256 of the " +
-    "bytes). A single `Range: bytes=…` gets 206 (`If-Range` honoured), an unsatisfiable one 416; a matching " +
-    "`If-None-Match` gets 304. The bytes go out as stored, whatever `Accept-Encoding` says (`Content-Encoding: " +
-    "identity`, `Cache-Control: no-transform`). Anyone who may not see the artifact gets 404.",
+    "Streams the bytes with the stored `Content-Type`, `Content-Disposition: attachment` (an ASCII `filename` and the UTF-8 `filename*`), `X-Content-Type-Options: nosniff`, `Content-Length` and a strong `ETag` (the SHA-256 of the bytes). A single `Range: bytes=…` gets 206 (`If-Range` honoured), an unsatisfiable one 416; a matching `If-None-Match` gets 304. The bytes go out as stored, whatever `Accept-Encoding` says (`Content-Encoding: identity`, `Cache-Control: no-transform`). Anyone who may not see the artifact gets 404.",
   request: { params: ArtifactIdParamsSchema },
   responses: {
     200: { description: "The bytes", content: { "application/octet-stream": { schema: binary } } },
@@ -153,8 +145,7 @@ route("authenticated", "GET /v1/api/artifacts/{id}/download", "Download an artif
 
 route({ scope: "conversations:write" }, "DELETE /v1/api/artifacts/{id}", "Delete an artifact and its bytes", {
   description:
-    "The caller must take part in the artifact's conversation or, once it is detached, be its producer; " +
-    "otherwise 403. The artifact also leaves the conversation's transcript.",
+    "The caller must take part in the artifact's conversation or, once it is detached, be its producer; otherwise 403. The artifact also leaves the conversation's transcript.",
   request: { params: ArtifactIdParamsSchema },
   responses: {
     200: jsonResponse(ArtifactDeletedSchema, "Deleted"),

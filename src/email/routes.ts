@@ -1,6 +1,6 @@
 import type { AuditDetails, AuditEventOf, AuditKind } from "../audit/events";
 import { callerActor, callerEvent } from "../http/audit";
-import { routesOf } from "../http/endpoint";
+import { byIdErrors, routesOf } from "../http/endpoint";
 import { createRouter, jsonBody, jsonResponse } from "../http/route";
 import { problemResponse } from "../platform/problem";
 import { createEndpoint, deleteEndpoint, listEndpoints, updateEndpoint } from "./endpoints";
@@ -19,33 +19,25 @@ import {
 } from "./schemas";
 
 export const emailRouter = createRouter();
-
-const TAGS = ["Email"];
-const route = routesOf(emailRouter, TAGS);
+const route = routesOf(emailRouter, ["Email"]);
 const endpointEvent = <K extends AuditKind>(kind: K, id: string, details: AuditDetails<K>) =>
   ({ kind, target: `email_endpoint:${id}`, details }) as AuditEventOf;
 const badEndpoint = problemResponse(
-  "Invalid body: a reserved localpart (`reserved_localpart`), an agent (`invalid_agent`) or review owner " +
-    "(`invalid_review_owner`) not of this workspace, or a change the system mailbox refuses (`system_endpoint`)",
+  "Invalid body: a reserved localpart (`reserved_localpart`), an agent (`invalid_agent`) or review owner (`invalid_review_owner`) not of this workspace, or a change the system mailbox refuses (`system_endpoint`)",
 );
+const localpartTaken = problemResponse("The workspace already has this localpart (`localpart_taken`)");
 
 route("admin", "GET /v1/api/email/endpoints", "The workspace's mailboxes", {
   description:
-    "The system mailbox `team` and the custom ones, each with counters over its mail. A mailbox's address is " +
-    "`<localpart>-<tenant_email_slug>@<domain>`.",
+    "The system mailbox `team` and the custom ones, each with counters over its mail. A mailbox's address is `<localpart>-<tenant_email_slug>@<domain>`.",
   responses: { 200: jsonResponse(EndpointListSchema, "The mailboxes") },
 }).handle(async (c) => c.json(await listEndpoints(c.env, c.var.caller.workspace.id), 200));
 
 route("admin", "POST /v1/api/email/endpoints", "Create a custom mailbox", {
   description:
-    "Defaults: plane `agent`, the default agent, replies reviewed (`review`), anyone may write. A localpart the " +
-    "workspace already has is a 409 (`localpart_taken`).",
+    "Defaults: plane `agent`, the default agent, replies reviewed (`review`), anyone may write. A localpart the workspace already has is a 409 (`localpart_taken`).",
   request: { body: jsonBody(CreateEndpointSchema) },
-  responses: {
-    201: jsonResponse(EndpointSchema, "The new mailbox"),
-    400: badEndpoint,
-    409: problemResponse("The workspace already has this localpart (`localpart_taken`)"),
-  },
+  responses: { 201: jsonResponse(EndpointSchema, "The new mailbox"), 400: badEndpoint, 409: localpartTaken },
 }).handle(async (c) => {
   const body = c.req.valid("json");
   const endpoint = await createEndpoint(c.env, c.var.caller.workspace.id, body, (id) =>
@@ -59,9 +51,9 @@ route("admin", "PATCH /v1/api/email/endpoints/{id}", "Edit a mailbox", {
   request: { params: EndpointIdParamSchema, body: jsonBody(UpdateEndpointSchema) },
   responses: {
     200: jsonResponse(EndpointSchema, "The mailbox"),
+    ...byIdErrors("mailbox"),
     400: badEndpoint,
-    404: problemResponse("No such mailbox in this workspace"),
-    409: problemResponse("The workspace already has this localpart (`localpart_taken`)"),
+    409: localpartTaken,
   },
 }).handle(async (c) => {
   const { id } = c.req.valid("param");
@@ -77,25 +69,18 @@ route("admin", "DELETE /v1/api/email/endpoints/{id}", "Delete a custom mailbox",
   request: { params: EndpointIdParamSchema },
   responses: {
     204: { description: "Deleted" },
-    400: problemResponse("Malformed id, or the system mailbox (`system_endpoint`)"),
-    404: problemResponse("No such mailbox in this workspace"),
+    ...byIdErrors("mailbox", "Malformed id, or the system mailbox (`system_endpoint`)"),
   },
 }).handle(async (c) => {
   const { id } = c.req.valid("param");
-  await deleteEndpoint(
-    c.env,
-    c.var.caller.workspace.id,
-    id,
-    callerEvent(c, endpointEvent("email.endpoint.delete", id, {})),
-  );
+  const event = callerEvent(c, endpointEvent("email.endpoint.delete", id, {}));
+  await deleteEndpoint(c.env, c.var.caller.workspace.id, id, event);
   return c.body(null, 204);
 });
 
 route({ scope: "email:read" }, "GET /v1/api/email/replies", "Drafted replies the caller reviews", {
   description:
-    "Only replies whose review owner is the caller: `reviewed=false` (default) those awaiting review, " +
-    "`reviewed=true` those approved, sent, rejected or whose send failed. Newest first; `limit` 1-100 " +
-    "(default 50), then `cursor` from `next_cursor` until it is null.",
+    "Only replies whose review owner is the caller: `reviewed=false` (default) those awaiting review, `reviewed=true` those approved, sent, rejected or whose send failed. Newest first; `limit` 1-100 (default 50), then `cursor` from `next_cursor` until it is null.",
   request: { query: RepliesQuerySchema },
   responses: {
     200: jsonResponse(ReplyListSchema, "One page of the replies"),
@@ -109,9 +94,7 @@ route({ scope: "email:read" }, "GET /v1/api/email/replies", "Drafted replies the
 
 route("authenticated", "POST /v1/api/email/replies/{email_message_id}/review", "Approve or reject a drafted reply", {
   description:
-    "Only its review owner may. `approve` sends it (with `body`, the edited text) as a threaded reply from the " +
-    "mailbox; a send that fails leaves `send_failed` with the error, and approving again retries. A reply already " +
-    "reviewed is a 409.",
+    "Only its review owner may. `approve` sends it (with `body`, the edited text) as a threaded reply from the mailbox; a send that fails leaves `send_failed` with the error, and approving again retries. A reply already reviewed is a 409.",
   request: { params: ReplyIdParamSchema, body: jsonBody(ReviewRequestSchema) },
   responses: {
     200: jsonResponse(ReplyRowSchema, "The reply after the review"),

@@ -1,6 +1,6 @@
 import { onlyOneRemoved } from "../agents/subsets";
 import { callerEvent } from "../http/audit";
-import { routesOf } from "../http/endpoint";
+import { byIdErrors, routesOf } from "../http/endpoint";
 import { rateLimit } from "../http/rate-limit";
 import { createRouter, credentialField, jsonBody, jsonResponse } from "../http/route";
 import { problemResponse } from "../platform/problem";
@@ -21,15 +21,11 @@ import {
 } from "./schemas";
 
 export const mcpRouter = createRouter();
-
-const TAGS = ["MCP"];
-const route = routesOf(mcpRouter, TAGS);
+const route = routesOf(mcpRouter, ["MCP"]);
 
 route("admin", "POST /v1/mcp/custom", "Add a custom MCP server", {
   description:
-    "A Streamable HTTP MCP server of the workspace's own, offered to agents as `t:<slug>` (installed at once; agents " +
-    "enable it like a catalogue server). Header values are stored encrypted and sent only when the server is called; " +
-    "they are never returned. Only https URLs, and never a private or local host.",
+    "A Streamable HTTP MCP server of the workspace's own, offered to agents as `t:<slug>` (installed at once; agents enable it like a catalogue server). Header values are stored encrypted and sent only when the server is called; they are never returned. Only https URLs, and never a private or local host.",
   request: { body: jsonBody(CreateCustomSchema) },
   responses: {
     201: jsonResponse(CustomSchema, "The integration, without its header values"),
@@ -93,19 +89,11 @@ route("admin", "GET /v1/mcp/connectors", "The workspace's connectors", {
 route("admin", "DELETE /v1/mcp/connectors/{id}", "Revoke a connector", {
   description: "Idempotent. A pending connector's token can no longer be redeemed.",
   request: { params: ConnectorIdParamSchema },
-  responses: {
-    204: { description: "Revoked" },
-    400: problemResponse("Malformed id"),
-    404: problemResponse("No such connector in this workspace"),
-  },
+  responses: { 204: { description: "Revoked" }, ...byIdErrors("connector") },
 }).handle(async (c) => {
   const { id } = c.req.valid("param");
-  await revokeConnector(
-    c.env,
-    c.var.caller.workspace.id,
-    id,
-    callerEvent(c, { kind: "mcp.connector.revoke", target: `mcp_connector:${id}`, details: {} }),
-  );
+  const event = callerEvent(c, { kind: "mcp.connector.revoke", target: `mcp_connector:${id}`, details: {} });
+  await revokeConnector(c.env, c.var.caller.workspace.id, id, event);
   return c.body(null, 204);
 });
 
@@ -115,9 +103,7 @@ route(
   "Enroll a connector: redeem its one-time token for a client certificate",
   {
     description:
-      "Authenticated by the one-time token alone. The CSR's self-signature must verify and its key be EC P-256/P-384 " +
-      "or RSA of 2048 bits or more. The certificate is signed by the workspace CA and ignores the CSR's subject: " +
-      "CN = the connector id, SAN URI `urn:svc:connector:<id>`, extended key usage clientAuth, valid 30 days.",
+      "Authenticated by the one-time token alone. The CSR's self-signature must verify and its key be EC P-256/P-384 or RSA of 2048 bits or more. The certificate is signed by the workspace CA and ignores the CSR's subject: CN = the connector id, SAN URI `urn:svc:connector:<id>`, extended key usage clientAuth, valid 30 days.",
     request: { body: jsonBody(EnrollRequestSchema) },
     responses: {
       200: jsonResponse(EnrollmentResultSchema, "The certificate, the CA certificate and the tunnel to dial"),

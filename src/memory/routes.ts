@@ -17,8 +17,7 @@ import { deleteFact, freezeAgent, listFacts, listFreezes, unfreezeAgent } from "
 
 export const memoryRouter = createRouter();
 
-const TAGS = ["Memory"];
-const route = routesOf(memoryRouter, TAGS);
+const route = routesOf(memoryRouter, ["Memory"]);
 /** Memory is always the caller's own: their workspace, their user id. */
 const ownerOf = (c: Context<AppEnv>) => ({ workspaceId: c.var.caller.workspace.id, userId: c.var.caller.userId });
 const unknownAgent = problemResponse("No agent of this workspace has that slug or alias");
@@ -61,9 +60,7 @@ route({ scope: "memory:read" }, "GET /v1/memory/freeze", "Agents the caller froz
 
 route({ scope: "memory:write" }, "PUT /v1/memory/freeze/{agent_slug}", "Freeze an agent out of the caller's memory", {
   description:
-    "From now on the agent gets no memory tools in the caller's turns, and tools it already holds refuse. " +
-    "The agent may be named by its slug or an alias; the freeze is kept under its current slug and holds across renames. " +
-    "Idempotent: repeating keeps the first `created_at` and replaces the reason.",
+    "From now on the agent gets no memory tools in the caller's turns, and tools it already holds refuse. The agent may be named by its slug or an alias; the freeze is kept under its current slug and holds across renames. Idempotent: repeating keeps the first `created_at` and replaces the reason.",
   request: { params: AgentSlugParamSchema, body: jsonBody(FreezeRequestSchema) },
   responses: {
     200: jsonResponse(FreezeSchema, "The freeze"),
@@ -91,8 +88,7 @@ route({ scope: "memory:write" }, "PUT /v1/memory/freeze/{agent_slug}", "Freeze a
 
 route({ scope: "memory:write" }, "DELETE /v1/memory/freeze/{agent_slug}", "Unfreeze an agent", {
   description:
-    "The agent may read and write facts about the caller again. Idempotent: a slug that names no agent of the " +
-    "workspace is not frozen either, so it answers the same 200 (and records nothing when no freeze was removed).",
+    "The agent may read and write facts about the caller again. Idempotent: a slug that names no agent of the workspace is not frozen either, so it answers the same 200 (and records nothing when no freeze was removed).",
   request: { params: AgentSlugParamSchema },
   responses: {
     200: jsonResponse(UnfreezeSchema, "The agent is not frozen"),

@@ -47,8 +47,7 @@ const SlackEventSchema = z.object({
     .optional(),
 });
 
-const TAGS = ["Team chat"];
-const route = routesOf(teamchatRouter, TAGS);
+const route = routesOf(teamchatRouter, ["Team chat"]);
 const origin = (c: Context<AppEnv>) => baseUrl(c.env, c.req.url);
 const notConfigured = problemResponse(
   "Team chat is not configured (`team_chat_not_configured`), or no encryption key (`encryption_not_configured`)",
@@ -74,9 +73,7 @@ route("admin", "GET /v1/api/integrations/slack", "Team-chat install status", {
 
 route("admin", "POST /v1/api/integrations/slack/install", "Start the Slack install", {
   description:
-    "Answers Slack's v2 authorize URL (scopes `files:write`, `chat:write`, `chat:write.customize`) with a signed " +
-    "`state` bound to this workspace and admin, valid once for 10 minutes. Slack sends the admin back to " +
-    "`GET /v1/integrations/slack/callback`, which stores the bot token encrypted and shows a small page.",
+    "Answers Slack's v2 authorize URL (scopes `files:write`, `chat:write`, `chat:write.customize`) with a signed `state` bound to this workspace and admin, valid once for 10 minutes. Slack sends the admin back to `GET /v1/integrations/slack/callback`, which stores the bot token encrypted and shows a small page.",
   responses: { 200: jsonResponse(InstallUrlSchema, "Where to send the admin"), 503: notConfigured },
 }).handle(async (c) => {
   slackConfig(c.env);
@@ -107,10 +104,7 @@ route(
   "Deliver an artifact into a team-chat channel",
   {
     description:
-      "Uploads the artifact (streamed from storage) into a Slack channel the service's bot belongs to, with a comment " +
-      "naming the conversation's agent and “shared from studio by <user>”. The caller must see the artifact in one of " +
-      "their conversations. 400 `team_chat_not_installed` (no live install), `bot_not_in_channel`, `not_deliverable` " +
-      "(sensitive, over 1 GiB, empty, or no longer in a conversation).",
+      "Uploads the artifact (streamed from storage) into a Slack channel the service's bot belongs to, with a comment naming the conversation's agent and “shared from studio by <user>”. The caller must see the artifact in one of their conversations. 400 `team_chat_not_installed` (no live install), `bot_not_in_channel`, `not_deliverable` (sensitive, over 1 GiB, empty, or no longer in a conversation).",
     request: {
       params: z
         .object({ id: z.uuid().openapi({ param: { name: "id", in: "path" }, description: "The artifact id" }) })
@@ -167,9 +161,7 @@ route(
   "Slack Events API webhook",
   {
     description:
-      "Slack's events, authenticated by `X-Slack-Signature` over `v0:<timestamp>:<raw body>` with the signing " +
-      "secret; a timestamp more than 5 minutes away is refused (replay window). Answers `url_verification` with its " +
-      "challenge; `app_uninstalled` and `tokens_revoked` mark the team's install not live; other events are acknowledged.",
+      "Slack's events, authenticated by `X-Slack-Signature` over `v0:<timestamp>:<raw body>` with the signing secret; a timestamp more than 5 minutes away is refused (replay window). Answers `url_verification` with its challenge; `app_uninstalled` and `tokens_revoked` mark the team's install not live; other events are acknowledged.",
     request: { headers: SlackWebhookHeadersSchema },
     responses: {
       200: jsonResponse(SlackWebhookAckSchema, "Processed or ignored"),

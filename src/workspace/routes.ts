@@ -21,8 +21,7 @@ route(
 
 route("admin-role", "POST /v1/api/admin/workspace/slug", "Rename the workspace handle", {
   description:
-    "A workspace admin's credential with any scope (`role:admin`). Re-aliases the email slug to match; the old " +
-    "email slug keeps routing for 30 days. Errors carry code `invalid`, `reserved` or `taken`.",
+    "A workspace admin's credential with any scope (`role:admin`). Re-aliases the email slug to match; the old email slug keeps routing for 30 days. Errors carry code `invalid`, `reserved` or `taken`.",
   request: { body: jsonBody(SetSlugRequestSchema) },
   responses: {
     200: jsonResponse(RenameResultSchema, "The rename result"),
