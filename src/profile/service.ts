@@ -8,8 +8,8 @@ import { nowIso } from "../platform/env";
 import { newId } from "../platform/ids";
 import { logError } from "../platform/log";
 import { type CrawlOptions, type CrawlResult, crawlSite, type DiscoveredProfile, EMPTY_DISCOVERY } from "./crawler";
+import { hexColour } from "./css";
 import { normalizeDomain } from "./domain";
-import { hexColour } from "./extract";
 import { type BusinessProfile, type BusinessProfileUpdate, OVERRIDABLE_FIELDS, type OverridableField } from "./schemas";
 
 export const CRAWL_QUEUE = "profile-crawl";
