@@ -1,5 +1,5 @@
 import { z } from "@hono/zod-openapi";
-import { blockedHostReason } from "../platform/guarded-fetch";
+import { blockedHostReason } from "../platform/outbound-rules";
 
 /** A custom integration's own slug (it is offered as `t:<slug>`). */
 const SlugSchema = z
