@@ -1,11 +1,12 @@
 import { callerEvent } from "../http/audit";
+import { requestOrigin } from "../http/context";
 import { routesOf } from "../http/endpoint";
 import { createRouter, jsonBody, jsonResponse, MiB } from "../http/route";
 import { imageModel } from "../llm/model";
 import { ApiError, problemResponse } from "../platform/problem";
 import { avatarPrompt, generateAvatarImage } from "./avatar-generation";
 import { decodeAvatarUpload, storeAvatar } from "./avatars";
-import { agentEvent, agentResponse, idErrors, origin, params, TAGS } from "./route-parts";
+import { agentEvent, agentResponse, idErrors, params, TAGS } from "./route-parts";
 import { AvatarGenerateRequestSchema, AvatarGenerateResponseSchema, AvatarUploadRequestSchema } from "./schemas";
 import { getAgentRecord, toAgentRow } from "./service";
 import { setAvatarUrl } from "./status";
@@ -37,7 +38,7 @@ route(
   const workspaceId = c.var.caller.workspace.id;
   await getAgentRecord(c.env, workspaceId, id);
   const image = decodeAvatarUpload(c.req.valid("json").image_base64);
-  const { url, hash } = await storeAvatar(c.env, origin(c), workspaceId, image);
+  const { url, hash } = await storeAvatar(c.env, requestOrigin(c), workspaceId, image);
   const agent = await setAvatarUrl(
     c.env,
     workspaceId,
@@ -79,7 +80,7 @@ route("admin", "POST /v1/agents/{id}/avatar/generate", "Generate an agent's avat
       "Avatar generation is not configured on this service (no image model)",
     );
   const image = await generateAvatarImage(model, avatarPrompt(agent, c.req.valid("json").prompt));
-  const { url, hash } = await storeAvatar(c.env, origin(c), workspaceId, image);
+  const { url, hash } = await storeAvatar(c.env, requestOrigin(c), workspaceId, image);
   await setAvatarUrl(
     c.env,
     workspaceId,

@@ -1,6 +1,6 @@
 import type { Context } from "hono";
 import { callerEvent } from "../http/audit";
-import type { AppEnv } from "../http/context";
+import { type AppEnv, requestOrigin } from "../http/context";
 import { type Endpoint, routesOf } from "../http/endpoint";
 import { createRouter, jsonBody, jsonResponse } from "../http/route";
 import { problemResponse } from "../platform/problem";
@@ -9,7 +9,7 @@ import { avatarRouter } from "./avatar-routes";
 import { monogramAvatar, storeAvatar } from "./avatars";
 import { DEFAULT_RUNTIME_PROFILE } from "./defaults";
 import { createAgent, updateAgent } from "./edits";
-import { agentEvent, agentResponse, idErrors, origin, params, TAGS } from "./route-parts";
+import { agentEvent, agentResponse, idErrors, params, TAGS } from "./route-parts";
 import { AgentListSchema, type AgentRow, CreateAgentRequestSchema, UpdateAgentRequestSchema } from "./schemas";
 import { getAgentRecord, listAgents, toAgentRow } from "./service";
 import { disableAgent, enableAgent, makeDefault } from "./status";
@@ -42,7 +42,12 @@ route("admin", "POST /v1/agents", "Create an agent", {
     workspaceId,
     body,
     async () => {
-      const { url } = await storeAvatar(c.env, origin(c), workspaceId, monogramAvatar(body.slug, body.display_name));
+      const { url } = await storeAvatar(
+        c.env,
+        requestOrigin(c),
+        workspaceId,
+        monogramAvatar(body.slug, body.display_name),
+      );
       return url;
     },
     (id) =>

@@ -1,11 +1,9 @@
 import { z } from "@hono/zod-openapi";
-import type { Context } from "hono";
 import { auditAlone } from "../audit/events";
 import { callerEvent } from "../http/audit";
-import type { AppEnv } from "../http/context";
+import { requestOrigin } from "../http/context";
 import { routesOf } from "../http/endpoint";
 import { createRouter, jsonResponse } from "../http/route";
-import { baseUrl } from "../platform/env";
 import { ApiError, badRequest, notFound, problemResponse } from "../platform/problem";
 import { asStored } from "../platform/stored-bytes";
 import { contentDisposition, parseRange } from "./download";
@@ -26,7 +24,6 @@ import { MAX_UPLOAD_BYTES, UPLOAD_OVERHEAD_BYTES, uploadArtifact } from "./uploa
 export const artifactsRouter = createRouter();
 
 const route = routesOf(artifactsRouter, ["Artifacts"]);
-const origin = (c: Context<AppEnv>) => baseUrl(c.env, c.req.url);
 const binary = z.string().openapi({ format: "binary" });
 
 // The upload form is documented by reference only: a zod schema inside the route would make
@@ -79,7 +76,7 @@ route(
         details: { source: r.source, content_type: r.contentType, size: r.size, sensitive: r.sensitive },
       }),
   );
-  return c.json(toArtifact(origin(c), { ...row, conversationTitle: conversation.title }), 201);
+  return c.json(toArtifact(requestOrigin(c), { ...row, conversationTitle: conversation.title }), 201);
 });
 
 route({ scope: "conversations:read" }, "GET /v1/api/artifacts", "List the artifacts the caller may see", {
@@ -89,7 +86,7 @@ route({ scope: "conversations:read" }, "GET /v1/api/artifacts", "List the artifa
 }).handle(async (c) => {
   const caller = c.var.caller;
   const rows = await listArtifacts(c.env, caller.workspace.id, caller.userId);
-  const base = origin(c);
+  const base = requestOrigin(c);
   return c.json({ artifacts: rows.map((r) => toArtifact(base, r)) }, 200);
 });
 

@@ -1,4 +1,5 @@
 import { z } from "@hono/zod-openapi";
+import { problemResponse } from "../platform/problem";
 
 export const SlackStatusSchema = z
   .object({
@@ -52,3 +53,8 @@ export const SlackWebhookAckSchema = z
   })
   .strict()
   .openapi("SlackWebhookAck");
+
+/** The 503 of a route that needs the Slack app (and the encryption key) configured. */
+export const notConfigured = problemResponse(
+  "Team chat is not configured (`team_chat_not_configured`), or no encryption key (`encryption_not_configured`)",
+);
