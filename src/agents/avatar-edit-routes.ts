@@ -1,15 +1,26 @@
+import type { Context } from "hono";
 import { callerEvent } from "../http/audit";
-import { requestOrigin } from "../http/context";
+import { type AppEnv, requestOrigin } from "../http/context";
 import { routesOf } from "../http/endpoint";
 import { createRouter, jsonBody, jsonResponse, MiB } from "../http/route";
 import { imageModel } from "../llm/model";
-import { ApiError, problemResponse } from "../platform/problem";
+import { problemResponse } from "../platform/problem";
 import { avatarPrompt, generateAvatarImage } from "./avatar-generation";
-import { decodeAvatarUpload, storeAvatar } from "./avatars";
-import { agentEvent, agentResponse, idErrors, params, TAGS } from "./route-parts";
+import { type AvatarImage, decodeAvatarUpload, storeAvatar } from "./avatars";
+import { agentEvent, agentResponse, configured, idErrors, params, pathAgent, TAGS } from "./route-parts";
 import { AvatarGenerateRequestSchema, AvatarGenerateResponseSchema, AvatarUploadRequestSchema } from "./schemas";
-import { getAgentRecord, toAgentRow } from "./service";
+import { getAgentRecord } from "./service";
 import { setAvatarUrl } from "./status";
+
+/** Stores the image and makes it the agent's avatar, with its `agent.avatar` event. */
+async function useAvatar(c: Context<AppEnv>, id: string, image: AvatarImage, source: "upload" | "generated") {
+  const workspaceId = c.var.caller.workspace.id;
+  const { url, hash } = await storeAvatar(c.env, requestOrigin(c), workspaceId, image);
+  const details = { source, content_type: image.contentType, size: image.bytes.length, sha256: hash };
+  const intent = source === "upload" ? "set_avatar" : "generate_avatar";
+  const event = callerEvent(c, agentEvent("agent.avatar", id, details, intent));
+  return { agent: await setAvatarUrl(c.env, workspaceId, id, url, event), url };
+}
 
 /** Setting an agent's avatar: an uploaded image, or one the image model draws. */
 export const avatarEditRouter = createRouter();
@@ -38,22 +49,7 @@ route(
   const workspaceId = c.var.caller.workspace.id;
   await getAgentRecord(c.env, workspaceId, id);
   const image = decodeAvatarUpload(c.req.valid("json").image_base64);
-  const { url, hash } = await storeAvatar(c.env, requestOrigin(c), workspaceId, image);
-  const agent = await setAvatarUrl(
-    c.env,
-    workspaceId,
-    id,
-    url,
-    callerEvent(
-      c,
-      agentEvent(
-        "agent.avatar",
-        id,
-        { source: "upload", content_type: image.contentType, size: image.bytes.length, sha256: hash },
-        "set_avatar",
-      ),
-    ),
-  );
+  const { agent } = await useAvatar(c, id, image, "upload");
   return c.json(agent, 200);
 });
 
@@ -70,31 +66,10 @@ route("admin", "POST /v1/agents/{id}/avatar/generate", "Generate an agent's avat
   },
 }).handle(async (c) => {
   const { id } = c.req.valid("param");
-  const workspaceId = c.var.caller.workspace.id;
-  const agent = toAgentRow(await getAgentRecord(c.env, workspaceId, id));
-  const model = imageModel(c.env);
-  if (!model)
-    throw new ApiError(
-      500,
-      "image_model_not_configured",
-      "Avatar generation is not configured on this service (no image model)",
-    );
+  const agent = await pathAgent(c, id);
+  const noModel = "Avatar generation is not configured on this service (no image model)";
+  const model = configured(imageModel(c.env), "image_model_not_configured", noModel);
   const image = await generateAvatarImage(model, avatarPrompt(agent, c.req.valid("json").prompt));
-  const { url, hash } = await storeAvatar(c.env, requestOrigin(c), workspaceId, image);
-  await setAvatarUrl(
-    c.env,
-    workspaceId,
-    id,
-    url,
-    callerEvent(
-      c,
-      agentEvent(
-        "agent.avatar",
-        id,
-        { source: "generated", content_type: image.contentType, size: image.bytes.length, sha256: hash },
-        "generate_avatar",
-      ),
-    ),
-  );
+  const { url } = await useAvatar(c, id, image, "generated");
   return c.json({ avatar_url: url }, 200);
 });

@@ -9,9 +9,9 @@ import { avatarRouter } from "./avatar-routes";
 import { monogramAvatar, storeAvatar } from "./avatars";
 import { DEFAULT_RUNTIME_PROFILE } from "./defaults";
 import { createAgent, updateAgent } from "./edits";
-import { agentEvent, agentResponse, idErrors, params, TAGS } from "./route-parts";
+import { agentEvent, agentResponse, idErrors, params, pathAgent, TAGS } from "./route-parts";
 import { AgentListSchema, type AgentRow, CreateAgentRequestSchema, UpdateAgentRequestSchema } from "./schemas";
-import { getAgentRecord, listAgents, toAgentRow } from "./service";
+import { listAgents } from "./service";
 import { disableAgent, enableAgent, makeDefault } from "./status";
 import { subsetRouter } from "./subset-routes";
 import { suggestRouter } from "./suggest-routes";
@@ -69,9 +69,7 @@ route("admin", "POST /v1/agents", "Create an agent", {
 route({ scope: "agents:read" }, "GET /v1/agents/{id}", "One agent", {
   request: params,
   responses: { 200: agentResponse("The agent"), ...idErrors },
-}).handle(async (c) =>
-  c.json(toAgentRow(await getAgentRecord(c.env, c.var.caller.workspace.id, c.req.valid("param").id)), 200),
-);
+}).handle(async (c) => c.json(await pathAgent(c, c.req.valid("param").id), 200));
 
 route("admin", "PATCH /v1/agents/{id}", "Update an agent", {
   description:

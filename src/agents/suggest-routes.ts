@@ -3,11 +3,10 @@ import { callerEvent } from "../http/audit";
 import { routesOf } from "../http/endpoint";
 import { createRouter, jsonResponse } from "../http/route";
 import { languageModel } from "../llm/model";
-import { ApiError, problemResponse } from "../platform/problem";
+import { problemResponse } from "../platform/problem";
 import { readBusinessProfile } from "../profile/service";
-import { agentEvent, idErrors, params, TAGS } from "./route-parts";
+import { agentEvent, configured, idErrors, params, pathAgent, TAGS } from "./route-parts";
 import { SuggestInstructionsResponseSchema } from "./schemas";
-import { getAgentRecord, toAgentRow } from "./service";
 import { enabledSkillNames, getSubset } from "./subsets";
 import { draftInstructions } from "./suggest";
 
@@ -29,31 +28,16 @@ route("admin", "POST /v1/agents/{id}/suggest-instructions", "Draft instructions 
 }).handle(async (c) => {
   const { id } = c.req.valid("param");
   const caller = c.var.caller;
-  const agent = toAgentRow(await getAgentRecord(c.env, caller.workspace.id, id));
-  const model = languageModel(c.env);
-  if (!model)
-    throw new ApiError(
-      500,
-      "model_not_configured",
-      "Instruction suggestions are disabled: no language-model provider is configured",
-    );
+  const agent = await pathAgent(c, id);
+  const noModel = "Instruction suggestions are disabled: no language-model provider is configured";
+  const model = configured(languageModel(c.env), "model_not_configured", noModel);
   const [profile, enabled] = await Promise.all([
     readBusinessProfile(c.env, caller.workspace.id),
     getSubset(c.env, caller.workspace.id, id, "skills"),
   ]);
   const skills = await enabledSkillNames(c.env, caller.workspace.id, enabled);
   const draft = await draftInstructions(model, { agent, workspaceName: caller.workspace.name, profile, skills });
-  await auditAlone(
-    c.env,
-    callerEvent(
-      c,
-      agentEvent(
-        "agent.suggest",
-        id,
-        { profile_used: profile !== null, draft_length: draft.length },
-        "suggest_instructions",
-      ),
-    ),
-  );
+  const details = { profile_used: profile !== null, draft_length: draft.length };
+  await auditAlone(c.env, callerEvent(c, agentEvent("agent.suggest", id, details, "suggest_instructions")));
   return c.json({ draft }, 200);
 });
