@@ -1,4 +1,5 @@
 import { z } from "@hono/zod-openapi";
+import { idPathParams } from "../http/params";
 import { describeRuntimeProfiles, RUNTIME_PROFILE_SLUGS } from "../llm/models";
 import { TONES, VERBOSITIES } from "../llm/system-prompt";
 import { AGENT_HANDLE_PATTERN, HANDLE_RULE, RESERVED_AGENT_HANDLES } from "./handles";
@@ -41,9 +42,7 @@ export type AgentRow = z.infer<typeof AgentRowSchema>;
 
 export const AgentListSchema = z.object({ agents: z.array(AgentRowSchema) }).openapi("AgentList");
 
-export const AgentIdParamSchema = z.object({
-  id: z.uuid().openapi({ param: { name: "id", in: "path" }, description: "The agent's id" }),
-});
+export const AgentIdParamSchema = idPathParams("The agent's id");
 
 // Handles are checked by the service (format, reserved words, uniqueness) so that each
 // failure gets its own problem code; the schema documents the rule.

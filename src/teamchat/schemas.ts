@@ -1,4 +1,5 @@
 import { z } from "@hono/zod-openapi";
+import { headerParam } from "../http/params";
 import { problemResponse } from "../platform/problem";
 
 export const SlackStatusSchema = z
@@ -34,16 +35,8 @@ export const DeliveredSchema = z
   .openapi("Delivered");
 
 export const SlackWebhookHeadersSchema = z.object({
-  "x-slack-signature": z
-    .string()
-    .max(200)
-    .optional()
-    .openapi({ param: { name: "x-slack-signature", in: "header" }, description: "`v0=` HMAC-SHA256 of the request" }),
-  "x-slack-request-timestamp": z
-    .string()
-    .max(20)
-    .optional()
-    .openapi({ param: { name: "x-slack-request-timestamp", in: "header" }, description: "Unix seconds" }),
+  "x-slack-signature": headerParam("x-slack-signature", 200, "`v0=` HMAC-SHA256 of the request"),
+  "x-slack-request-timestamp": headerParam("x-slack-request-timestamp", 20, "Unix seconds"),
 });
 
 export const SlackWebhookAckSchema = z
