@@ -3,14 +3,13 @@ import { eraseUser } from "../admin/erase-service";
 import { auditDenied, callerEvent } from "../http/audit";
 import { routesOf } from "../http/endpoint";
 import { rateLimit } from "../http/rate-limit";
-import { createRouter, jsonBody, jsonResponse } from "../http/route";
+import { jsonBody, jsonResponse } from "../http/route";
 import { reauthenticated } from "../identity/sessions";
 import { ApiError, problemResponse } from "../platform/problem";
 import { MeSchema, SelfEraseRequestSchema, SignupRequestSchema, SignupResponseSchema } from "./schemas";
 import { signup } from "./service";
 
-export const accountRouter = createRouter();
-const route = routesOf(accountRouter, ["Account"]);
+const route = routesOf(["Account"]);
 
 route(
   "public",
@@ -111,3 +110,5 @@ route(
   );
   return c.json(summary, 200);
 });
+
+export const accountRouter = route.router;

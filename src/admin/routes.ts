@@ -1,6 +1,6 @@
 import { callerEvent } from "../http/audit";
 import { byIdErrors, routesOf } from "../http/endpoint";
-import { createRouter, jsonBody, jsonResponse } from "../http/route";
+import { jsonBody, jsonResponse } from "../http/route";
 import { UserSchema } from "../identity/schemas";
 import { createToken, listTokens, revokeToken, tokenCreateEvent } from "../identity/tokens";
 import { createUser, listUsers } from "../identity/users";
@@ -17,8 +17,7 @@ import {
   UserListSchema,
 } from "./schemas";
 
-export const adminRouter = createRouter();
-const route = routesOf(adminRouter, ["Administration"]);
+const route = routesOf(["Administration"]);
 
 route("admin", "GET /v1/api/admin/users", "List the workspace's users", {
   responses: { 200: jsonResponse(UserListSchema, "The users") },
@@ -108,3 +107,5 @@ route("admin", "POST /v1/admin/users/{id}/erase", "Erase a user of the workspace
   );
   return c.json(summary, 200);
 });
+
+export const adminRouter = route.router;

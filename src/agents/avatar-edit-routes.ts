@@ -2,7 +2,7 @@ import type { Context } from "hono";
 import { callerEvent } from "../http/audit";
 import { type AppEnv, requestOrigin } from "../http/context";
 import { routesOf } from "../http/endpoint";
-import { createRouter, jsonBody, jsonResponse, MiB } from "../http/route";
+import { jsonBody, jsonResponse, MiB } from "../http/route";
 import { imageModel } from "../llm/model";
 import { problemResponse } from "../platform/problem";
 import { avatarPrompt, generateAvatarImage } from "./avatar-generation";
@@ -22,9 +22,7 @@ async function useAvatar(c: Context<AppEnv>, id: string, image: AvatarImage, sou
   return { agent: await setAvatarUrl(c.env, workspaceId, id, url, event), url };
 }
 
-/** Setting an agent's avatar: an uploaded image, or one the image model draws. */
-export const avatarEditRouter = createRouter();
-const route = routesOf(avatarEditRouter, TAGS);
+const route = routesOf(TAGS);
 
 route(
   "admin",
@@ -73,3 +71,6 @@ route("admin", "POST /v1/agents/{id}/avatar/generate", "Generate an agent's avat
   const { url } = await useAvatar(c, id, image, "generated");
   return c.json({ avatar_url: url }, 200);
 });
+
+/** Setting an agent's avatar: an uploaded image, or one the image model draws. */
+export const avatarEditRouter = route.router;

@@ -1,13 +1,12 @@
 import { z } from "@hono/zod-openapi";
 import { routesOf } from "../http/endpoint";
-import { createRouter } from "../http/route";
+
 import { notFound, problemResponse } from "../platform/problem";
 import { asStored } from "../platform/stored-bytes";
 import { AVATAR_CACHE_CONTROL, avatarKeyFromUrlParts } from "./avatars";
 import { AvatarParamsSchema } from "./schemas";
 
-export const avatarRouter = createRouter();
-const route = routesOf(avatarRouter, ["Agents"]);
+const route = routesOf(["Agents"]);
 
 const IMAGE_TYPES = ["image/png", "image/jpeg", "image/webp", "image/gif", "image/svg+xml"] as const;
 const binary = z.string().openapi({ format: "binary" });
@@ -47,3 +46,5 @@ route("public", "GET /v1/avatars/{workspace_id}/{hash}", "Download an agent avat
   headers["Content-Length"] = String(object.size);
   return c.body(object.body, 200, headers);
 });
+
+export const avatarRouter = route.router;

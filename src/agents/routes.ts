@@ -2,7 +2,7 @@ import type { Context } from "hono";
 import { callerEvent } from "../http/audit";
 import { type AppEnv, requestOrigin } from "../http/context";
 import { type Endpoint, routesOf } from "../http/endpoint";
-import { createRouter, jsonBody, jsonResponse } from "../http/route";
+import { jsonBody, jsonResponse } from "../http/route";
 import { problemResponse } from "../platform/problem";
 import { avatarEditRouter } from "./avatar-edit-routes";
 import { avatarRouter } from "./avatar-routes";
@@ -16,8 +16,7 @@ import { disableAgent, enableAgent, makeDefault } from "./status";
 import { subsetRouter } from "./subset-routes";
 import { suggestRouter } from "./suggest-routes";
 
-export const agentsRouter = createRouter();
-const route = routesOf(agentsRouter, TAGS);
+const route = routesOf(TAGS);
 
 route({ scope: "agents:read" }, "GET /v1/agents", "List the workspace's agents", {
   description: "Default agent first, then enabled agents, then by slug.",
@@ -139,7 +138,8 @@ for (const { endpoint, summary, description, ok, change } of STATUS_ROUTES) {
   }).handle(async (c) => c.json((await change(c, c.req.valid("param").id)).agent, 200));
 }
 
-agentsRouter.route("/", avatarEditRouter);
-agentsRouter.route("/", subsetRouter);
-agentsRouter.route("/", suggestRouter);
-agentsRouter.route("/", avatarRouter);
+export const agentsRouter = route.router
+  .route("/", avatarEditRouter)
+  .route("/", subsetRouter)
+  .route("/", suggestRouter)
+  .route("/", avatarRouter);

@@ -1,13 +1,11 @@
 import { callerEvent } from "../http/audit";
 import { routesOf } from "../http/endpoint";
-import { createRouter, jsonBody, jsonResponse } from "../http/route";
+import { jsonBody, jsonResponse } from "../http/route";
 import { agentEvent, idErrors, params, TAGS } from "./route-parts";
 import { AgentMcpServersSchema, AgentSkillsSchema } from "./schemas";
 import { getSubset, putSubset } from "./subsets";
 
-/** An agent's enabled skills and MCP servers. */
-export const subsetRouter = createRouter();
-const route = routesOf(subsetRouter, TAGS);
+const route = routesOf(TAGS);
 
 for (const kind of ["skills", "mcp_servers"] as const) {
   const path = kind === "skills" ? "/v1/agents/{id}/skills" : "/v1/agents/{id}/mcp";
@@ -46,3 +44,6 @@ for (const kind of ["skills", "mcp_servers"] as const) {
     return c.json(wrap(after), 200);
   });
 }
+
+/** An agent's enabled skills and MCP servers. */
+export const subsetRouter = route.router;

@@ -1,7 +1,7 @@
 import { auditAlone } from "../audit/events";
 import { callerEvent } from "../http/audit";
 import { routesOf } from "../http/endpoint";
-import { createRouter, jsonResponse } from "../http/route";
+import { jsonResponse } from "../http/route";
 import { languageModel } from "../llm/model";
 import { problemResponse } from "../platform/problem";
 import { readBusinessProfile } from "../profile/service";
@@ -10,9 +10,7 @@ import { SuggestInstructionsResponseSchema } from "./schemas";
 import { enabledSkillNames, getSubset } from "./subsets";
 import { draftInstructions } from "./suggest";
 
-/** Drafting an agent's instructions with the language model. */
-export const suggestRouter = createRouter();
-const route = routesOf(suggestRouter, TAGS);
+const route = routesOf(TAGS);
 
 route("admin", "POST /v1/agents/{id}/suggest-instructions", "Draft instructions for an agent", {
   description:
@@ -41,3 +39,6 @@ route("admin", "POST /v1/agents/{id}/suggest-instructions", "Draft instructions 
   await auditAlone(c.env, callerEvent(c, agentEvent("agent.suggest", id, details, "suggest_instructions")));
   return c.json({ draft }, 200);
 });
+
+/** Drafting an agent's instructions with the language model. */
+export const suggestRouter = route.router;

@@ -7,7 +7,7 @@ import { apiResource, usableAt } from "../auth/resources";
 import { callerEvent } from "../http/audit";
 import type { AppEnv } from "../http/context";
 import { routesOf } from "../http/endpoint";
-import { createRouter, jsonResponse } from "../http/route";
+import { jsonResponse } from "../http/route";
 import { baseUrl } from "../platform/env";
 import { logError } from "../platform/log";
 import { ApiError, problemResponse } from "../platform/problem";
@@ -15,9 +15,7 @@ import { AppIdParamsSchema, AppListSchema, AppSchema, toApp } from "./schemas";
 import { destroyApp, findVisitedApp, listApps, manifestOf, touchApp } from "./service";
 import { APP_CSP, appFileKey, appQuota, appsOrigin } from "./store";
 
-export const appsRouter = createRouter();
-
-const route = routesOf(appsRouter, ["Apps"]);
+const route = routesOf(["Apps"]);
 const origin = (c: Context<AppEnv>) => appsOrigin(c.env, baseUrl(c.env, c.req.url));
 
 route({ scope: "conversations:read" }, "GET /v1/api/apps", "List the workspace's apps", {
@@ -144,5 +142,7 @@ async function visit(c: Context<AppEnv>) {
   });
 }
 
-appsRouter.get("/v1/apps/:workspace/:app", visit);
-appsRouter.get("/v1/apps/:workspace/:app/*", visit);
+route.router.get("/v1/apps/:workspace/:app", visit);
+route.router.get("/v1/apps/:workspace/:app/*", visit);
+
+export const appsRouter = route.router;

@@ -3,7 +3,7 @@ import { auditAlone } from "../audit/events";
 import { callerEvent } from "../http/audit";
 import { requestOrigin } from "../http/context";
 import { routesOf } from "../http/endpoint";
-import { createRouter, jsonResponse } from "../http/route";
+import { jsonResponse } from "../http/route";
 import { ApiError, badRequest, notFound, problemResponse } from "../platform/problem";
 import { asStored } from "../platform/stored-bytes";
 import { contentDisposition, parseRange } from "./download";
@@ -21,14 +21,12 @@ import { deleteArtifact, findVisibleArtifact, listArtifacts, participantConversa
 import { artifactKey } from "./store";
 import { MAX_UPLOAD_BYTES, UPLOAD_OVERHEAD_BYTES, uploadArtifact } from "./upload";
 
-export const artifactsRouter = createRouter();
-
-const route = routesOf(artifactsRouter, ["Artifacts"]);
+const route = routesOf(["Artifacts"]);
 const binary = z.string().openapi({ format: "binary" });
 
 // The upload form is documented by reference only: a zod schema inside the route would make
 // the validator parse (and buffer) the whole form before the handler could stream it.
-artifactsRouter.openAPIRegistry.register("ArtifactUploadForm", ArtifactUploadFormSchema);
+route.router.openAPIRegistry.register("ArtifactUploadForm", ArtifactUploadFormSchema);
 const uploadForm = { $ref: "#/components/schemas/ArtifactUploadForm" };
 
 route(
@@ -167,3 +165,5 @@ route({ scope: "conversations:write" }, "DELETE /v1/api/artifacts/{id}", "Delete
   });
   return c.json({ id: row.id, deleted: true as const }, 200);
 });
+
+export const artifactsRouter = route.router;

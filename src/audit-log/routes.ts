@@ -1,12 +1,11 @@
 import { auditLog } from "../../durable-objects/audit-log/client";
 import { deliverNow } from "../audit/delivery";
 import { routesOf } from "../http/endpoint";
-import { createRouter, jsonResponse } from "../http/route";
+import { jsonResponse } from "../http/route";
 import { problemResponse } from "../platform/problem";
 import { AuditListSchema, AuditQuerySchema, VerifyQuerySchema, VerifyResultSchema } from "./schemas";
 
-export const auditRouter = createRouter();
-const route = routesOf(auditRouter, ["Audit"]);
+const route = routesOf(["Audit"]);
 
 route("admin", "GET /v1/admin/audit", "List audit events, newest first", {
   request: { query: AuditQuerySchema },
@@ -53,3 +52,5 @@ route("admin", "GET /v1/admin/audit/verify", "Verify the hash chain of the most 
   await deliverNow(c.env, workspaceId);
   return c.json(await auditLog(c.env, workspaceId).verify(c.req.valid("query").limit), 200);
 });
+
+export const auditRouter = route.router;

@@ -1,7 +1,7 @@
 import type { AuditDetails, AuditEventOf, AuditKind } from "../audit/events";
 import { callerActor, callerEvent } from "../http/audit";
 import { byIdErrors, routesOf } from "../http/endpoint";
-import { createRouter, jsonBody, jsonResponse } from "../http/route";
+import { jsonBody, jsonResponse } from "../http/route";
 import { problemResponse } from "../platform/problem";
 import { createEndpoint, deleteEndpoint, listEndpoints, updateEndpoint } from "./endpoints";
 import { listReplies, reviewReply } from "./replies";
@@ -18,8 +18,7 @@ import {
   UpdateEndpointSchema,
 } from "./schemas";
 
-export const emailRouter = createRouter();
-const route = routesOf(emailRouter, ["Email"]);
+const route = routesOf(["Email"]);
 const endpointEvent = <K extends AuditKind>(kind: K, id: string, details: AuditDetails<K>) =>
   ({ kind, target: `email_endpoint:${id}`, details }) as AuditEventOf;
 const badEndpoint = problemResponse(
@@ -112,3 +111,5 @@ route("authenticated", "POST /v1/api/email/replies/{email_message_id}/review", "
   );
   return c.json(row, 200);
 });
+
+export const emailRouter = route.router;

@@ -44,7 +44,7 @@ export type CatalogueDoc = {
  * install and uninstall of one entry for admins, each answering the entry.
  */
 export function catalogueRoutes<E>(router: OpenAPIHono<AppEnv>, catalogue: Catalogue<E>, doc: CatalogueDoc): void {
-  const route = routesOf(router, ["Skills and MCP servers"]);
+  const route = routesOf(["Skills and MCP servers"], router);
   const {
     path,
     key,

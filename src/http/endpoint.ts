@@ -2,7 +2,7 @@ import type { OpenAPIHono, RouteConfig, RouteHandler, RouteHook } from "@hono/zo
 import type { MiddlewareHandler } from "hono";
 import { problemResponse } from "../platform/problem";
 import type { AppEnv } from "./context";
-import { type Access, type AccessOptions, apiRoute, type RouteOptions } from "./route";
+import { type Access, type AccessOptions, apiRoute, createRouter, type RouteOptions } from "./route";
 
 type Method = "get" | "post" | "put" | "patch" | "delete";
 /** A route's method and path as HTTP writes them: `"DELETE /v1/agents/{id}"`. */
@@ -17,12 +17,13 @@ export type RouteSpec = Omit<RouteConfig, "method" | "path" | "tags" | "summary"
 export type RouteExtras = RouteOptions & { middleware?: MiddlewareHandler<AppEnv>[] };
 
 /**
- * The route declarer of one router: the area's tags are stated once, and each route states
- * only what differs (who may call it, `"METHOD /path"`, its summary, what it takes and
- * answers), then `.handle(handler, hook?)` mounts it on the router.
+ * The route declarer of one router (a new one unless given; `.router` once the routes are
+ * declared): the area's tags are stated once, and each route states only what differs (who
+ * may call it, `"METHOD /path"`, its summary, what it takes and answers), then
+ * `.handle(handler, hook?)` mounts it on the router.
  */
-export function routesOf(router: OpenAPIHono<AppEnv>, tags: string[]) {
-  return <const E extends Endpoint, const S extends RouteSpec>(
+export function routesOf(tags: string[], router: OpenAPIHono<AppEnv> = createRouter()) {
+  const route = <const E extends Endpoint, const S extends RouteSpec>(
     access: Access,
     endpoint: E,
     summary: string,
@@ -43,6 +44,7 @@ export function routesOf(router: OpenAPIHono<AppEnv>, tags: string[]) {
       },
     };
   };
+  return Object.assign(route, { router });
 }
 
 /** The errors of a route addressing one row by a path parameter: a malformed one (400), or none in the workspace (404). */

@@ -2,7 +2,7 @@ import { onlyOneRemoved } from "../agents/subsets";
 import { callerEvent } from "../http/audit";
 import { byIdErrors, routesOf } from "../http/endpoint";
 import { rateLimit } from "../http/rate-limit";
-import { createRouter, credentialField, jsonBody, jsonResponse } from "../http/route";
+import { credentialField, jsonBody, jsonResponse } from "../http/route";
 import { problemResponse } from "../platform/problem";
 import { mcpCatalogueRouter } from "./catalogue-routes";
 import { createConnector, enroll, invalidEnrollmentToken, listConnectors, revokeConnector } from "./connectors";
@@ -20,8 +20,7 @@ import {
   EnrollRequestSchema,
 } from "./schemas";
 
-export const mcpRouter = createRouter();
-const route = routesOf(mcpRouter, ["MCP"]);
+const route = routesOf(["MCP"]);
 
 route("admin", "POST /v1/mcp/custom", "Add a custom MCP server", {
   description:
@@ -124,4 +123,4 @@ route(
   credentialField("token", invalidEnrollmentToken),
 );
 
-mcpRouter.route("/", mcpCatalogueRouter);
+export const mcpRouter = route.router.route("/", mcpCatalogueRouter);

@@ -2,7 +2,7 @@ import type { Context } from "hono";
 import { callerEvent } from "../http/audit";
 import type { AppEnv } from "../http/context";
 import { routesOf } from "../http/endpoint";
-import { createRouter, jsonBody, jsonResponse } from "../http/route";
+import { jsonBody, jsonResponse } from "../http/route";
 import { problemResponse } from "../platform/problem";
 import {
   AgentSlugParamSchema,
@@ -15,9 +15,7 @@ import {
 } from "./schemas";
 import { deleteFact, freezeAgent, listFacts, listFreezes, unfreezeAgent } from "./service";
 
-export const memoryRouter = createRouter();
-
-const route = routesOf(memoryRouter, ["Memory"]);
+const route = routesOf(["Memory"]);
 /** Memory is always the caller's own: their workspace, their user id. */
 const ownerOf = (c: Context<AppEnv>) => ({ workspaceId: c.var.caller.workspace.id, userId: c.var.caller.userId });
 const unknownAgent = problemResponse("No agent of this workspace has that slug or alias");
@@ -107,3 +105,5 @@ route({ scope: "memory:write" }, "DELETE /v1/memory/freeze/{agent_slug}", "Unfre
   );
   return c.json({ agent_slug: agentSlug, frozen: false as const }, 200);
 });
+
+export const memoryRouter = route.router;

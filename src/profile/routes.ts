@@ -1,13 +1,11 @@
 import { callerEvent } from "../http/audit";
 import { routesOf } from "../http/endpoint";
-import { createRouter, jsonBody, jsonResponse } from "../http/route";
+import { jsonBody, jsonResponse } from "../http/route";
 import { problemResponse } from "../platform/problem";
 import { BusinessProfileSchema, BusinessProfileUpdateSchema } from "./schemas";
 import { getProfile, updateProfile } from "./service";
 
-export const profileRouter = createRouter();
-
-const route = routesOf(profileRouter, ["Business profile"]);
+const route = routesOf(["Business profile"]);
 
 route("authenticated", "GET /v1/api/business-profile", "The workspace's business profile", {
   description:
@@ -35,3 +33,5 @@ route("admin", "PUT /v1/api/business-profile", "Override profile fields or chang
   );
   return c.json(outcome.profile, 200);
 });
+
+export const profileRouter = route.router;

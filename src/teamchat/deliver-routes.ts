@@ -2,14 +2,12 @@ import { auditAlone } from "../audit/events";
 import { callerEvent } from "../http/audit";
 import { routesOf } from "../http/endpoint";
 import { idPathParams } from "../http/params";
-import { createRouter, jsonBody, jsonResponse } from "../http/route";
+import { jsonBody, jsonResponse } from "../http/route";
 import { ApiError, problemResponse } from "../platform/problem";
 import { DeliveredSchema, DeliverRequestSchema } from "./schemas";
 import { deliverArtifact } from "./service";
 
-/** Delivering an artifact into a Slack channel of the workspace's install. */
-export const deliverRouter = createRouter();
-const route = routesOf(deliverRouter, ["Team chat"]);
+const route = routesOf(["Team chat"]);
 
 route(
   { scope: "conversations:read" },
@@ -65,3 +63,6 @@ route(
   );
   return c.json({ delivered: true as const, channel_id: delivery.channelId, file_id: delivery.fileId }, 200);
 });
+
+/** Delivering an artifact into a Slack channel of the workspace's install. */
+export const deliverRouter = route.router;

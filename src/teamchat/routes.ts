@@ -1,7 +1,7 @@
 import { callerEvent } from "../http/audit";
 import { requestOrigin } from "../http/context";
 import { routesOf } from "../http/endpoint";
-import { createRouter, jsonResponse } from "../http/route";
+import { jsonResponse } from "../http/route";
 import { ApiError } from "../platform/problem";
 import { sealingAvailable } from "../platform/secret-box";
 import { installCallbackRouter } from "./callback-routes";
@@ -10,9 +10,7 @@ import { InstallUrlSchema, notConfigured, SlackStatusSchema } from "./schemas";
 import { findInstall, installUrl, slackConfig, uninstall } from "./service";
 import { webhookRouter } from "./webhook-routes";
 
-/** Team chat: a workspace admin's Slack install (its status, starting it, uninstalling). */
-export const teamchatRouter = createRouter();
-const route = routesOf(teamchatRouter, ["Team chat"]);
+const route = routesOf(["Team chat"]);
 
 route("admin", "GET /v1/api/integrations/slack", "Team-chat install status", {
   description: "Whether the workspace has a live Slack install, and which team and bot it is.",
@@ -59,6 +57,8 @@ route("admin", "DELETE /v1/api/integrations/slack", "Uninstall team chat", {
   return c.body(null, 204);
 });
 
-teamchatRouter.route("/", deliverRouter);
-teamchatRouter.route("/", webhookRouter);
-teamchatRouter.route("/", installCallbackRouter);
+/** Team chat: a workspace admin's Slack install (its status, starting it, uninstalling). */
+export const teamchatRouter = route.router
+  .route("/", deliverRouter)
+  .route("/", webhookRouter)
+  .route("/", installCallbackRouter);

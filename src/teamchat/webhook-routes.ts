@@ -1,15 +1,13 @@
 import { z } from "@hono/zod-openapi";
 import type { AuditEventInput } from "../audit/events";
 import { routesOf } from "../http/endpoint";
-import { createRouter, jsonResponse, MiB } from "../http/route";
+import { jsonResponse, MiB } from "../http/route";
 import { badRequest, problemResponse } from "../platform/problem";
 import { notConfigured, SlackWebhookAckSchema, SlackWebhookHeadersSchema } from "./schemas";
 import { retireTeam, slackConfig } from "./service";
 import { verifySlackSignature } from "./signature";
 
-/** Slack's Events API webhook: URL verification, and an install's end when Slack says so. */
-export const webhookRouter = createRouter();
-const route = routesOf(webhookRouter, ["Team chat"]);
+const route = routesOf(["Team chat"]);
 
 /** The part of a Slack Events API body the service reads. */
 const SlackEventSchema = z.object({
@@ -76,3 +74,6 @@ route(
   }
   return c.json({ ok: true as const }, 200);
 });
+
+/** Slack's Events API webhook: URL verification, and an install's end when Slack says so. */
+export const webhookRouter = route.router;

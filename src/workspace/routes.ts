@@ -1,12 +1,11 @@
 import { callerEvent } from "../http/audit";
 import { routesOf } from "../http/endpoint";
-import { createRouter, jsonBody, jsonResponse } from "../http/route";
+import { jsonBody, jsonResponse } from "../http/route";
 import { problemResponse } from "../platform/problem";
 import { AvailabilitySchema, RenameResultSchema, SetSlugRequestSchema, SlugQuerySchema } from "./schemas";
 import { renameWorkspace, slugAvailability } from "./service";
 
-export const workspaceRouter = createRouter();
-const route = routesOf(workspaceRouter, ["Workspace"]);
+const route = routesOf(["Workspace"]);
 
 route(
   "authenticated",
@@ -38,3 +37,5 @@ route("admin-role", "POST /v1/api/admin/workspace/slug", "Rename the workspace h
   );
   return c.json(result, 200);
 });
+
+export const workspaceRouter = route.router;
