@@ -4,7 +4,6 @@ import { setupServer } from "msw/node";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import {
   BlockedUrlError,
-  blockedHostReason,
   DEFAULT_MAX_BYTES,
   guardedFetch,
   type OutboundError,
@@ -12,6 +11,7 @@ import {
   TooLargeError,
   TooManyRedirectsError,
 } from "../src/platform/guarded-fetch";
+import { blockedHostReason } from "../src/platform/outbound-rules";
 
 // The outside world, faked: every request the helper is allowed to make lands here, and
 // any request it should never have made fails the test (onUnhandledRequest: "error").

@@ -3,7 +3,9 @@
 // request: `GET /?page=wordpress&n=50&mode=ours|baseline`.
 // `baseline` streams the same bytes through an HTMLRewriter with no handlers: the parse alone.
 
-import { analyzeCss, extractPage, fontsOf, logoOf, paletteOf, summaryOf } from "../../src/profile/extract";
+import { analyzeCss, fontsOf, paletteOf } from "../../src/profile/css";
+import { extractPage, summaryOf } from "../../src/profile/extract";
+import { logoOf } from "../../src/profile/icons";
 import { TechnologyMatcher } from "../../src/profile/signatures";
 import brandCss from "../../test/fixtures/profile/brand.css";
 import brandHtml from "../../test/fixtures/profile/brand.html";

@@ -1,5 +1,5 @@
-// CPU time per page of the business-profile crawler's extraction (src/profile/extract.ts and
-// signatures.ts, streamed through HTMLRewriter) on the test fixtures, in workerd, beside a
+// CPU time per page of the business-profile crawler's extraction (src/profile/extract.ts, css.ts,
+// icons.ts and signatures.ts, streamed through HTMLRewriter) on the test fixtures, in workerd, beside a
 // baseline measured in the same run: the same bytes through an HTMLRewriter with no handlers
 // (the parse alone).
 import { performance } from "node:perf_hooks";

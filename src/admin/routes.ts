@@ -1,5 +1,6 @@
 import { callerEvent } from "../http/audit";
-import { apiRoute, createRouter, jsonBody, jsonResponse } from "../http/route";
+import { byIdErrors, routesOf } from "../http/endpoint";
+import { jsonBody, jsonResponse } from "../http/route";
 import { UserSchema } from "../identity/schemas";
 import { createToken, listTokens, revokeToken, tokenCreateEvent } from "../identity/tokens";
 import { createUser, listUsers } from "../identity/users";
@@ -10,151 +11,101 @@ import {
   CreatedTokenSchema,
   CreateTokenRequestSchema,
   CreateUserRequestSchema,
-  IdParamSchema,
+  TokenIdParamSchema,
   TokenListSchema,
+  UserIdParamSchema,
   UserListSchema,
 } from "./schemas";
 
-export const adminRouter = createRouter();
+const route = routesOf(["Administration"]);
 
-adminRouter.openapi(
-  apiRoute("admin", {
-    method: "get",
-    path: "/v1/api/admin/users",
-    tags: ["Administration"],
-    summary: "List the workspace's users",
-    responses: { 200: jsonResponse(UserListSchema, "The users") },
-  }),
-  async (c) => c.json({ users: await listUsers(c.env, c.var.caller.workspace.id) }, 200),
-);
+route("admin", "GET /v1/api/admin/users", "List the workspace's users", {
+  responses: { 200: jsonResponse(UserListSchema, "The users") },
+}).handle(async (c) => c.json({ users: await listUsers(c.env, c.var.caller.workspace.id) }, 200));
 
-adminRouter.openapi(
-  apiRoute("admin", {
-    method: "post",
-    path: "/v1/api/admin/users",
-    tags: ["Administration"],
-    summary: "Add a user to the workspace",
-    request: { body: jsonBody(CreateUserRequestSchema) },
-    responses: {
-      201: jsonResponse(UserSchema, "The new user"),
-      400: problemResponse("Invalid request"),
-      409: problemResponse("Email already registered"),
-    },
-  }),
-  async (c) => {
-    const body = c.req.valid("json");
-    const user = await createUser(c.env, c.var.caller.workspace.id, body, (u) =>
-      callerEvent(c, {
-        kind: "user.create",
-        target: `user:${u.id}`,
-        subjectUserId: u.id,
-        details: { email: u.email, name: u.name, role: u.role },
-      }),
-    );
-    return c.json(user, 201);
+route("admin", "POST /v1/api/admin/users", "Add a user to the workspace", {
+  request: { body: jsonBody(CreateUserRequestSchema) },
+  responses: {
+    201: jsonResponse(UserSchema, "The new user"),
+    400: problemResponse("Invalid request"),
+    409: problemResponse("Email already registered"),
   },
-);
+}).handle(async (c) => {
+  const body = c.req.valid("json");
+  const user = await createUser(c.env, c.var.caller.workspace.id, body, (u) =>
+    callerEvent(c, {
+      kind: "user.create",
+      target: `user:${u.id}`,
+      subjectUserId: u.id,
+      details: { email: u.email, name: u.name, role: u.role },
+    }),
+  );
+  return c.json(user, 201);
+});
 
-adminRouter.openapi(
-  apiRoute("admin", {
-    method: "post",
-    path: "/v1/api/admin/tokens",
-    tags: ["Administration"],
-    summary: "Issue a personal access token",
-    description:
-      "`user_id` defaults to the caller. Scopes beyond that user's role are refused. The secret is shown once.",
-    request: { body: jsonBody(CreateTokenRequestSchema) },
-    responses: {
-      201: jsonResponse(CreatedTokenSchema, "The token, with its secret"),
-      400: problemResponse("Invalid request or scopes beyond the user's role"),
-      404: problemResponse("User not in this workspace"),
-    },
-  }),
-  async (c) => {
-    const body = c.req.valid("json");
-    const caller = c.var.caller;
-    const { token, info } = await createToken(
-      c.env,
-      caller.workspace.id,
-      {
-        userId: body.user_id ?? caller.userId,
-        name: body.name,
-        scopes: body.scopes,
-        expiresInDays: body.expires_in_days,
-      },
-      (t) => callerEvent(c, tokenCreateEvent(t)),
-    );
-    const { last_used_at: _l, revoked_at: _r, ...created } = info;
-    return c.json({ ...created, token }, 201);
+route("admin", "POST /v1/api/admin/tokens", "Issue a personal access token", {
+  description:
+    "`user_id` defaults to the caller. Scopes beyond that user's role are refused. The secret is shown once.",
+  request: { body: jsonBody(CreateTokenRequestSchema) },
+  responses: {
+    201: jsonResponse(CreatedTokenSchema, "The token, with its secret"),
+    400: problemResponse("Invalid request or scopes beyond the user's role"),
+    404: problemResponse("User not in this workspace"),
   },
-);
-
-adminRouter.openapi(
-  apiRoute("admin", {
-    method: "get",
-    path: "/v1/api/admin/tokens",
-    tags: ["Administration"],
-    summary: "List the workspace's personal access tokens (never their secrets)",
-    responses: { 200: jsonResponse(TokenListSchema, "The tokens") },
-  }),
-  async (c) => c.json({ tokens: await listTokens(c.env, c.var.caller.workspace.id) }, 200),
-);
-
-adminRouter.openapi(
-  apiRoute("admin", {
-    method: "delete",
-    path: "/v1/api/admin/tokens/{id}",
-    tags: ["Administration"],
-    summary: "Revoke a personal access token",
-    request: { params: IdParamSchema },
-    responses: {
-      204: { description: "Revoked" },
-      400: problemResponse("Malformed id"),
-      404: problemResponse("Token not in this workspace"),
+}).handle(async (c) => {
+  const body = c.req.valid("json");
+  const caller = c.var.caller;
+  const { token, info } = await createToken(
+    c.env,
+    caller.workspace.id,
+    {
+      userId: body.user_id ?? caller.userId,
+      name: body.name,
+      scopes: body.scopes,
+      expiresInDays: body.expires_in_days,
     },
-  }),
-  async (c) => {
-    await revokeToken(c.env, c.var.caller.workspace.id, c.req.valid("param").id, (t) =>
-      callerEvent(c, {
-        kind: "token.revoke",
-        target: `token:${t.id}`,
-        subjectUserId: t.user_id,
-        details: { name: t.name, user_id: t.user_id },
-      }),
-    );
-    return c.body(null, 204);
-  },
-);
+    (t) => callerEvent(c, tokenCreateEvent(t)),
+  );
+  const { last_used_at: _l, revoked_at: _r, ...created } = info;
+  return c.json({ ...created, token }, 201);
+});
 
-adminRouter.openapi(
-  apiRoute("admin", {
-    method: "post",
-    path: "/v1/admin/users/{id}/erase",
-    tags: ["Administration"],
-    summary: "Erase a user of the workspace",
-    description:
-      "Revokes the user's credentials, removes their data in every area, redacts their personal data " +
-      "in the audit log (the chain still verifies) and anonymizes the user. Self-erase is refused " +
-      "here; use POST /v1/api/me/erase.",
-    request: { params: IdParamSchema, body: jsonBody(EraseRequestSchema) },
-    responses: {
-      200: jsonResponse(ErasureSummarySchema, "The erasure summary"),
-      400: problemResponse("Self-erase, or the request is not confirmed"),
-      404: problemResponse("User not in this workspace"),
-    },
-  }),
-  async (c) => {
-    const { id } = c.req.valid("param");
-    c.req.valid("json");
-    refuseSelfErase(c.var.caller.userId, id);
-    const summary = await eraseUser(
-      c.env,
-      c.var.areas.eraseSteps,
-      c.var.caller.workspace.id,
-      id,
-      { self: false },
-      (s) => callerEvent(c, { kind: "user.erase", target: `user:${id}`, details: { counts: s.counts, self: false } }),
-    );
-    return c.json(summary, 200);
+route("admin", "GET /v1/api/admin/tokens", "List the workspace's personal access tokens (never their secrets)", {
+  responses: { 200: jsonResponse(TokenListSchema, "The tokens") },
+}).handle(async (c) => c.json({ tokens: await listTokens(c.env, c.var.caller.workspace.id) }, 200));
+
+route("admin", "DELETE /v1/api/admin/tokens/{id}", "Revoke a personal access token", {
+  request: { params: TokenIdParamSchema },
+  responses: { 204: { description: "Revoked" }, ...byIdErrors("token") },
+}).handle(async (c) => {
+  await revokeToken(c.env, c.var.caller.workspace.id, c.req.valid("param").id, (t) =>
+    callerEvent(c, {
+      kind: "token.revoke",
+      target: `token:${t.id}`,
+      subjectUserId: t.user_id,
+      details: { name: t.name, user_id: t.user_id },
+    }),
+  );
+  return c.body(null, 204);
+});
+
+route("admin", "POST /v1/admin/users/{id}/erase", "Erase a user of the workspace", {
+  description:
+    "Revokes the user's credentials, removes their data in every area, redacts their personal data in the audit log (the chain still verifies) and anonymizes the user. Self-erase is refused here; use POST /v1/api/me/erase.",
+  request: { params: UserIdParamSchema, body: jsonBody(EraseRequestSchema) },
+  responses: {
+    200: jsonResponse(ErasureSummarySchema, "The erasure summary"),
+    400: problemResponse("Self-erase, or the request is not confirmed"),
+    404: problemResponse("User not in this workspace"),
   },
-);
+}).handle(async (c) => {
+  const { id } = c.req.valid("param");
+  c.req.valid("json");
+  refuseSelfErase(c.var.caller.userId, id);
+  const summary = await eraseUser(c.env, c.var.areas.eraseSteps, c.var.caller.workspace.id, id, { self: false }, (s) =>
+    callerEvent(c, { kind: "user.erase", target: `user:${id}`, details: { counts: s.counts, self: false } }),
+  );
+  return c.json(summary, 200);
+});
+
+export const adminRouter = route.router;

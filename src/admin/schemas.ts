@@ -1,5 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import { GRANTABLE_SCOPES, ROLES } from "../auth/scopes";
+import { idPathParams } from "../http/params";
 import { EmailSchema, PasswordSchema, UserSchema } from "../identity/schemas";
 
 export const UserListSchema = z.object({ users: z.array(UserSchema) }).openapi("UserList");
@@ -46,6 +47,5 @@ export const TokenSchema = z
   .openapi("Token");
 export const TokenListSchema = z.object({ tokens: z.array(TokenSchema) }).openapi("TokenList");
 
-export const IdParamSchema = z.object({
-  id: z.uuid().openapi({ param: { name: "id", in: "path" } }),
-});
+export const TokenIdParamSchema = idPathParams("The token's id");
+export const UserIdParamSchema = idPathParams("The user's id");

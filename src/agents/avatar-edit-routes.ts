@@ -1,112 +1,76 @@
+import type { Context } from "hono";
 import { callerEvent } from "../http/audit";
-import { apiRoute, createRouter, jsonBody, jsonResponse, MiB } from "../http/route";
+import { type AppEnv, requestOrigin } from "../http/context";
+import { routesOf } from "../http/endpoint";
+import { jsonBody, jsonResponse, MiB } from "../http/route";
 import { imageModel } from "../llm/model";
-import { ApiError, problemResponse } from "../platform/problem";
+import { problemResponse } from "../platform/problem";
 import { avatarPrompt, generateAvatarImage } from "./avatar-generation";
-import { decodeAvatarUpload, storeAvatar } from "./avatars";
-import { agentEvent, agentResponse, idErrors, origin, params, TAGS } from "./route-parts";
+import { type AvatarImage, decodeAvatarUpload, storeAvatar } from "./avatars";
+import { agentEvent, agentResponse, configured, idErrors, params, pathAgent, TAGS } from "./route-parts";
 import { AvatarGenerateRequestSchema, AvatarGenerateResponseSchema, AvatarUploadRequestSchema } from "./schemas";
-import { getAgentRecord, toAgentRow } from "./service";
+import { getAgentRecord } from "./service";
 import { setAvatarUrl } from "./status";
 
-/** Setting an agent's avatar: an uploaded image, or one the image model draws. */
-export const avatarEditRouter = createRouter();
+/** Stores the image and makes it the agent's avatar, with its `agent.avatar` event. */
+async function useAvatar(c: Context<AppEnv>, id: string, image: AvatarImage, source: "upload" | "generated") {
+  const workspaceId = c.var.caller.workspace.id;
+  const { url, hash } = await storeAvatar(c.env, requestOrigin(c), workspaceId, image);
+  const details = { source, content_type: image.contentType, size: image.bytes.length, sha256: hash };
+  const intent = source === "upload" ? "set_avatar" : "generate_avatar";
+  const event = callerEvent(c, agentEvent("agent.avatar", id, details, intent));
+  return { agent: await setAvatarUrl(c.env, workspaceId, id, url, event), url };
+}
 
-avatarEditRouter.openapi(
-  apiRoute(
-    "admin",
-    {
-      method: "post",
-      path: "/v1/agents/{id}/avatar",
-      tags: TAGS,
-      summary: "Upload an agent's avatar",
-      description:
-        "`image_base64` is decoded and checked by content: PNG, JPEG, WebP or GIF, at most 1 MiB decoded. It is stored under its content hash " +
-        "and `avatar_url` becomes its absolute download URL. Bodies over 2 MiB are refused with 413.",
-      request: { ...params, body: jsonBody(AvatarUploadRequestSchema) },
-      responses: {
-        200: agentResponse("The agent with its new avatar_url"),
-        400: problemResponse(
-          "Malformed id, or an empty (`empty_image`), oversized (`image_too_large`), undecodable (`invalid_image`) or unsupported (`unsupported_image`) image",
-        ),
-        404: problemResponse("No such agent in this workspace"),
-        413: problemResponse("Body over 2 MiB"),
-      },
-    },
-    [],
-    { maxBodyBytes: 2 * MiB },
-  ),
-  async (c) => {
-    const { id } = c.req.valid("param");
-    const workspaceId = c.var.caller.workspace.id;
-    await getAgentRecord(c.env, workspaceId, id);
-    const image = decodeAvatarUpload(c.req.valid("json").image_base64);
-    const { url, hash } = await storeAvatar(c.env, origin(c), workspaceId, image);
-    const agent = await setAvatarUrl(
-      c.env,
-      workspaceId,
-      id,
-      url,
-      callerEvent(
-        c,
-        agentEvent(
-          "agent.avatar",
-          id,
-          { source: "upload", content_type: image.contentType, size: image.bytes.length, sha256: hash },
-          "set_avatar",
-        ),
-      ),
-    );
-    return c.json(agent, 200);
-  },
-);
+const route = routesOf(TAGS);
 
-avatarEditRouter.openapi(
-  apiRoute("admin", {
-    method: "post",
-    path: "/v1/agents/{id}/avatar/generate",
-    tags: TAGS,
-    summary: "Generate an agent's avatar with the image model",
+route(
+  "admin",
+  "POST /v1/agents/{id}/avatar",
+  "Upload an agent's avatar",
+  {
     description:
-      "The optional `prompt` describes the look; it is wrapped in a fixed illustration style and safety rules and sent to the configured image model " +
-      "(`IMAGE_MODEL`). Synchronous; the platform bears the cost. The image is stored and set as `avatar_url`.",
-    request: { ...params, body: { ...jsonBody(AvatarGenerateRequestSchema), required: false } },
+      "`image_base64` is decoded and checked by content: PNG, JPEG, WebP or GIF, at most 1 MiB decoded. It is stored under its content hash and `avatar_url` becomes its absolute download URL. Bodies over 2 MiB are refused with 413.",
+    request: { ...params, body: jsonBody(AvatarUploadRequestSchema) },
     responses: {
-      200: jsonResponse(AvatarGenerateResponseSchema, "The new avatar URL"),
-      ...idErrors,
-      500: problemResponse(
-        "Generation failed (`avatar_generation_failed`) or no image model is configured (`image_model_not_configured`)",
+      200: agentResponse("The agent with its new avatar_url"),
+      400: problemResponse(
+        "Malformed id, or an empty (`empty_image`), oversized (`image_too_large`), undecodable (`invalid_image`) or unsupported (`unsupported_image`) image",
       ),
+      404: problemResponse("No such agent in this workspace"),
+      413: problemResponse("Body over 2 MiB"),
     },
-  }),
-  async (c) => {
-    const { id } = c.req.valid("param");
-    const workspaceId = c.var.caller.workspace.id;
-    const agent = toAgentRow(await getAgentRecord(c.env, workspaceId, id));
-    const model = imageModel(c.env);
-    if (!model)
-      throw new ApiError(
-        500,
-        "image_model_not_configured",
-        "Avatar generation is not configured on this service (no image model)",
-      );
-    const image = await generateAvatarImage(model, avatarPrompt(agent, c.req.valid("json").prompt));
-    const { url, hash } = await storeAvatar(c.env, origin(c), workspaceId, image);
-    await setAvatarUrl(
-      c.env,
-      workspaceId,
-      id,
-      url,
-      callerEvent(
-        c,
-        agentEvent(
-          "agent.avatar",
-          id,
-          { source: "generated", content_type: image.contentType, size: image.bytes.length, sha256: hash },
-          "generate_avatar",
-        ),
-      ),
-    );
-    return c.json({ avatar_url: url }, 200);
   },
-);
+  { maxBodyBytes: 2 * MiB },
+).handle(async (c) => {
+  const { id } = c.req.valid("param");
+  const workspaceId = c.var.caller.workspace.id;
+  await getAgentRecord(c.env, workspaceId, id);
+  const image = decodeAvatarUpload(c.req.valid("json").image_base64);
+  const { agent } = await useAvatar(c, id, image, "upload");
+  return c.json(agent, 200);
+});
+
+route("admin", "POST /v1/agents/{id}/avatar/generate", "Generate an agent's avatar with the image model", {
+  description:
+    "The optional `prompt` describes the look; it is wrapped in a fixed illustration style and safety rules and sent to the configured image model (`IMAGE_MODEL`). Synchronous; the platform bears the cost. The image is stored and set as `avatar_url`.",
+  request: { ...params, body: { ...jsonBody(AvatarGenerateRequestSchema), required: false } },
+  responses: {
+    200: jsonResponse(AvatarGenerateResponseSchema, "The new avatar URL"),
+    ...idErrors,
+    500: problemResponse(
+      "Generation failed (`avatar_generation_failed`) or no image model is configured (`image_model_not_configured`)",
+    ),
+  },
+}).handle(async (c) => {
+  const { id } = c.req.valid("param");
+  const agent = await pathAgent(c, id);
+  const noModel = "Avatar generation is not configured on this service (no image model)";
+  const model = configured(imageModel(c.env), "image_model_not_configured", noModel);
+  const image = await generateAvatarImage(model, avatarPrompt(agent, c.req.valid("json").prompt));
+  const { url } = await useAvatar(c, id, image, "generated");
+  return c.json({ avatar_url: url }, 200);
+});
+
+/** Setting an agent's avatar: an uploaded image, or one the image model draws. */
+export const avatarEditRouter = route.router;

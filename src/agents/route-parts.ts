@@ -1,11 +1,11 @@
-/** What the agents area's routes share: tags, the id parameter and its errors, the agent event. */
+/** What the agents area's routes share: tags, the id parameter and its errors, the agent it names, the agent event. */
 import type { Context } from "hono";
 import type { AuditDetails, AuditEventOf, AuditKind } from "../audit/events";
 import type { AppEnv } from "../http/context";
 import { jsonResponse } from "../http/route";
-import { baseUrl } from "../platform/env";
-import { problemResponse } from "../platform/problem";
-import { AgentIdParamSchema, AgentRowSchema } from "./schemas";
+import { ApiError, problemResponse } from "../platform/problem";
+import { AgentIdParamSchema, type AgentRow, AgentRowSchema } from "./schemas";
+import { getAgentRecord, toAgentRow } from "./service";
 
 export const TAGS = ["Agents"];
 export const params = { params: AgentIdParamSchema };
@@ -14,7 +14,6 @@ export const idErrors = {
   404: problemResponse("No such agent in this workspace"),
 };
 export const agentResponse = (description: string) => jsonResponse(AgentRowSchema, description);
-export const origin = (c: Context<AppEnv>) => baseUrl(c.env, c.req.url);
 /** An audit event about one agent; the intent defaults to the kind's verb. */
 export const agentEvent = <K extends AuditKind>(kind: K, id: string, details: AuditDetails<K>, intent?: string) =>
   ({
@@ -24,3 +23,13 @@ export const agentEvent = <K extends AuditKind>(kind: K, id: string, details: Au
     intent,
     details,
   }) as AuditEventOf;
+
+/** The agent the path's `{id}` names, in the caller's workspace (404 otherwise). */
+export const pathAgent = async (c: Context<AppEnv>, id: string): Promise<AgentRow> =>
+  toAgentRow(await getAgentRecord(c.env, c.var.caller.workspace.id, id));
+
+/** The model a route needs, or the 500 saying this deployment has none configured. */
+export function configured<M>(model: M | null, code: string, message: string): M {
+  if (!model) throw new ApiError(500, code, message);
+  return model;
+}

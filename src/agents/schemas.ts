@@ -1,4 +1,5 @@
 import { z } from "@hono/zod-openapi";
+import { idPathParams } from "../http/params";
 import { describeRuntimeProfiles, RUNTIME_PROFILE_SLUGS } from "../llm/models";
 import { TONES, VERBOSITIES } from "../llm/system-prompt";
 import { ProblemSchema } from "../platform/problem";
@@ -50,9 +51,7 @@ export const AgentRequestProblemSchema = ProblemSchema.extend({
     .openapi({ description: "With `unknown_model`: the model ids the configured provider offers" }),
 }).openapi("AgentRequestProblem");
 
-export const AgentIdParamSchema = z.object({
-  id: z.uuid().openapi({ param: { name: "id", in: "path" }, description: "The agent's id" }),
-});
+export const AgentIdParamSchema = idPathParams("The agent's id");
 
 // Handles are checked by the service (format, reserved words, uniqueness) so that each
 // failure gets its own problem code; the schema documents the rule.
@@ -241,10 +240,3 @@ export type McpServerEntry = z.infer<typeof McpServerEntrySchema>;
 export const McpServerCatalogueSchema = z
   .object({ mcp_servers: z.array(McpServerEntrySchema) })
   .openapi("McpServerCatalogue");
-
-export const CatalogueSlugParamSchema = z.object({
-  slug: z
-    .string()
-    .max(100)
-    .openapi({ param: { name: "slug", in: "path" }, description: "The catalogue entry's slug" }),
-});

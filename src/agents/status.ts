@@ -9,14 +9,12 @@ import type { AgentRow } from "./schemas";
 import { getAgentRecord, toAgentRow } from "./service";
 
 export type StatusChange = { agent: AgentRow; changed: boolean };
+/** The event of a status change: told the agent's slug and whether this call changed anything. */
+type StatusEvent = (change: { slug: string; changed: boolean }) => AuditEventInput;
+type ChangeStatus = (env: Env, workspaceId: string, id: string, event: StatusEvent) => Promise<StatusChange>;
 
 /** Disables an agent; the default agent cannot be disabled (400). Idempotent. */
-export async function disableAgent(
-  env: Env,
-  workspaceId: string,
-  id: string,
-  event: (change: { slug: string; changed: boolean }) => AuditEventInput,
-): Promise<StatusChange> {
+export const disableAgent: ChangeStatus = async (env, workspaceId, id, event) => {
   const current = await getAgentRecord(env, workspaceId, id);
   const changed = current.status !== "disabled";
   const d = db(env);
@@ -32,15 +30,10 @@ export async function disableAgent(
   if (!row)
     throw badRequest("default_agent", "The default agent cannot be disabled; make another agent the default first");
   return { agent: toAgentRow(row), changed };
-}
+};
 
 /** Enables an agent. Idempotent. */
-export async function enableAgent(
-  env: Env,
-  workspaceId: string,
-  id: string,
-  event: (change: { slug: string; changed: boolean }) => AuditEventInput,
-): Promise<StatusChange> {
+export const enableAgent: ChangeStatus = async (env, workspaceId, id, event) => {
   const current = await getAgentRecord(env, workspaceId, id);
   const d = db(env);
   if (current.status === "enabled") {
@@ -57,7 +50,7 @@ export async function enableAgent(
   ]);
   if (!row) throw notFound("No such agent in this workspace");
   return { agent: toAgentRow(row), changed: true };
-}
+};
 
 /**
  * Moves the default flag to an enabled agent in one batch (one transaction): clear it on

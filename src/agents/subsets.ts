@@ -11,7 +11,8 @@ import { badRequest, notFound } from "../platform/problem";
  */
 export type SubsetKind = "skills" | "mcp_servers";
 
-const TABLES = {
+/** Per kind: the workspace's installs and the agents' subset column naming them. */
+export const TABLES = {
   skills: {
     installs: workspaceSkills,
     column: agents.skills,
@@ -101,14 +102,6 @@ function eventPerAgent(env: Env, event: AuditEventInput, where: SQL, fields: Rec
     },
   });
 }
-
-/** What installing or uninstalling a catalogue entry did. */
-export type InstallResult<T> = { entry: T; changed: boolean; agentsUpdated: number };
-
-/** How many agents of the workspace hold `slug` in their subset, as SQL for an event's details. */
-export const agentsHolding = (workspaceId: string, column: SubsetKind, slug: string) =>
-  sql`(SELECT count(*) FROM agents a WHERE a.workspace_id = ${workspaceId}
-    AND EXISTS (SELECT 1 FROM json_each(a.${sql.raw(column)}) j WHERE j.value = ${slug}))`;
 
 /** What removing an agent's only enabled skill or server does, for the route descriptions. */
 export const onlyOneRemoved = (noun: string, reason: string) =>

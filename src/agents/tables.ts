@@ -1,13 +1,20 @@
 import { sql } from "drizzle-orm";
-import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
+import {
+  index,
+  integer,
+  primaryKey,
+  type ReferenceConfig,
+  sqliteTable,
+  text,
+  uniqueIndex,
+} from "drizzle-orm/sqlite-core";
 import { createdAt, ref } from "../db/columns";
-import { workspaces } from "../workspace/tables";
+import { workspaceRef, workspaceRow } from "../workspace/tables";
 
 export const agents = sqliteTable(
   "agents",
   {
-    id: text("id").primaryKey(),
-    workspaceId: ref("workspace_id", () => workspaces.id),
+    ...workspaceRow(),
     slug: text("slug").notNull(),
     displayName: text("display_name").notNull(),
     description: text("description"),
@@ -44,37 +51,39 @@ export const agents = sqliteTable(
 export const agentHandles = sqliteTable(
   "agent_handles",
   {
-    workspaceId: ref("workspace_id", () => workspaces.id),
+    workspaceId: workspaceRef(),
     handle: text("handle").notNull(),
     agentId: ref("agent_id", () => agents.id),
   },
   (t) => [primaryKey({ columns: [t.workspaceId, t.handle] }), index("agent_handles_agent_idx").on(t.agentId)],
 );
 
-/** The platform's skill catalogue (seeded by migration; the same for every workspace). */
-export const skills = sqliteTable("skills", {
+/** An entry of a platform catalogue (seeded by migration; the same for every workspace). */
+const catalogueEntry = () => ({
   slug: text("slug").primaryKey(),
   name: text("name").notNull(),
   description: text("description").notNull(),
-  createdAt: createdAt(),
 });
 
-/** Skills a workspace has installed; an agent's skill subset may only name these. */
-export const workspaceSkills = sqliteTable(
-  "workspace_skills",
-  {
-    workspaceId: ref("workspace_id", () => workspaces.id),
-    slug: ref("slug", () => skills.slug),
-    installedAt: text("installed_at").notNull(),
-  },
-  (t) => [primaryKey({ columns: [t.workspaceId, t.slug] })],
-);
+/** The entries of a catalogue a workspace has installed, by slug (a key of `catalogue` when given). */
+const installed = <N extends string>(name: N, catalogue?: ReferenceConfig["ref"]) =>
+  sqliteTable(
+    name,
+    {
+      workspaceId: workspaceRef(),
+      slug: catalogue ? ref("slug", catalogue) : text("slug").notNull(),
+      installedAt: text("installed_at").notNull(),
+    },
+    (t) => [primaryKey({ columns: [t.workspaceId, t.slug] })],
+  );
 
-/** The platform's MCP-server catalogue (seeded by migration). */
+export const skills = sqliteTable("skills", { ...catalogueEntry(), createdAt: createdAt() });
+
+/** Skills a workspace has installed; an agent's skill subset may only name these. */
+export const workspaceSkills = installed("workspace_skills", () => skills.slug);
+
 export const mcpServers = sqliteTable("mcp_servers", {
-  slug: text("slug").primaryKey(),
-  name: text("name").notNull(),
-  description: text("description").notNull(),
+  ...catalogueEntry(),
   url: text("url").notNull(),
   createdAt: createdAt(),
 });
@@ -83,12 +92,4 @@ export const mcpServers = sqliteTable("mcp_servers", {
  * MCP servers a workspace has installed. No foreign key on `slug`: a workspace's custom
  * integrations (`t:<slug>`, owned by the MCP area) are installed here too.
  */
-export const workspaceMcpServers = sqliteTable(
-  "workspace_mcp_servers",
-  {
-    workspaceId: ref("workspace_id", () => workspaces.id),
-    slug: text("slug").notNull(),
-    installedAt: text("installed_at").notNull(),
-  },
-  (t) => [primaryKey({ columns: [t.workspaceId, t.slug] })],
-);
+export const workspaceMcpServers = installed("workspace_mcp_servers");

@@ -6,7 +6,8 @@ import { bearerToken, resolveBearer, resolveSession, SESSION_COOKIE } from "../a
 import { apiResource, usableAt } from "../auth/resources";
 import { callerEvent } from "../http/audit";
 import type { AppEnv } from "../http/context";
-import { apiRoute, createRouter, jsonResponse } from "../http/route";
+import { routesOf } from "../http/endpoint";
+import { jsonResponse } from "../http/route";
 import { baseUrl } from "../platform/env";
 import { logError } from "../platform/log";
 import { ApiError, problemResponse } from "../platform/problem";
@@ -14,84 +15,59 @@ import { AppIdParamsSchema, AppListSchema, AppSchema, toApp } from "./schemas";
 import { destroyApp, findVisitedApp, listApps, manifestOf, touchApp } from "./service";
 import { APP_CSP, appFileKey, appQuota, appsOrigin } from "./store";
 
-export const appsRouter = createRouter();
-
-const TAGS = ["Apps"];
+const route = routesOf(["Apps"]);
 const origin = (c: Context<AppEnv>) => appsOrigin(c.env, baseUrl(c.env, c.req.url));
 
-appsRouter.openapi(
-  apiRoute(
-    { scope: "conversations:read" },
+route({ scope: "conversations:read" }, "GET /v1/api/apps", "List the workspace's apps", {
+  description:
+    "Every app of the workspace that is not destroyed (any member sees them all), most recent activity first, with the workspace's quota (`APP_QUOTA`) and how many apps count against it. Agents publish apps with the `publish_app` tool; their pages are served under `url`.",
+  responses: { 200: jsonResponse(AppListSchema, "The apps, the quota and the count used") },
+}).handle(async (c) => {
+  const caller = c.var.caller;
+  const rows = await listApps(c.env, caller.workspace.id);
+  const base = origin(c);
+  return c.json(
     {
-      method: "get",
-      path: "/v1/api/apps",
-      tags: TAGS,
-      summary: "List the workspace's apps",
-      description:
-        "Every app of the workspace that is not destroyed (any member sees them all), most recent activity first, " +
-        "with the workspace's quota (`APP_QUOTA`) and how many apps count against it. Agents publish apps with the " +
-        "`publish_app` tool; their pages are served under `url`.",
-      responses: { 200: jsonResponse(AppListSchema, "The apps, the quota and the count used") },
+      apps: rows.map((r) => toApp(base, caller.workspace.slug, r)),
+      quota: appQuota(c.env),
+      used: rows.length,
     },
-  ),
-  async (c) => {
-    const caller = c.var.caller;
-    const rows = await listApps(c.env, caller.workspace.id);
-    const base = origin(c);
-    return c.json(
-      {
-        apps: rows.map((r) => toApp(base, caller.workspace.slug, r)),
-        quota: appQuota(c.env),
-        used: rows.length,
-      },
-      200,
-    );
-  },
-);
+    200,
+  );
+});
 
-appsRouter.openapi(
-  apiRoute(
-    { scope: "conversations:write" },
-    {
-      method: "delete",
-      path: "/v1/api/apps/{id}",
-      tags: TAGS,
-      summary: "Destroy an app",
-      description:
-        "Its creator or a workspace admin destroys an app: its pages stop at once, its files are removed, it no longer " +
-        "counts against the quota and its slug is free again. Answers the app in state `destroyed`.",
-      request: { params: AppIdParamsSchema },
-      responses: {
-        200: jsonResponse(AppSchema, "The destroyed app"),
-        400: problemResponse("Malformed app id"),
-        403: problemResponse("The caller lacks the scope, or is neither the app's creator nor an admin"),
-        404: problemResponse("No such app in this workspace (or already destroyed)"),
-      },
-    },
-  ),
-  async (c) => {
-    const { id } = c.req.valid("param");
-    const caller = c.var.caller;
-    const row = await destroyApp(
-      c.env,
-      caller.workspace.id,
-      { userId: caller.userId, admin: isAdmin(caller) },
-      id,
-      (app) =>
-        callerEvent(c, {
-          kind: "app.destroy",
-          target: `app:${app.id}`,
-          conversationId: app.conversationId,
-          details: { slug: app.slug, visibility: app.visibility, size: app.size },
-        }),
-    ).catch(async (error: unknown) => {
-      if (error instanceof ApiError && error.status === 403)
-        await auditAlone(c.env, callerEvent(c, { kind: "app.destroy", outcome: "denied", target: `app:${id}` }));
-      throw error;
-    });
-    return c.json(toApp(origin(c), caller.workspace.slug, row), 200);
+route({ scope: "conversations:write" }, "DELETE /v1/api/apps/{id}", "Destroy an app", {
+  description:
+    "Its creator or a workspace admin destroys an app: its pages stop at once, its files are removed, it no longer counts against the quota and its slug is free again. Answers the app in state `destroyed`.",
+  request: { params: AppIdParamsSchema },
+  responses: {
+    200: jsonResponse(AppSchema, "The destroyed app"),
+    400: problemResponse("Malformed app id"),
+    403: problemResponse("The caller lacks the scope, or is neither the app's creator nor an admin"),
+    404: problemResponse("No such app in this workspace (or already destroyed)"),
   },
-);
+}).handle(async (c) => {
+  const { id } = c.req.valid("param");
+  const caller = c.var.caller;
+  const row = await destroyApp(
+    c.env,
+    caller.workspace.id,
+    { userId: caller.userId, admin: isAdmin(caller) },
+    id,
+    (app) =>
+      callerEvent(c, {
+        kind: "app.destroy",
+        target: `app:${app.id}`,
+        conversationId: app.conversationId,
+        details: { slug: app.slug, visibility: app.visibility, size: app.size },
+      }),
+  ).catch(async (error: unknown) => {
+    if (error instanceof ApiError && error.status === 403)
+      await auditAlone(c.env, callerEvent(c, { kind: "app.destroy", outcome: "denied", target: `app:${id}` }));
+    throw error;
+  });
+  return c.json(toApp(origin(c), caller.workspace.slug, row), 200);
+});
 
 // ---- Visitor pages: HTML and assets from R2, not part of the JSON API document ----
 
@@ -166,5 +142,7 @@ async function visit(c: Context<AppEnv>) {
   });
 }
 
-appsRouter.get("/v1/apps/:workspace/:app", visit);
-appsRouter.get("/v1/apps/:workspace/:app/*", visit);
+route.router.get("/v1/apps/:workspace/:app", visit);
+route.router.get("/v1/apps/:workspace/:app/*", visit);
+
+export const appsRouter = route.router;

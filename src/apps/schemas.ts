@@ -1,10 +1,9 @@
 import { z } from "@hono/zod-openapi";
+import { idPathParams } from "../http/params";
 import type { StoredApp } from "./service";
 import { appUrl } from "./store";
 
-export const AppIdParamsSchema = z
-  .object({ id: z.uuid().openapi({ param: { name: "id", in: "path" }, description: "The app id" }) })
-  .strict();
+export const AppIdParamsSchema = idPathParams("The app id");
 
 export const AppSchema = z
   .object({

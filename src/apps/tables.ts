@@ -1,15 +1,14 @@
 /** Static bundles published by agents; the bytes are in R2 under `apps/<workspace>/<app>/<n>`. */
 import { sql } from "drizzle-orm";
 import { index, integer, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
-import { createdAt, ref } from "../db/columns";
+import { createdAt } from "../db/columns";
 import { users } from "../identity/tables";
-import { workspaces } from "../workspace/tables";
+import { workspaceRow } from "../workspace/tables";
 
 export const apps = sqliteTable(
   "apps",
   {
-    id: text("id").primaryKey(),
-    workspaceId: ref("workspace_id", () => workspaces.id),
+    ...workspaceRow(),
     /** Unique per workspace among apps that are not destroyed. */
     slug: text("slug").notNull(),
     title: text("title").notNull(),

@@ -1,14 +1,11 @@
 import { z } from "@hono/zod-openapi";
+import { idPathParams } from "../http/params";
 import type { ListedArtifact } from "./service";
 import { downloadUrl, type StoredArtifact } from "./store";
 
-export const ArtifactIdParamsSchema = z
-  .object({ id: z.uuid().openapi({ param: { name: "id", in: "path" }, description: "The artifact id" }) })
-  .strict();
+export const ArtifactIdParamsSchema = idPathParams("The artifact id");
 
-export const ConversationIdParamsSchema = z
-  .object({ id: z.uuid().openapi({ param: { name: "id", in: "path" }, description: "The conversation id" }) })
-  .strict();
+export const ConversationIdParamsSchema = idPathParams("The conversation id");
 
 export const ArtifactSchema = z
   .object({

@@ -44,7 +44,7 @@ async function sha256Hex(bytes: Uint8Array): Promise<string> {
 }
 
 /** The event of an artifact a turn produced (a tool's or a skill's file), on behalf of the turn's user. */
-export const producedEvent =
+const producedEvent =
   (scope: Pick<TurnScope, "workspaceId" | "userId" | "agent" | "conversationId">) =>
   (row: StoredArtifact): AuditEventInput => ({
     workspaceId: scope.workspaceId,
@@ -89,6 +89,29 @@ export async function createArtifact(
   const d = db(env);
   await d.batch([d.insert(artifacts).values(row), auditInBatch(env, event(row))]);
   return row;
+}
+
+/** A file a turn produced (a tool's or a skill's). */
+export type TurnFile = Pick<NewArtifact, "name" | "contentType" | "caption" | "sensitive" | "source">;
+
+/**
+ * Stores a file the turn produced as an artifact of its conversation, by the turn's user, and
+ * lists it on the assistant message; its event is delivered with the turn's own when it ends.
+ */
+export async function storeTurnFile(scope: TurnScope, file: TurnFile, bytes: Uint8Array) {
+  const producer = {
+    workspaceId: scope.workspaceId,
+    conversationId: scope.conversationId,
+    producerUserId: scope.userId,
+  };
+  const row = await createArtifact(
+    scope.env,
+    { ...producer, agentId: scope.agent.id, ...file },
+    bytes,
+    producedEvent(scope),
+  );
+  scope.artifactIds.push(row.id);
+  return { artifact_id: row.id, download_url: downloadUrl(scope.origin, row.id) };
 }
 
 /** R2's smallest multipart part (every part but the last must be this size exactly). */

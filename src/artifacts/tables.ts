@@ -1,14 +1,13 @@
 /** Artifact metadata; the bytes are in R2 under `artifacts/<workspace>/<id>`. */
 import { index, integer, sqliteTable, text } from "drizzle-orm/sqlite-core";
-import { createdAt, ref } from "../db/columns";
+import { createdAt } from "../db/columns";
 import { users } from "../identity/tables";
-import { workspaces } from "../workspace/tables";
+import { workspaceRow } from "../workspace/tables";
 
 export const artifacts = sqliteTable(
   "artifacts",
   {
-    id: text("id").primaryKey(),
-    workspaceId: ref("workspace_id", () => workspaces.id),
+    ...workspaceRow(),
     /** Null once detached (its conversation was deleted). */
     conversationId: text("conversation_id"),
     /** The user whose turn or upload produced it. */

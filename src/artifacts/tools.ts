@@ -2,7 +2,7 @@ import { tool } from "ai";
 import { z } from "zod";
 import { mediaTypeOf } from "../platform/media-types";
 import type { ToolProvider, TurnScope } from "../platform/turn-tools";
-import { createArtifact, downloadUrl, producedEvent } from "./store";
+import { storeTurnFile } from "./store";
 import { storedContentType } from "./upload";
 
 /** The largest file one `deliver_file` call writes (decoded bytes). */
@@ -61,25 +61,14 @@ export function deliverBytes(input: DeliverFileInput): Uint8Array {
 
 /** Writes one file of the turn as an artifact of its conversation, produced by the turn's user. */
 export async function deliverFile(scope: TurnScope, input: DeliverFileInput) {
-  const bytes = deliverBytes(input);
-  const row = await createArtifact(
-    scope.env,
-    {
-      workspaceId: scope.workspaceId,
-      conversationId: scope.conversationId,
-      producerUserId: scope.userId,
-      agentId: scope.agent.id,
-      name: input.name,
-      contentType: contentTypeFor(input),
-      caption: input.caption?.trim() || null,
-      sensitive: input.sensitive ?? false,
-      source: "deliver_file",
-    },
-    bytes,
-    producedEvent(scope), // delivered with the turn's own event when it ends
-  );
-  scope.artifactIds.push(row.id);
-  return { artifact_id: row.id, download_url: downloadUrl(scope.origin, row.id) };
+  const file = {
+    name: input.name,
+    contentType: contentTypeFor(input),
+    caption: input.caption?.trim() || null,
+    sensitive: input.sensitive ?? false,
+    source: "deliver_file" as const,
+  };
+  return storeTurnFile(scope, file, deliverBytes(input));
 }
 
 /** The artifacts area's tools for a turn: `deliver_file`. */

@@ -1,5 +1,5 @@
 import { z } from "@hono/zod-openapi";
-import { queryInteger } from "../http/query";
+import { queryFilter, queryInteger } from "../http/query";
 
 export const AuditQuerySchema = z.object({
   page: queryInteger({
@@ -20,30 +20,12 @@ export const AuditQuerySchema = z.object({
     description: "Lookback in days, default 90; 0 or negative means all time",
   }),
   // The string filters have no length bound: the URL bounds them, and any value is a filter that may match nothing.
-  kind: z
-    .string()
-    .optional()
-    .openapi({ param: { name: "kind", in: "query" } }),
-  outcome: z
-    .string()
-    .optional()
-    .openapi({ param: { name: "outcome", in: "query" } }),
-  actor_kind: z
-    .string()
-    .optional()
-    .openapi({ param: { name: "actor_kind", in: "query" } }),
-  agent_id: z
-    .uuid()
-    .optional()
-    .openapi({ param: { name: "agent_id", in: "query" } }),
-  conversation_id: z
-    .uuid()
-    .optional()
-    .openapi({ param: { name: "conversation_id", in: "query" } }),
-  q: z
-    .string()
-    .optional()
-    .openapi({ param: { name: "q", in: "query" }, description: "Case-insensitive substring of target or intent" }),
+  kind: queryFilter("kind", z.string()),
+  outcome: queryFilter("outcome", z.string()),
+  actor_kind: queryFilter("actor_kind", z.string()),
+  agent_id: queryFilter("agent_id", z.uuid()),
+  conversation_id: queryFilter("conversation_id", z.uuid()),
+  q: queryFilter("q", z.string(), "Case-insensitive substring of target or intent"),
 });
 
 export const AuditEventSchema = z

@@ -1,4 +1,6 @@
+import type { Context } from "hono";
 import type { Caller } from "../auth/caller";
+import { baseUrl } from "../platform/env";
 import type { AreaRegistry } from "./registry";
 
 /** The Hono environment of every route: the Worker's bindings and what middleware sets per request. */
@@ -12,3 +14,6 @@ export type AppEnv = {
     areas: AreaRegistry;
   };
 };
+
+/** The service's own origin, as a request to it sees it (`BASE_URL` when configured). */
+export const requestOrigin = (c: Context<AppEnv>) => baseUrl(c.env, c.req.url);

@@ -35,6 +35,10 @@ export function queryInteger(options: {
     });
 }
 
+/** An optional query parameter that filters a list by `schema`'s value. */
+export const queryFilter = <T extends z.ZodType>(name: string, schema: T, description?: string) =>
+  schema.optional().openapi({ param: { name, in: "query" }, ...(description ? { description } : {}) });
+
 /**
  * The query of a cursor-paged list: `limit` 1-100 (default 50; out of range is 400) and
  * `cursor`, the `next_cursor` of the previous page. Its response carries `nextCursor`.

@@ -1,12 +1,14 @@
 import { index, sqliteTable, text } from "drizzle-orm/sqlite-core";
 import { createdAt, ref } from "../db/columns";
-import { workspaces } from "../workspace/tables";
+import { workspaceRow } from "../workspace/tables";
+
+/** The column naming the user a row belongs to. */
+export const userRef = () => ref("user_id", () => users.id);
 
 export const users = sqliteTable(
   "users",
   {
-    id: text("id").primaryKey(),
-    workspaceId: ref("workspace_id", () => workspaces.id),
+    ...workspaceRow(),
     /** Sign-in name, unique across the service; null once the user is erased. */
     email: text("email").unique(),
     name: text("name"),
@@ -22,9 +24,8 @@ export const users = sqliteTable(
 export const apiTokens = sqliteTable(
   "api_tokens",
   {
-    id: text("id").primaryKey(),
-    workspaceId: ref("workspace_id", () => workspaces.id),
-    userId: ref("user_id", () => users.id),
+    ...workspaceRow(),
+    userId: userRef(),
     name: text("name").notNull(),
     tokenHash: text("token_hash").notNull().unique(),
     /** JSON array of scope strings. */
@@ -41,9 +42,8 @@ export const apiTokens = sqliteTable(
 export const sessions = sqliteTable(
   "sessions",
   {
-    id: text("id").primaryKey(),
-    workspaceId: ref("workspace_id", () => workspaces.id),
-    userId: ref("user_id", () => users.id),
+    ...workspaceRow(),
+    userId: userRef(),
     tokenHash: text("token_hash").notNull().unique(),
     createdAt: createdAt(),
     expiresAt: text("expires_at").notNull(),

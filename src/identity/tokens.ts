@@ -8,6 +8,7 @@ import { type Db, db, parseJsonArray } from "../platform/db";
 import { nowIso } from "../platform/env";
 import { newId, randomToken } from "../platform/ids";
 import { badRequest, notFound } from "../platform/problem";
+import { workspaceRows } from "../platform/workspace-rows";
 
 export type TokenInfo = {
   id: string;
@@ -92,13 +93,7 @@ export async function createToken(
 }
 
 export async function listTokens(env: Env, workspaceId: string): Promise<TokenInfo[]> {
-  const rows = await db(env)
-    .select()
-    .from(apiTokens)
-    .where(eq(apiTokens.workspaceId, workspaceId))
-    .orderBy(desc(apiTokens.id))
-    .all();
-  return rows.map(toInfo);
+  return (await workspaceRows(env, apiTokens, workspaceId, desc(apiTokens.id))).map(toInfo);
 }
 
 /** Revokes a token of the workspace; unknown or foreign ids are not found. Idempotent. */

@@ -61,7 +61,6 @@ export function mcpServerFor(ctx: ToolContext): McpServer {
 
 /** `list_agents`: the workspace's agents. */
 function listAgentsTool(server: McpServer, ctx: ToolContext): void {
-  const workspaceId = ctx.caller.workspace.id;
   server.registerTool(
     "list_agents",
     {
@@ -71,7 +70,7 @@ function listAgentsTool(server: McpServer, ctx: ToolContext): void {
       annotations: { readOnlyHint: true, openWorldHint: false },
     },
     async () => {
-      const agents = await listAgents(ctx.env, workspaceId);
+      const agents = await listAgents(ctx.env, ctx.caller.workspace.id);
       return json({
         agents: agents.map((a) => ({
           slug: a.slug,
@@ -89,15 +88,11 @@ function listAgentsTool(server: McpServer, ctx: ToolContext): void {
 
 /** `ask_agent`: one question to an agent, in a new fast conversation of the caller's. */
 function askAgentTool(server: McpServer, ctx: ToolContext): void {
-  const workspaceId = ctx.caller.workspace.id;
   server.registerTool(
     "ask_agent",
     {
       title: "Ask an agent",
-      description:
-        "Asks an agent of the workspace one question and answers its reply. Runs a fast turn in a new conversation of " +
-        "yours (so it shows in your conversations) and is paid from the workspace's credits. Without agent_slug the " +
-        `default agent answers.${scopeNote("ask_agent")}`,
+      description: `Asks an agent of the workspace one question and answers its reply. Runs a fast turn in a new conversation of yours (so it shows in your conversations) and is paid from the workspace's credits. Without agent_slug the default agent answers.${scopeNote("ask_agent")}`,
       inputSchema: {
         prompt: z.string().trim().min(1).max(32_000).describe("The question or task, at most 32 000 characters"),
         agent_slug: z
@@ -111,10 +106,10 @@ function askAgentTool(server: McpServer, ctx: ToolContext): void {
     },
     async ({ prompt, agent_slug }) => {
       try {
-        await quickAskReady(ctx.env, workspaceId);
+        await quickAskReady(ctx.env, ctx.caller.workspace.id);
         const conversation = await createConversation(
           ctx.env,
-          workspaceId,
+          ctx.caller.workspace.id,
           ctx.caller.userId,
           { mode: "fast", agent_slug },
           (created) =>
@@ -148,19 +143,16 @@ function askAgentTool(server: McpServer, ctx: ToolContext): void {
 
 /** `list_artifacts`: the files of the caller's conversations. */
 function listArtifactsTool(server: McpServer, ctx: ToolContext): void {
-  const workspaceId = ctx.caller.workspace.id;
   server.registerTool(
     "list_artifacts",
     {
       title: "List artifacts",
-      description:
-        "The files agents delivered in your conversations (and files of deleted conversations you produced), newest " +
-        `first, at most 500, each with its download_url (a URL of the REST API: it takes a token for the API, not this MCP server's).${scopeNote("list_artifacts")}`,
+      description: `The files agents delivered in your conversations (and files of deleted conversations you produced), newest first, at most 500, each with its download_url (a URL of the REST API: it takes a token for the API, not this MCP server's).${scopeNote("list_artifacts")}`,
       inputSchema: {},
       annotations: { readOnlyHint: true, openWorldHint: false },
     },
     async () => {
-      const rows = await listArtifacts(ctx.env, workspaceId, ctx.caller.userId);
+      const rows = await listArtifacts(ctx.env, ctx.caller.workspace.id, ctx.caller.userId);
       return json({ artifacts: rows.map((r) => toArtifact(ctx.origin, r)) });
     },
   );

@@ -1,78 +1,17 @@
-import { CatalogueSlugParamSchema, McpServerCatalogueSchema, McpServerEntrySchema } from "../agents/schemas";
+import { McpServerCatalogueSchema, McpServerEntrySchema } from "../agents/schemas";
 import { onlyOneRemoved } from "../agents/subsets";
-import { callerEvent } from "../http/audit";
-import { apiRoute, createRouter, jsonResponse } from "../http/route";
-import { problemResponse } from "../platform/problem";
-import { installMcpServer, listMcpServers, uninstallMcpServer } from "./catalogue";
+import { catalogueRoutes } from "../http/catalogue";
+import { createRouter } from "../http/route";
+import { mcpServerCatalogue } from "./catalogue";
 
 /** The platform's MCP-server catalogue, with install and uninstall per workspace. */
 export const mcpCatalogueRouter = createRouter();
 
-const slugParams = { params: CatalogueSlugParamSchema };
-
-mcpCatalogueRouter.openapi(
-  apiRoute(
-    { scope: "agents:read" },
-    {
-      method: "get",
-      path: "/v1/api/mcp/servers",
-      tags: ["Skills and MCP servers"],
-      summary: "The MCP-server catalogue, with what this workspace installed",
-      description: "Ordered by slug. Nothing is installed in a new workspace.",
-      responses: { 200: jsonResponse(McpServerCatalogueSchema, "The catalogue") },
-    },
-  ),
-  async (c) => c.json({ mcp_servers: await listMcpServers(c.env, c.var.caller.workspace.id) }, 200),
-);
-mcpCatalogueRouter.openapi(
-  apiRoute("admin", {
-    method: "put",
-    path: "/v1/api/mcp/servers/{slug}",
-    tags: ["Skills and MCP servers"],
-    summary: "Install an MCP server for the workspace",
-    description: "Idempotent. No request body.",
-    request: slugParams,
-    responses: {
-      400: problemResponse("`validation_failed`: a slug longer than 100 characters"),
-      200: jsonResponse(McpServerEntrySchema, "The installed server"),
-      404: problemResponse("No such MCP server in the catalogue"),
-    },
-  }),
-  async (c) => {
-    const { slug } = c.req.valid("param");
-    const { entry } = await installMcpServer(
-      c.env,
-      c.var.caller.workspace.id,
-      slug,
-      callerEvent(c, { kind: "mcp.install", target: `mcp_server:${slug}`, details: { slug } }),
-    );
-    return c.json(entry, 200);
-  },
-);
-mcpCatalogueRouter.openapi(
-  apiRoute("admin", {
-    method: "delete",
-    path: "/v1/api/mcp/servers/{slug}",
-    tags: ["Skills and MCP servers"],
-    summary: "Uninstall an MCP server from the workspace",
-    description:
-      "Idempotent. The server is removed from every agent's enabled subset in the same transaction. " +
-      onlyOneRemoved("MCP server", "only_mcp_server_removed"),
-    request: slugParams,
-    responses: {
-      400: problemResponse("`validation_failed`: a slug longer than 100 characters"),
-      200: jsonResponse(McpServerEntrySchema, "The uninstalled server"),
-      404: problemResponse("No such MCP server in the catalogue"),
-    },
-  }),
-  async (c) => {
-    const { slug } = c.req.valid("param");
-    const { entry } = await uninstallMcpServer(
-      c.env,
-      c.var.caller.workspace.id,
-      slug,
-      callerEvent(c, { kind: "mcp.uninstall", target: `mcp_server:${slug}`, details: { slug } }),
-    );
-    return c.json(entry, 200);
-  },
-);
+catalogueRoutes(mcpCatalogueRouter, mcpServerCatalogue, {
+  names: { path: "/v1/api/mcp/servers", key: "mcp_servers", noun: ["MCP server", "an MCP server"] },
+  schemas: { list: McpServerCatalogueSchema, entry: McpServerEntrySchema },
+  summary: "The MCP-server catalogue, with what this workspace installed",
+  description: "Ordered by slug. Nothing is installed in a new workspace.",
+  uninstalled: onlyOneRemoved("MCP server", "only_mcp_server_removed"),
+  event: (change, slug) => ({ kind: `mcp.${change}`, target: `mcp_server:${slug}`, details: { slug } }),
+});

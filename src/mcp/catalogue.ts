@@ -3,13 +3,20 @@
  * workspace, and installing or uninstalling a platform server for that workspace.
  */
 import { and, asc, eq, sql } from "drizzle-orm";
+import { installable } from "../agents/installs";
 import type { McpServerEntry } from "../agents/schemas";
-import { agentsHolding, type InstallResult, removeFromEverySubset } from "../agents/subsets";
-import { type AuditEventInput, auditInBatch, jsonBoolean } from "../audit/events";
 import { mcpCustomIntegrations, mcpServers, workspaceMcpServers } from "../db/schema";
 import { db } from "../platform/db";
-import { nowIso } from "../platform/env";
 import { notFound } from "../platform/problem";
+
+const toEntry = (s: { slug: string; name: string; description: string; url: string }, installed: boolean) => ({
+  slug: s.slug,
+  name: s.name,
+  description: s.description,
+  url: s.url,
+  installed,
+  custom: false,
+});
 
 export async function listMcpServers(env: Env, workspaceId: string): Promise<McpServerEntry[]> {
   const rows = await db(env)
@@ -32,15 +39,8 @@ export async function listMcpServers(env: Env, workspaceId: string): Promise<Mcp
     .where(eq(mcpCustomIntegrations.workspaceId, workspaceId))
     .orderBy(asc(mcpCustomIntegrations.slug));
   return [
-    ...rows.map((r) => ({ ...r, installed: Boolean(r.installed), custom: false })),
-    ...custom.map((r) => ({
-      slug: `t:${r.slug}`,
-      name: r.name,
-      description: r.description,
-      url: r.url,
-      installed: true,
-      custom: true,
-    })),
+    ...rows.map((r) => toEntry(r, Boolean(r.installed))),
+    ...custom.map((r) => ({ ...toEntry({ ...r, slug: `t:${r.slug}` }, true), custom: true })),
   ];
 }
 
@@ -50,59 +50,8 @@ async function mcpServerEntry(env: Env, slug: string) {
   return row;
 }
 
-const serverInstalled = (workspaceId: string, slug: string) =>
-  sql`EXISTS (SELECT 1 FROM workspace_mcp_servers WHERE workspace_id = ${workspaceId} AND slug = ${slug})`;
-
-export async function installMcpServer(
-  env: Env,
-  workspaceId: string,
-  slug: string,
-  event: AuditEventInput,
-): Promise<InstallResult<McpServerEntry>> {
-  const s = await mcpServerEntry(env, slug);
-  const d = db(env);
-  const [, inserted] = await d.batch([
-    auditInBatch(env, event, {
-      detailsFromSql: { changed: jsonBoolean(sql`NOT ${serverInstalled(workspaceId, slug)}`) },
-    }),
-    d
-      .insert(workspaceMcpServers)
-      .values({ workspaceId, slug, installedAt: nowIso() })
-      .onConflictDoNothing()
-      .returning({ slug: workspaceMcpServers.slug }),
-  ]);
-  return {
-    entry: { slug: s.slug, name: s.name, description: s.description, url: s.url, installed: true, custom: false },
-    changed: inserted.length > 0,
-    agentsUpdated: 0,
-  };
-}
-
-/** As `uninstallSkill`, for a platform MCP server. */
-export async function uninstallMcpServer(
-  env: Env,
-  workspaceId: string,
-  slug: string,
-  event: AuditEventInput,
-): Promise<InstallResult<McpServerEntry>> {
-  const s = await mcpServerEntry(env, slug);
-  const d = db(env);
-  const [, deleted, , , , updated] = await d.batch([
-    auditInBatch(env, event, {
-      detailsFromSql: {
-        changed: jsonBoolean(serverInstalled(workspaceId, slug)),
-        agents_updated: agentsHolding(workspaceId, "mcp_servers", slug),
-      },
-    }),
-    d
-      .delete(workspaceMcpServers)
-      .where(and(eq(workspaceMcpServers.workspaceId, workspaceId), eq(workspaceMcpServers.slug, slug)))
-      .returning({ slug: workspaceMcpServers.slug }),
-    ...removeFromEverySubset(env, workspaceId, "mcp_servers", slug, event.actor),
-  ]);
-  return {
-    entry: { slug: s.slug, name: s.name, description: s.description, url: s.url, installed: false, custom: false },
-    changed: deleted.length > 0,
-    agentsUpdated: updated.length,
-  };
-}
+/** The MCP-server catalogue: listed as the workspace sees it; platform servers installed and uninstalled per workspace. */
+export const mcpServerCatalogue = {
+  list: listMcpServers,
+  ...installable("mcp_servers", async (env, slug, installed) => toEntry(await mcpServerEntry(env, slug), installed)),
+};

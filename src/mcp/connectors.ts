@@ -7,6 +7,7 @@ import { db } from "../platform/db";
 import { nowIso } from "../platform/env";
 import { newId, randomToken } from "../platform/ids";
 import { ApiError, badRequest, notFound } from "../platform/problem";
+import { workspaceRows } from "../platform/workspace-rows";
 
 export const ENROLLMENT_TOKEN_PREFIX = "svc_enroll_";
 /** How long an enrollment token may be redeemed. */
@@ -66,13 +67,7 @@ export async function createConnector(
 }
 
 export async function listConnectors(env: Env, workspaceId: string): Promise<ConnectorView[]> {
-  const rows = await db(env)
-    .select()
-    .from(mcpConnectors)
-    .where(eq(mcpConnectors.workspaceId, workspaceId))
-    .orderBy(desc(mcpConnectors.createdAt))
-    .all();
-  return rows.map(toView);
+  return (await workspaceRows(env, mcpConnectors, workspaceId, desc(mcpConnectors.createdAt))).map(toView);
 }
 
 /** Revokes a connector (its token can no longer be redeemed). Idempotent; another workspace's is a 404. */

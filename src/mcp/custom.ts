@@ -6,6 +6,7 @@ import { db, isUniqueViolation } from "../platform/db";
 import { nowIso } from "../platform/env";
 import { badRequest, conflict, notFound } from "../platform/problem";
 import { open, seal } from "../platform/secret-box";
+import { workspaceRows } from "../platform/workspace-rows";
 import type { CreateCustom, Custom } from "./schemas";
 
 /** Custom integrations are offered and enabled as `t:<slug>`. */
@@ -28,13 +29,7 @@ function toCustom(row: Row): Custom {
 }
 
 export async function listCustom(env: Env, workspaceId: string): Promise<Custom[]> {
-  const rows = await db(env)
-    .select()
-    .from(mcpCustomIntegrations)
-    .where(eq(mcpCustomIntegrations.workspaceId, workspaceId))
-    .orderBy(asc(mcpCustomIntegrations.slug))
-    .all();
-  return rows.map(toCustom);
+  return (await workspaceRows(env, mcpCustomIntegrations, workspaceId, asc(mcpCustomIntegrations.slug))).map(toCustom);
 }
 
 /** Adds the integration and installs it for the workspace, in one batch; header values sealed. */

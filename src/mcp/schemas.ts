@@ -1,5 +1,6 @@
 import { z } from "@hono/zod-openapi";
-import { blockedHostReason } from "../platform/guarded-fetch";
+import { idPathParams } from "../http/params";
+import { blockedHostReason } from "../platform/outbound-rules";
 
 /** A custom integration's own slug (it is offered as `t:<slug>`). */
 const SlugSchema = z
@@ -97,9 +98,7 @@ export const ConnectorSchema = z
 
 export const ConnectorListSchema = z.object({ connectors: z.array(ConnectorSchema) }).openapi("McpConnectorList");
 
-export const ConnectorIdParamSchema = z.object({
-  id: z.uuid().openapi({ param: { name: "id", in: "path" }, description: "The connector's id" }),
-});
+export const ConnectorIdParamSchema = idPathParams("The connector's id");
 
 export const EnrollRequestSchema = z
   .object({

@@ -1,6 +1,6 @@
 import { index, primaryKey, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
-import { createdAt, ref } from "../db/columns";
-import { workspaces } from "../workspace/tables";
+import { createdAt } from "../db/columns";
+import { workspaceRef, workspaceRow } from "../workspace/tables";
 
 /**
  * A workspace's own MCP server (`t:<slug>`): its URL and the headers it is called with, each
@@ -10,7 +10,7 @@ import { workspaces } from "../workspace/tables";
 export const mcpCustomIntegrations = sqliteTable(
   "mcp_custom_integrations",
   {
-    workspaceId: ref("workspace_id", () => workspaces.id),
+    workspaceId: workspaceRef(),
     slug: text("slug").notNull(),
     name: text("name").notNull(),
     url: text("url").notNull(),
@@ -30,8 +30,7 @@ export const mcpCustomIntegrations = sqliteTable(
 export const mcpConnectors = sqliteTable(
   "mcp_connectors",
   {
-    id: text("id").primaryKey(),
-    workspaceId: ref("workspace_id", () => workspaces.id),
+    ...workspaceRow(),
     name: text("name").notNull(),
     status: text("status").notNull(),
     tokenHash: text("token_hash"),

@@ -1,7 +1,8 @@
 import type { Context } from "hono";
 import { callerEvent } from "../http/audit";
 import type { AppEnv } from "../http/context";
-import { apiRoute, createRouter, jsonBody, jsonResponse } from "../http/route";
+import { routesOf } from "../http/endpoint";
+import { jsonBody, jsonResponse } from "../http/route";
 import { problemResponse } from "../platform/problem";
 import {
   AgentSlugParamSchema,
@@ -14,148 +15,95 @@ import {
 } from "./schemas";
 import { deleteFact, freezeAgent, listFacts, listFreezes, unfreezeAgent } from "./service";
 
-export const memoryRouter = createRouter();
-
-const TAGS = ["Memory"];
+const route = routesOf(["Memory"]);
 /** Memory is always the caller's own: their workspace, their user id. */
 const ownerOf = (c: Context<AppEnv>) => ({ workspaceId: c.var.caller.workspace.id, userId: c.var.caller.userId });
 const unknownAgent = problemResponse("No agent of this workspace has that slug or alias");
 
-memoryRouter.openapi(
-  apiRoute(
-    { scope: "memory:read" },
-    {
-      method: "get",
-      path: "/v1/memory/facts",
-      tags: TAGS,
-      summary: "The caller's remembered facts",
-      description:
-        "Facts about the caller that agents stored with their `remember` tool, newest first. Each user keeps at most 200; remembering more drops the oldest.",
-      responses: { 200: jsonResponse(FactListSchema, "The caller's facts") },
-    },
-  ),
-  async (c) => c.json({ facts: await listFacts(c.env, ownerOf(c)) }, 200),
-);
+route({ scope: "memory:read" }, "GET /v1/memory/facts", "The caller's remembered facts", {
+  description:
+    "Facts about the caller that agents stored with their `remember` tool, newest first. Each user keeps at most 200; remembering more drops the oldest.",
+  responses: { 200: jsonResponse(FactListSchema, "The caller's facts") },
+}).handle(async (c) => c.json({ facts: await listFacts(c.env, ownerOf(c)) }, 200));
 
-memoryRouter.openapi(
-  apiRoute(
-    { scope: "memory:write" },
-    {
-      method: "delete",
-      path: "/v1/memory/facts/{id}",
-      tags: TAGS,
-      summary: "Forget one fact",
-      description: "Deletes one of the caller's own facts. Another user's fact, or one of another workspace, is a 404.",
-      request: { params: FactIdParamSchema },
-      responses: {
-        204: { description: "The fact is deleted" },
-        400: problemResponse("The id is not a UUID"),
-        404: problemResponse("No such fact of the caller"),
-      },
-    },
-  ),
-  async (c) => {
-    const owner = ownerOf(c);
-    const id = c.req.valid("param").id;
-    await deleteFact(
-      c.env,
-      owner,
-      id,
-      callerEvent(c, {
-        kind: "memory.fact.delete",
-        target: `memory_fact:${id}`,
-        intent: "delete",
-        subjectUserId: owner.userId,
-      }),
-    );
-    return c.body(null, 204);
+route({ scope: "memory:write" }, "DELETE /v1/memory/facts/{id}", "Forget one fact", {
+  description: "Deletes one of the caller's own facts. Another user's fact, or one of another workspace, is a 404.",
+  request: { params: FactIdParamSchema },
+  responses: {
+    204: { description: "The fact is deleted" },
+    400: problemResponse("The id is not a UUID"),
+    404: problemResponse("No such fact of the caller"),
   },
-);
+}).handle(async (c) => {
+  const owner = ownerOf(c);
+  const id = c.req.valid("param").id;
+  await deleteFact(
+    c.env,
+    owner,
+    id,
+    callerEvent(c, {
+      kind: "memory.fact.delete",
+      target: `memory_fact:${id}`,
+      intent: "delete",
+      subjectUserId: owner.userId,
+    }),
+  );
+  return c.body(null, 204);
+});
 
-memoryRouter.openapi(
-  apiRoute(
-    { scope: "memory:read" },
-    {
-      method: "get",
-      path: "/v1/memory/freeze",
-      tags: TAGS,
-      summary: "Agents the caller froze out of their memory",
-      description: "Newest first. A frozen agent neither reads nor writes facts about the caller.",
-      responses: { 200: jsonResponse(FreezeListSchema, "The caller's freezes") },
-    },
-  ),
-  async (c) => c.json({ freezes: await listFreezes(c.env, ownerOf(c)) }, 200),
-);
+route({ scope: "memory:read" }, "GET /v1/memory/freeze", "Agents the caller froze out of their memory", {
+  description: "Newest first. A frozen agent neither reads nor writes facts about the caller.",
+  responses: { 200: jsonResponse(FreezeListSchema, "The caller's freezes") },
+}).handle(async (c) => c.json({ freezes: await listFreezes(c.env, ownerOf(c)) }, 200));
 
-memoryRouter.openapi(
-  apiRoute(
-    { scope: "memory:write" },
-    {
-      method: "put",
-      path: "/v1/memory/freeze/{agent_slug}",
-      tags: TAGS,
-      summary: "Freeze an agent out of the caller's memory",
-      description:
-        "From now on the agent gets no memory tools in the caller's turns, and tools it already holds refuse. " +
-        "The agent may be named by its slug or an alias; the freeze is kept under its current slug and holds across renames. " +
-        "Idempotent: repeating keeps the first `created_at` and replaces the reason.",
-      request: { params: AgentSlugParamSchema, body: jsonBody(FreezeRequestSchema) },
-      responses: {
-        200: jsonResponse(FreezeSchema, "The freeze"),
-        400: problemResponse("Invalid body, or a slug longer than 64 characters"),
-        404: unknownAgent,
-      },
-    },
-  ),
-  async (c) => {
-    const owner = ownerOf(c);
-    const { freeze } = await freezeAgent(
-      c.env,
-      owner,
-      c.req.valid("param").agent_slug,
-      c.req.valid("json").reason,
-      (agent) =>
-        callerEvent(c, {
-          kind: "memory.freeze",
-          target: `agent:${agent.id}`,
-          agentId: agent.id,
-          subjectUserId: owner.userId,
-          details: { agent_slug: agent.slug },
-        }),
-    );
-    return c.json(freeze, 200);
+route({ scope: "memory:write" }, "PUT /v1/memory/freeze/{agent_slug}", "Freeze an agent out of the caller's memory", {
+  description:
+    "From now on the agent gets no memory tools in the caller's turns, and tools it already holds refuse. The agent may be named by its slug or an alias; the freeze is kept under its current slug and holds across renames. Idempotent: repeating keeps the first `created_at` and replaces the reason.",
+  request: { params: AgentSlugParamSchema, body: jsonBody(FreezeRequestSchema) },
+  responses: {
+    200: jsonResponse(FreezeSchema, "The freeze"),
+    400: problemResponse("Invalid body, or a slug longer than 64 characters"),
+    404: unknownAgent,
   },
-);
-
-memoryRouter.openapi(
-  apiRoute(
-    { scope: "memory:write" },
-    {
-      method: "delete",
-      path: "/v1/memory/freeze/{agent_slug}",
-      tags: TAGS,
-      summary: "Unfreeze an agent",
-      description:
-        "The agent may read and write facts about the caller again. Idempotent: a slug that names no agent of the " +
-        "workspace is not frozen either, so it answers the same 200 (and records nothing when no freeze was removed).",
-      request: { params: AgentSlugParamSchema },
-      responses: {
-        200: jsonResponse(UnfreezeSchema, "The agent is not frozen"),
-        400: problemResponse("The slug is longer than 64 characters"),
-      },
-    },
-  ),
-  async (c) => {
-    const owner = ownerOf(c);
-    const { agentSlug } = await unfreezeAgent(c.env, owner, c.req.valid("param").agent_slug, (agent) =>
+}).handle(async (c) => {
+  const owner = ownerOf(c);
+  const { freeze } = await freezeAgent(
+    c.env,
+    owner,
+    c.req.valid("param").agent_slug,
+    c.req.valid("json").reason,
+    (agent) =>
       callerEvent(c, {
-        kind: "memory.unfreeze",
-        target: agent.id ? `agent:${agent.id}` : `agent_slug:${agent.slug}`,
+        kind: "memory.freeze",
+        target: `agent:${agent.id}`,
         agentId: agent.id,
         subjectUserId: owner.userId,
         details: { agent_slug: agent.slug },
       }),
-    );
-    return c.json({ agent_slug: agentSlug, frozen: false as const }, 200);
+  );
+  return c.json(freeze, 200);
+});
+
+route({ scope: "memory:write" }, "DELETE /v1/memory/freeze/{agent_slug}", "Unfreeze an agent", {
+  description:
+    "The agent may read and write facts about the caller again. Idempotent: a slug that names no agent of the workspace is not frozen either, so it answers the same 200 (and records nothing when no freeze was removed).",
+  request: { params: AgentSlugParamSchema },
+  responses: {
+    200: jsonResponse(UnfreezeSchema, "The agent is not frozen"),
+    400: problemResponse("The slug is longer than 64 characters"),
   },
-);
+}).handle(async (c) => {
+  const owner = ownerOf(c);
+  const { agentSlug } = await unfreezeAgent(c.env, owner, c.req.valid("param").agent_slug, (agent) =>
+    callerEvent(c, {
+      kind: "memory.unfreeze",
+      target: agent.id ? `agent:${agent.id}` : `agent_slug:${agent.slug}`,
+      agentId: agent.id,
+      subjectUserId: owner.userId,
+      details: { agent_slug: agent.slug },
+    }),
+  );
+  return c.json({ agent_slug: agentSlug, frozen: false as const }, 200);
+});
+
+export const memoryRouter = route.router;

@@ -1,4 +1,5 @@
 import { z } from "@hono/zod-openapi";
+import { idPathParams } from "../http/params";
 
 /** Longest fact an agent may store, in characters. */
 export const FACT_MAX_LENGTH = 500;
@@ -19,9 +20,7 @@ export const FactListSchema = z
   .object({ facts: z.array(FactSchema).openapi({ description: "The caller's facts, newest first" }) })
   .openapi("MemoryFactList");
 
-export const FactIdParamSchema = z.object({
-  id: z.uuid().openapi({ param: { name: "id", in: "path" }, description: "The fact's id" }),
-});
+export const FactIdParamSchema = idPathParams("The fact's id");
 
 export const FreezeSchema = z
   .object({

@@ -1,15 +1,14 @@
 /** Facts remembered about a user, and the agents a user froze. */
 import { index, primaryKey, sqliteTable, text } from "drizzle-orm/sqlite-core";
-import { createdAt, ref } from "../db/columns";
-import { users } from "../identity/tables";
-import { workspaces } from "../workspace/tables";
+import { createdAt } from "../db/columns";
+import { userRef } from "../identity/tables";
+import { workspaceRef, workspaceRow } from "../workspace/tables";
 
 export const memoryFacts = sqliteTable(
   "memory_facts",
   {
-    id: text("id").primaryKey(),
-    workspaceId: ref("workspace_id", () => workspaces.id),
-    userId: ref("user_id", () => users.id),
+    ...workspaceRow(),
+    userId: userRef(),
     agentSlug: text("agent_slug").notNull(),
     content: text("content").notNull(),
     createdAt: createdAt(),
@@ -20,8 +19,8 @@ export const memoryFacts = sqliteTable(
 export const memoryFreezes = sqliteTable(
   "memory_freezes",
   {
-    workspaceId: ref("workspace_id", () => workspaces.id),
-    userId: ref("user_id", () => users.id),
+    workspaceId: workspaceRef(),
+    userId: userRef(),
     agentSlug: text("agent_slug").notNull(),
     reason: text("reason"),
     createdAt: createdAt(),

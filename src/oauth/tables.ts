@@ -4,8 +4,8 @@
  */
 import { index, integer, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
 import { createdAt, ref } from "../db/columns";
-import { users } from "../identity/tables";
-import { workspaces } from "../workspace/tables";
+import { userRef, users } from "../identity/tables";
+import { workspaceRef, workspaceRow, workspaces } from "../workspace/tables";
 
 /**
  * OAuth clients. Registered clients belong to the workspace that registered them (the
@@ -45,16 +45,22 @@ export const oauthClients = sqliteTable(
   (t) => [index("oauth_clients_workspace_idx").on(t.workspaceId)],
 );
 
+/**
+ * What a user approved for a client in a workspace: the scopes, a JSON array of strings (a
+ * grant keeps those of its authorization through every rotation).
+ */
+const userApproval = () => ({
+  ...workspaceRow(),
+  userId: userRef(),
+  clientId: ref("client_id", () => oauthClients.clientId),
+  scopes: text("scopes").notNull(),
+});
+
 /** What a user has approved for a third-party client; asked again when the scopes grow. */
 export const oauthConsents = sqliteTable(
   "oauth_consents",
   {
-    id: text("id").primaryKey(),
-    workspaceId: ref("workspace_id", () => workspaces.id),
-    userId: ref("user_id", () => users.id),
-    clientId: ref("client_id", () => oauthClients.clientId),
-    /** JSON array of scope strings. */
-    scopes: text("scopes").notNull(),
+    ...userApproval(),
     createdAt: createdAt(),
     updatedAt: text("updated_at").notNull(),
   },
@@ -68,8 +74,8 @@ export const oauthCodes = sqliteTable(
     id: text("id").primaryKey(),
     codeHash: text("code_hash").notNull().unique(),
     clientId: ref("client_id", () => oauthClients.clientId),
-    workspaceId: ref("workspace_id", () => workspaces.id),
-    userId: ref("user_id", () => users.id),
+    workspaceId: workspaceRef(),
+    userId: userRef(),
     redirectUri: text("redirect_uri").notNull(),
     scopes: text("scopes").notNull(),
     /** base64url(SHA-256(code_verifier)). */
@@ -89,12 +95,7 @@ export const oauthCodes = sqliteTable(
 export const oauthGrants = sqliteTable(
   "oauth_grants",
   {
-    id: text("id").primaryKey(),
-    workspaceId: ref("workspace_id", () => workspaces.id),
-    userId: ref("user_id", () => users.id),
-    clientId: ref("client_id", () => oauthClients.clientId),
-    /** JSON array of the scopes granted at authorize; kept by every rotation. */
-    scopes: text("scopes").notNull(),
+    ...userApproval(),
     createdAt: createdAt(),
     revokedAt: text("revoked_at"),
     /** `revoked`, `refresh_reuse`, `code_reuse`, `client_deleted` or `user_erased`. */

@@ -7,20 +7,10 @@
  */
 import type { LanguageModel } from "ai";
 import { type GuardedResponse, guardedFetch, OutboundError } from "../platform/guarded-fetch";
+import { analyzeCss, CSS_LIMIT, type emptyCssFacts, fontsOf, paletteOf } from "./css";
 import { enrich, NO_ENRICHMENT } from "./enrich";
-import {
-  analyzeCss,
-  CSS_LIMIT,
-  type emptyCssFacts,
-  extractPage,
-  fontsOf,
-  type Icon,
-  logoOf,
-  type PageFacts,
-  paletteOf,
-  readManifest,
-  summaryOf,
-} from "./extract";
+import { extractPage, type PageFacts, summaryOf } from "./extract";
+import { type Icon, logoOf, readManifest } from "./icons";
 import { ALLOW_ALL, DISALLOW_ALL, parseRobots, type Robots, robotsAllow } from "./robots";
 import { OVERRIDABLE_FIELDS, type Technology } from "./schemas";
 import { TechnologyMatcher } from "./signatures";

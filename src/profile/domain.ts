@@ -1,4 +1,4 @@
-import { isMappedHost } from "../platform/guarded-fetch";
+import { isMappedHost } from "../platform/outbound-rules";
 import { badRequest } from "../platform/problem";
 
 /**

@@ -1,6 +1,7 @@
 import type { Area } from "../http/area";
+import { CRAWL_QUEUE, consumeCrawls } from "./crawls";
+import { refreshProfiles } from "./refresh";
 import { profileRouter } from "./routes";
-import { CRAWL_QUEUE, consumeCrawls, refreshProfiles } from "./service";
 
 /** The workspace's business profile: overrides, the queued crawler and its weekly refresh. */
 export const profileArea: Area = {

@@ -30,6 +30,14 @@ signinRouter.get("/v1/signin", (c) => {
   return c.html(<SigninPage csrfToken={csrfToken(c)} returnTo={returnTo} />, 200, PAGE_HEADERS);
 });
 
+/** A session's event: by the user it belongs to, in their workspace. */
+const bySessionUser = (user: { workspaceId: string; userId: string }, sessionId: string) => ({
+  workspaceId: user.workspaceId,
+  actor: { kind: "user" as const, id: user.userId },
+  target: `session:${sessionId}`,
+  subjectUserId: user.userId,
+});
+
 signinRouter.post("/v1/signin", limitBody(), rateLimit("SIGNIN_LIMITER"), async (c) => {
   const form = SigninFormSchema.safeParse(await c.req.parseBody().catch(() => ({})));
   const returnTo = safeReturnTo(form.success ? form.data.return_to : undefined);
@@ -45,14 +53,7 @@ signinRouter.post("/v1/signin", limitBody(), rateLimit("SIGNIN_LIMITER"), async 
     return render(403, "Your sign-in form expired. Please try again.", form.data.email);
 
   const outcome = await signIn(c.env, form.data.email, form.data.password, (s) =>
-    callerEvent(c, {
-      kind: "session.signin",
-      workspaceId: s.workspaceId,
-      actor: { kind: "user", id: s.userId },
-      target: `session:${s.sessionId}`,
-      subjectUserId: s.userId,
-      details: { email: form.data.email },
-    }),
+    callerEvent(c, { kind: "session.signin", ...bySessionUser(s, s.sessionId), details: { email: form.data.email } }),
   );
   if (!outcome.ok) {
     // Known accounts get the failure in their workspace's log; unknown emails have no workspace.
@@ -88,13 +89,7 @@ signinRouter.post("/v1/signout", limitBody(), async (c) => {
   const cookie = getCookie(c, SESSION_COOKIE);
   if (cookie)
     await signOut(c.env, cookie, (session) =>
-      callerEvent(c, {
-        kind: "session.signout",
-        workspaceId: session.workspaceId,
-        actor: { kind: "user", id: session.userId },
-        target: `session:${session.id}`,
-        subjectUserId: session.userId,
-      }),
+      callerEvent(c, { kind: "session.signout", ...bySessionUser(session, session.id) }),
     );
   deleteCookie(c, SESSION_COOKIE, { path: "/", secure: true });
   return c.redirect("/v1/signin", 303);

@@ -1,80 +1,18 @@
-import { CatalogueSlugParamSchema, SkillCatalogueSchema, SkillEntrySchema } from "../agents/schemas";
+import { SkillCatalogueSchema, SkillEntrySchema } from "../agents/schemas";
 import { onlyOneRemoved } from "../agents/subsets";
-import { callerEvent } from "../http/audit";
-import { apiRoute, createRouter, jsonResponse } from "../http/route";
-import { problemResponse } from "../platform/problem";
-import { installSkill, listSkills, uninstallSkill } from "./catalogue";
+import { catalogueRoutes } from "../http/catalogue";
+import { createRouter } from "../http/route";
+import { skillCatalogue } from "./catalogue";
 
 /** The platform's skill catalogue, with install and uninstall per workspace. */
 export const skillsRouter = createRouter();
 
-const slugParams = { params: CatalogueSlugParamSchema };
-
-skillsRouter.openapi(
-  apiRoute(
-    { scope: "agents:read" },
-    {
-      method: "get",
-      path: "/v1/api/skills",
-      tags: ["Skills and MCP servers"],
-      summary: "The skill catalogue, with what this workspace installed",
-      description:
-        "Ordered by slug. Nothing is installed in a new workspace. A skill whose configuration is missing in " +
-        "this deployment is `available: false` with an `unavailable_reason`, and offers agents no tool.",
-      responses: { 200: jsonResponse(SkillCatalogueSchema, "The catalogue") },
-    },
-  ),
-  async (c) => c.json({ skills: await listSkills(c.env, c.var.caller.workspace.id) }, 200),
-);
-skillsRouter.openapi(
-  apiRoute("admin", {
-    method: "put",
-    path: "/v1/api/skills/{slug}",
-    tags: ["Skills and MCP servers"],
-    summary: "Install a skill for the workspace",
-    description: "Idempotent. No request body.",
-    request: slugParams,
-    responses: {
-      400: problemResponse("`validation_failed`: a slug longer than 100 characters"),
-      200: jsonResponse(SkillEntrySchema, "The installed skill"),
-      404: problemResponse("No such skill in the catalogue"),
-    },
-  }),
-  async (c) => {
-    const { slug } = c.req.valid("param");
-    const { entry } = await installSkill(
-      c.env,
-      c.var.caller.workspace.id,
-      slug,
-      callerEvent(c, { kind: "skill.install", target: `skill:${slug}`, details: { slug } }),
-    );
-    return c.json(entry, 200);
-  },
-);
-skillsRouter.openapi(
-  apiRoute("admin", {
-    method: "delete",
-    path: "/v1/api/skills/{slug}",
-    tags: ["Skills and MCP servers"],
-    summary: "Uninstall a skill from the workspace",
-    description:
-      "Idempotent. The skill is removed from every agent's enabled subset in the same transaction. " +
-      onlyOneRemoved("skill", "only_skill_removed"),
-    request: slugParams,
-    responses: {
-      400: problemResponse("`validation_failed`: a slug longer than 100 characters"),
-      200: jsonResponse(SkillEntrySchema, "The uninstalled skill"),
-      404: problemResponse("No such skill in the catalogue"),
-    },
-  }),
-  async (c) => {
-    const { slug } = c.req.valid("param");
-    const { entry } = await uninstallSkill(
-      c.env,
-      c.var.caller.workspace.id,
-      slug,
-      callerEvent(c, { kind: "skill.uninstall", target: `skill:${slug}`, details: { slug } }),
-    );
-    return c.json(entry, 200);
-  },
-);
+catalogueRoutes(skillsRouter, skillCatalogue, {
+  names: { path: "/v1/api/skills", key: "skills", noun: ["skill", "a skill"] },
+  schemas: { list: SkillCatalogueSchema, entry: SkillEntrySchema },
+  summary: "The skill catalogue, with what this workspace installed",
+  description:
+    "Ordered by slug. Nothing is installed in a new workspace. A skill whose configuration is missing in this deployment is `available: false` with an `unavailable_reason`, and offers agents no tool.",
+  uninstalled: onlyOneRemoved("skill", "only_skill_removed"),
+  event: (change, slug) => ({ kind: `skill.${change}`, target: `skill:${slug}`, details: { slug } }),
+});

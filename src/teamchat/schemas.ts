@@ -1,4 +1,6 @@
 import { z } from "@hono/zod-openapi";
+import { headerParam } from "../http/params";
+import { problemResponse } from "../platform/problem";
 
 export const SlackStatusSchema = z
   .object({
@@ -33,16 +35,8 @@ export const DeliveredSchema = z
   .openapi("Delivered");
 
 export const SlackWebhookHeadersSchema = z.object({
-  "x-slack-signature": z
-    .string()
-    .max(200)
-    .optional()
-    .openapi({ param: { name: "x-slack-signature", in: "header" }, description: "`v0=` HMAC-SHA256 of the request" }),
-  "x-slack-request-timestamp": z
-    .string()
-    .max(20)
-    .optional()
-    .openapi({ param: { name: "x-slack-request-timestamp", in: "header" }, description: "Unix seconds" }),
+  "x-slack-signature": headerParam("x-slack-signature", 200, "`v0=` HMAC-SHA256 of the request"),
+  "x-slack-request-timestamp": headerParam("x-slack-request-timestamp", 20, "Unix seconds"),
 });
 
 export const SlackWebhookAckSchema = z
@@ -52,3 +46,8 @@ export const SlackWebhookAckSchema = z
   })
   .strict()
   .openapi("SlackWebhookAck");
+
+/** The 503 of a route that needs the Slack app (and the encryption key) configured. */
+export const notConfigured = problemResponse(
+  "Team chat is not configured (`team_chat_not_configured`), or no encryption key (`encryption_not_configured`)",
+);

@@ -1,48 +1,41 @@
 import { callerEvent } from "../http/audit";
-import { apiRoute, createRouter, jsonBody, jsonResponse } from "../http/route";
+import { routesOf } from "../http/endpoint";
+import { jsonBody, jsonResponse } from "../http/route";
 import { problemResponse } from "../platform/problem";
 import { AvailabilitySchema, RenameResultSchema, SetSlugRequestSchema, SlugQuerySchema } from "./schemas";
 import { renameWorkspace, slugAvailability } from "./service";
 
-export const workspaceRouter = createRouter();
+const route = routesOf(["Workspace"]);
 
-workspaceRouter.openapi(
-  apiRoute("authenticated", {
-    method: "get",
-    path: "/v1/api/admin/workspace/slug/available",
-    tags: ["Workspace"],
-    summary: "Check whether a workspace handle is available (advisory)",
+route(
+  "authenticated",
+  "GET /v1/api/admin/workspace/slug/available",
+  "Check whether a workspace handle is available (advisory)",
+  {
     description: "Any candidate gets a verdict; one that is not a well-formed handle (of any length) is `invalid`.",
     request: { query: SlugQuerySchema },
     responses: { 200: jsonResponse(AvailabilitySchema, "The verdict"), 400: problemResponse("Missing slug") },
-  }),
-  async (c) => c.json(await slugAvailability(c.env, c.req.valid("query").slug), 200),
-);
-
-workspaceRouter.openapi(
-  apiRoute("admin-role", {
-    method: "post",
-    path: "/v1/api/admin/workspace/slug",
-    tags: ["Workspace"],
-    summary: "Rename the workspace handle",
-    description:
-      "A workspace admin's credential with any scope (`role:admin`). Re-aliases the email slug to match; the old " +
-      "email slug keeps routing for 30 days. Errors carry code `invalid`, `reserved` or `taken`.",
-    request: { body: jsonBody(SetSlugRequestSchema) },
-    responses: {
-      200: jsonResponse(RenameResultSchema, "The rename result"),
-      400: problemResponse("Invalid, reserved or taken handle"),
-    },
-  }),
-  async (c) => {
-    const result = await renameWorkspace(c.env, c.var.caller.workspace.id, c.req.valid("json").slug, (r) =>
-      callerEvent(c, {
-        kind: "workspace.slug",
-        target: `workspace:${c.var.caller.workspace.id}`,
-        intent: "rename",
-        details: { ...r },
-      }),
-    );
-    return c.json(result, 200);
   },
-);
+).handle(async (c) => c.json(await slugAvailability(c.env, c.req.valid("query").slug), 200));
+
+route("admin-role", "POST /v1/api/admin/workspace/slug", "Rename the workspace handle", {
+  description:
+    "A workspace admin's credential with any scope (`role:admin`). Re-aliases the email slug to match; the old email slug keeps routing for 30 days. Errors carry code `invalid`, `reserved` or `taken`.",
+  request: { body: jsonBody(SetSlugRequestSchema) },
+  responses: {
+    200: jsonResponse(RenameResultSchema, "The rename result"),
+    400: problemResponse("Invalid, reserved or taken handle"),
+  },
+}).handle(async (c) => {
+  const result = await renameWorkspace(c.env, c.var.caller.workspace.id, c.req.valid("json").slug, (r) =>
+    callerEvent(c, {
+      kind: "workspace.slug",
+      target: `workspace:${c.var.caller.workspace.id}`,
+      intent: "rename",
+      details: { ...r },
+    }),
+  );
+  return c.json(result, 200);
+});
+
+export const workspaceRouter = route.router;

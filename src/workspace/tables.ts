@@ -1,6 +1,12 @@
 import { sqliteTable, text } from "drizzle-orm/sqlite-core";
 import { createdAt, ref } from "../db/columns";
 
+/** The column naming the workspace a row belongs to. */
+export const workspaceRef = () => ref("workspace_id", () => workspaces.id);
+
+/** The first columns of a row a workspace owns: its id, then its workspace. */
+export const workspaceRow = () => ({ id: text("id").primaryKey(), workspaceId: workspaceRef() });
+
 export const workspaces = sqliteTable("workspaces", {
   id: text("id").primaryKey(),
   name: text("name").notNull(),
@@ -17,7 +23,7 @@ export const workspaces = sqliteTable("workspaces", {
  */
 export const emailSlugs = sqliteTable("email_slugs", {
   slug: text("slug").primaryKey(),
-  workspaceId: ref("workspace_id", () => workspaces.id),
+  workspaceId: workspaceRef(),
   routesUntil: text("routes_until"),
   createdAt: createdAt(),
 });
