@@ -1,7 +1,6 @@
 import { DurableObject } from "cloudflare:workers";
 import { hash } from "node:crypto";
 import type { UIMessageChunk } from "ai";
-import { and, eq, gt } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/durable-sqlite";
 import { migrate } from "drizzle-orm/durable-sqlite/migrator";
 import { deliveringAudit } from "../../audit/delivery";
@@ -10,24 +9,24 @@ import { newId } from "../../platform/ids";
 import { logError } from "../../platform/log";
 import type { ToolProvider } from "../../platform/turn-tools";
 import type { Message } from "../schemas";
+import { claimNewMessage, claimRegeneration } from "./claims";
+import { followTurn } from "./follow";
 import { importFromD1 } from "./import";
 import { LIVE_PING, LIVE_PONG, LIVE_VIEWER_HEADER, type LiveFrame, LiveViewerSchema, liveFrame } from "./live";
 import migrations from "./migrations/migrations.js";
 import * as schema from "./schema";
-import { messages, type TurnState, turns } from "./schema";
+import { type TurnState, turns } from "./schema";
 import { SSE_DONE, type StreamPosition, sseEvent } from "./sse";
 import {
   allMessages,
   appendEvent,
   eventsAfter,
-  lastMessage,
   lastSeq,
   messageById,
   meta,
   pruneEvents,
   type RoomDb,
   RUNNING,
-  recentHistory,
   releaseStaleKey,
   type TurnRow,
   toMessage,
@@ -36,7 +35,7 @@ import {
   turnsInState,
 } from "./store";
 import { runInRoom, settleInterrupted } from "./turn";
-import type { RoomHost, RunningTurn, TurnAnswer, TurnClaim, TurnInput } from "./types";
+import type { RoomHost, RunningTurn, TurnAnswer, TurnInput } from "./types";
 
 /** Heartbeat while a turn runs: the alarm keeps the room from being evicted, and finds turns a restart cut short. */
 export const KEEP_ALIVE_MS = 30_000;
@@ -88,7 +87,7 @@ export abstract class ConversationRoomObject extends DurableObject<Env> implemen
     const turnId = newId();
     // The question and the turn are stored together, or neither is.
     const claim = this.ctx.storage.transactionSync(() => {
-      const claimed = input.regenerate ? this.claimRegeneration() : this.claimNewMessage(input);
+      const claimed = input.regenerate ? claimRegeneration(this.db) : claimNewMessage(this.db, input);
       if (!claimed) return null;
       this.db
         .insert(turns)
@@ -120,50 +119,9 @@ export abstract class ConversationRoomObject extends DurableObject<Env> implemen
     return this.answerFor(turnById(this.db, turnId)!, input.stream);
   }
 
-  /** Stores the member's new message; the history is what came before it. */
-  private claimNewMessage(input: TurnInput): TurnClaim {
-    const history = input.history ?? recentHistory(this.db);
-    this.db
-      .insert(messages)
-      .values({
-        id: input.userMessageId ?? newId(),
-        role: "user",
-        authorUserId: input.userId,
-        agentId: null,
-        content: input.content,
-        parts: [{ type: "text", text: input.content }],
-        toolCalls: [],
-        artifactIds: [],
-        createdAt: nowIso(),
-      })
-      .run();
-    const stored = lastMessage(this.db)!;
-    return { userMessageId: stored.id, prompt: stored.content, history, messagesAdded: 1 };
-  }
-
-  /**
-   * Regenerating: the last reply goes (the new one takes its place) and the last question is
-   * asked again; null when there is no question to answer.
-   */
-  private claimRegeneration(): TurnClaim | null {
-    const question = lastMessage(this.db, "user");
-    if (!question) return null;
-    const removed = this.db
-      .delete(messages)
-      .where(and(eq(messages.role, "assistant"), gt(messages.position, question.position)))
-      .returning({ id: messages.id })
-      .all().length;
-    return {
-      userMessageId: question.id,
-      prompt: question.content,
-      history: recentHistory(this.db, question.position),
-      messagesAdded: -removed,
-    };
-  }
-
   /** The stream of a turn from its start (or the stored reply, once it has ended). */
   private async answerFor(turn: TurnRow, stream: boolean): Promise<TurnAnswer> {
-    if (stream) return { kind: "stream", turnId: turn.id, stream: this.follow(turn, 0) };
+    if (stream) return { kind: "stream", turnId: turn.id, stream: followTurn(this.db, turn, 0, this.running) };
     if (this.running?.turnId === turn.id) await this.running.settled;
     const ended = turnById(this.db, turn.id)!;
     const reply = messageById(this.db, ended.id);
@@ -188,31 +146,7 @@ export abstract class ConversationRoomObject extends DurableObject<Env> implemen
     if (!turn) return null;
     const live = this.running?.turnId === turn.id;
     if (!live && lastSeq(this.db, turn.id) <= (after?.seq ?? 0)) return null;
-    return this.follow(turn, after?.seq ?? 0);
-  }
-
-  /**
-   * The events after `seq` from storage, then the live ones. Reading the stored events and
-   * joining the followers happen in one synchronous step, so nothing is missed or sent twice.
-   */
-  private follow(turn: TurnRow, seq: number): ReadableStream<Uint8Array> {
-    let follower: ReadableStreamDefaultController<Uint8Array> | null = null;
-    return new ReadableStream<Uint8Array>({
-      start: (controller) => {
-        for (const e of eventsAfter(this.db, turn.id, seq)) controller.enqueue(sseEvent(turn.id, e.seq, e.chunk));
-        const running = this.running?.turnId === turn.id ? this.running : null;
-        if (running && !running.closed) {
-          follower = controller;
-          running.followers.add(controller);
-        } else {
-          controller.enqueue(SSE_DONE);
-          controller.close();
-        }
-      },
-      cancel: () => {
-        if (follower) this.running?.followers.delete(follower);
-      },
-    });
+    return followTurn(this.db, turn, after?.seq ?? 0, this.running);
   }
 
   /** Stops the running turn: its model call is aborted, its partial reply kept and billed. */

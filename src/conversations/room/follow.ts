@@ -1,0 +1,33 @@
+import { SSE_DONE, sseEvent } from "./sse";
+import { eventsAfter, type RoomDb, type TurnRow } from "./store";
+import type { RunningTurn } from "./types";
+
+/**
+ * A turn's stream after `seq`: the stored events, then the live ones while it runs. Reading
+ * the stored events and joining the followers happen in one synchronous step, so nothing is
+ * missed or sent twice.
+ */
+export function followTurn(
+  db: RoomDb,
+  turn: TurnRow,
+  seq: number,
+  running: RunningTurn | null,
+): ReadableStream<Uint8Array> {
+  const live = running?.turnId === turn.id && !running.closed ? running : null;
+  let follower: ReadableStreamDefaultController<Uint8Array> | null = null;
+  return new ReadableStream<Uint8Array>({
+    start: (controller) => {
+      for (const e of eventsAfter(db, turn.id, seq)) controller.enqueue(sseEvent(turn.id, e.seq, e.chunk));
+      if (live && !live.closed) {
+        follower = controller;
+        live.followers.add(controller);
+      } else {
+        controller.enqueue(SSE_DONE);
+        controller.close();
+      }
+    },
+    cancel: () => {
+      if (follower) live?.followers.delete(follower);
+    },
+  });
+}
