@@ -3,16 +3,14 @@ import { apiRoute, createRouter, jsonBody } from "../http/route";
 import { badRequest, problemResponse } from "../platform/problem";
 import { openChat, questionOf } from "./chat";
 import { conversationRoom } from "./room/client";
-import { UI_STREAM_HEADERS } from "./room/sse";
+import { uiStreamResponse } from "./room/sse";
+import { TAGS } from "./route-parts";
 import { ChatIdParamSchema, ChatRequestSchema, IdempotencyHeaderSchema } from "./schemas";
 import { chatConversation } from "./service";
 import { postMessage, turnContext, turnReady } from "./turns";
 
 /** The AI SDK's chat transport, unmodified: `useChat` with `api` pointing here, and `resume: true`. */
 export const chatRouter = createRouter();
-
-const TAGS = ["Conversations"];
-const uiStream = (stream: ReadableStream<Uint8Array>) => new Response(stream, { headers: UI_STREAM_HEADERS });
 
 chatRouter.openapi(
   apiRoute(
@@ -77,7 +75,7 @@ chatRouter.openapi(
       { stream: true, idempotencyKey: key, userMessageId: regenerate ? undefined : question.id, regenerate },
     );
     if (turn.kind !== "stream") throw new Error("a streamed turn answered without its stream");
-    return uiStream(turn.stream) as never;
+    return uiStreamResponse(turn.stream) as never;
   },
 );
 
@@ -106,6 +104,6 @@ chatRouter.openapi(
     const conversation = await chatConversation(c.env, caller.workspace.id, caller.userId, id);
     if (!conversation) return c.body(null, 204);
     const stream = await conversationRoom(c.env, conversation.id).stream(conversation.id, caller.workspace.id, null);
-    return stream ? (uiStream(stream) as never) : c.body(null, 204);
+    return stream ? (uiStreamResponse(stream) as never) : c.body(null, 204);
   },
 );

@@ -4,12 +4,12 @@ import type { AppEnv } from "../http/context";
 import { apiRoute, createRouter, jsonBody, jsonResponse } from "../http/route";
 import { problemResponse } from "../platform/problem";
 import { chatRouter } from "./chat-routes";
-import { UI_STREAM_HEADERS } from "./room/sse";
+import { uiStreamResponse } from "./room/sse";
+import { notParticipant, params, TAGS } from "./route-parts";
 import {
   AddParticipantRequestSchema,
   AskResponseSchema,
   type Conversation,
-  ConversationIdParamSchema,
   ConversationListSchema,
   ConversationSchema,
   ConversationWithMessagesSchema,
@@ -34,9 +34,6 @@ import { postMessage, quickAskReady, turnContext } from "./turns";
 
 export const conversationsRouter = createRouter();
 
-const TAGS = ["Conversations"];
-const params = { params: ConversationIdParamSchema };
-const notParticipant = problemResponse("No such conversation, or the caller does not take part in it");
 const target = (id: string) => `conversation:${id}`;
 const createdEvent = (c: Context<AppEnv>, conversation: Conversation) =>
   callerEvent(c, {
@@ -46,8 +43,6 @@ const createdEvent = (c: Context<AppEnv>, conversation: Conversation) =>
     conversationId: conversation.id,
     details: { mode: conversation.mode, agent_slug: conversation.agent_slug },
   });
-
-const uiStream = (stream: ReadableStream<Uint8Array>) => new Response(stream, { headers: UI_STREAM_HEADERS });
 
 conversationsRouter.route("/", chatRouter);
 conversationsRouter.route("/", turnRouter);
@@ -244,7 +239,7 @@ conversationsRouter.openapi(
       stream: !!c.req.header("Accept")?.includes("text/event-stream"),
       idempotencyKey: c.req.valid("header")["idempotency-key"],
     });
-    if (turn.kind === "stream") return uiStream(turn.stream) as never;
+    if (turn.kind === "stream") return uiStreamResponse(turn.stream) as never;
     return c.json({ user_message: turn.userMessage, reply: turn.reply }, 200);
   },
 );

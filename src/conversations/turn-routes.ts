@@ -4,17 +4,13 @@ import { apiRoute, createRouter, jsonResponse } from "../http/route";
 import { ApiError, badRequest, problemResponse } from "../platform/problem";
 import { conversationRoom } from "./room/client";
 import { LIVE_VIEWER_HEADER, type LiveViewer } from "./room/live";
-import { parsePosition, UI_STREAM_HEADERS } from "./room/sse";
-import { ConversationIdParamSchema, LastEventIdHeaderSchema, StopResponseSchema, StreamQuerySchema } from "./schemas";
+import { parsePosition, uiStreamResponse } from "./room/sse";
+import { notParticipant, params, TAGS } from "./route-parts";
+import { LastEventIdHeaderSchema, StopResponseSchema, StreamQuerySchema } from "./schemas";
 import { participantConversation } from "./service";
 
 /** A running turn from outside its request: resume its stream, watch the conversation live, stop it. */
 export const turnRouter = createRouter();
-
-const TAGS = ["Conversations"];
-const params = { params: ConversationIdParamSchema };
-const notParticipant = problemResponse("No such conversation, or the caller does not take part in it");
-const uiStream = (stream: ReadableStream<Uint8Array>) => new Response(stream, { headers: UI_STREAM_HEADERS });
 
 turnRouter.openapi(
   apiRoute(
@@ -46,7 +42,7 @@ turnRouter.openapi(
       throw badRequest("invalid_position", "Last-Event-ID and `after` take `<turn_id>:<seq>` as the stream sent it");
     await participantConversation(c.env, c.var.caller.workspace.id, c.var.caller.userId, id);
     const stream = await conversationRoom(c.env, id).stream(id, c.var.caller.workspace.id, after);
-    return stream ? (uiStream(stream) as never) : c.body(null, 204);
+    return stream ? (uiStreamResponse(stream) as never) : c.body(null, 204);
   },
 );
 

@@ -27,3 +27,7 @@ export const UI_STREAM_HEADERS = {
   "x-vercel-ai-ui-message-stream": "v1",
   "x-accel-buffering": "no",
 } as const;
+
+/** A turn's stream as the response a client reads. */
+export const uiStreamResponse = (stream: ReadableStream<Uint8Array>) =>
+  new Response(stream, { headers: UI_STREAM_HEADERS });
