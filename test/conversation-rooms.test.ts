@@ -1,24 +1,17 @@
 import { runDurableObjectAlarm } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import type { UIMessageChunk } from "ai";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { ConversationSchema, ConversationWithMessagesSchema, TurnResponseSchema } from "../src/conversations/schemas";
 import { call, expectProblem, parse } from "./support/api";
 import { auditEvents } from "./support/audit";
 import { eventually } from "./support/browser";
+import { usageEntries } from "./support/ledger";
 import { inRoom, roomMessages, roomStub } from "./support/rooms";
-import { fakeLlm } from "./support/scripted-llm";
+import { scriptedModels } from "./support/scripted-llm";
 import { addUser, signupWorkspace } from "./support/seed";
 
-let llm: ReturnType<typeof fakeLlm> | null = null;
-const script = (...turns: Parameters<typeof fakeLlm>) => {
-  llm = fakeLlm(...turns);
-  return llm;
-};
-afterEach(() => {
-  llm?.restore();
-  llm = null;
-});
+const { script, current } = scriptedModels();
 
 const REPLY = "One two three four five six seven eight nine ten eleven twelve.";
 
@@ -69,12 +62,6 @@ const textOf = (events: SseEvent[]) =>
     .filter((c): c is Extract<UIMessageChunk, { type: "text-delta" }> => c !== "[DONE]" && c.type === "text-delta")
     .map((c) => c.delta)
     .join("");
-
-const usageEntries = (workspaceId: string) =>
-  env.DB.prepare("SELECT amount, reference FROM credit_ledger WHERE workspace_id = ?1 AND kind = 'usage'")
-    .bind(workspaceId)
-    .all<{ amount: number; reference: string }>()
-    .then((r) => r.results);
 
 const turnStates = (conversationId: string) =>
   inRoom(conversationId, (room) =>
@@ -264,7 +251,7 @@ describe("a room restarted mid-turn", () => {
     expect(REPLY.startsWith(partial!.content)).toBe(true);
     expect(partial!.content.length).toBeGreaterThan(0);
     expect(await usageEntries(ws.workspace.id)).toEqual([{ amount: -partial!.credits, reference: states[0]!.id }]);
-    llm?.restore();
+    current()?.restore();
     script({ text: "Back again." });
     const next = await parse(await post(ws.adminToken, c.id, "again"), TurnResponseSchema);
     expect(next.reply.content).toBe("Back again.");

@@ -16,19 +16,12 @@ import { call, expectProblem, parse } from "./support/api";
 import { auditEvents } from "./support/audit";
 import { eventually } from "./support/browser";
 import { LLM_BASE_URL, LLM_ENV, llmServer } from "./support/fake-llm";
+import { usageEntries } from "./support/ledger";
 import { roomMessages } from "./support/rooms";
-import { fakeLlm } from "./support/scripted-llm";
+import { type fakeLlm, scriptedModels } from "./support/scripted-llm";
 import { addUser, signupWorkspace } from "./support/seed";
 
-let llm: ReturnType<typeof fakeLlm> | null = null;
-const script = (...turns: Parameters<typeof fakeLlm>) => {
-  llm = fakeLlm(...turns);
-  return llm;
-};
-afterEach(() => {
-  llm?.restore();
-  llm = null;
-});
+const { script, current } = scriptedModels();
 
 async function start(token: string, body: Record<string, unknown> = {}) {
   const res = await call("POST", "/v1/api/conversations", { token, body });
@@ -41,12 +34,6 @@ const post = (token: string, id: string, content: string, headers: Record<string
 
 /** The messages a conversation's room holds, oldest first. */
 const messageRows = (conversationId: string) => roomMessages(conversationId);
-
-const usageEntries = (workspaceId: string) =>
-  env.DB.prepare("SELECT amount, reference FROM credit_ledger WHERE workspace_id = ?1 AND kind = 'usage'")
-    .bind(workspaceId)
-    .all<{ amount: number; reference: string }>()
-    .then((r) => r.results);
 
 describe("conversations: create, read, list, delete", () => {
   it("starts a conversation with the default agent and shows it to its creator", async () => {
@@ -204,7 +191,7 @@ describe("conversations: turns", () => {
     expect((await messageRows(conversation.id)).map((m) => m.role)).toEqual(["user"]);
     expect(await usageEntries(ws.workspace.id)).toEqual([]);
     expect(await auditEvents(ws.workspace.id, "conversation.turn")).toEqual([]);
-    llm?.restore();
+    current()?.restore();
     script({ text: "back" });
     expect((await post(ws.adminToken, conversation.id, "again")).status).toBe(200);
     expect(await auditEvents(ws.workspace.id, "conversation.turn")).toHaveLength(1);
@@ -258,10 +245,10 @@ describe("conversations: turns", () => {
     // Retried once (a 5xx may pass), then shown as the provider said it.
     const problem = await expectProblem(await post(ws.adminToken, conversation.id, "hi"), 502, "model_error");
     expect(problem).toMatchObject({ detail: "scripted failure", provider_status: 500 });
-    expect(llm!.requests).toHaveLength(2);
+    expect(current()!.requests).toHaveLength(2);
     expect((await messageRows(conversation.id)).map((m) => m.role)).toEqual(["user"]);
     expect(await usageEntries(ws.workspace.id)).toEqual([]);
-    llm?.restore();
+    current()?.restore();
     script({ text: "back" });
     expect((await post(ws.adminToken, conversation.id, "again")).status).toBe(200);
   });

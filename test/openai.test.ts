@@ -1,5 +1,5 @@
 import { env } from "cloudflare:workers";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { balance, debit } from "../src/billing/ledger";
 import { ConversationSchema } from "../src/conversations/schemas";
 import { ChatCompletionChunkSchema, ChatCompletionSchema, ModelListSchema } from "../src/openai/schemas";
@@ -9,7 +9,7 @@ import { call, parse } from "./support/api";
 import { auditEvents } from "./support/audit";
 import { eventually } from "./support/browser";
 import { roomMessages } from "./support/rooms";
-import { fakeLlm } from "./support/scripted-llm";
+import { scriptedModels } from "./support/scripted-llm";
 import { addUser, signupWorkspace } from "./support/seed";
 
 /**
@@ -19,15 +19,7 @@ import { addUser, signupWorkspace } from "./support/seed";
  * `insufficient_credits`, 401 `invalid_api_key`."
  */
 
-let llm: ReturnType<typeof fakeLlm> | null = null;
-const script = (...turns: Parameters<typeof fakeLlm>) => {
-  llm = fakeLlm(...turns);
-  return llm;
-};
-afterEach(() => {
-  llm?.restore();
-  llm = null;
-});
+const { script } = scriptedModels();
 
 const REPLY = "Rivers carry water to the sea.";
 const complete = (token: string | undefined, body: unknown, headers: Record<string, string> = {}) =>

@@ -1,5 +1,5 @@
 import { env } from "cloudflare:workers";
-import { vi } from "vitest";
+import { afterEach, vi } from "vitest";
 
 /**
  * What the fake endpoint answers for one model step; `delayMs` holds the answer back that long,
@@ -143,3 +143,23 @@ export function fakeLlm(...script: (Turn | ((req: ChatRequest) => Turn))[]) {
 
 /** The tool messages the model was sent in one request. */
 export const toolMessages = (req: ChatRequest) => req.messages.filter((m) => m.role === "tool");
+
+/**
+ * One scripted model at a time for a test file: `script(...)` puts one in place (undoing the
+ * one before), `current()` is the one in place, and it is undone after each test.
+ */
+export function scriptedModels() {
+  let llm: ReturnType<typeof fakeLlm> | null = null;
+  afterEach(() => {
+    llm?.restore();
+    llm = null;
+  });
+  return {
+    script: (...turns: Parameters<typeof fakeLlm>) => {
+      llm?.restore();
+      llm = fakeLlm(...turns);
+      return llm;
+    },
+    current: () => llm,
+  };
+}
