@@ -1,6 +1,7 @@
 import { env, exports } from "cloudflare:workers";
 import { DefaultChatTransport, readUIMessageStream, type UIMessage, type UIMessageChunk } from "ai";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
+import { balance, debit } from "../src/billing/ledger";
 import {
   ConversationListSchema,
   ConversationSchema,
@@ -8,19 +9,12 @@ import {
 } from "../src/conversations/schemas";
 import { call, expectProblem, freshIp, ORIGIN, parse } from "./support/api";
 import { eventually } from "./support/browser";
+import { usageEntries } from "./support/ledger";
 import { roomMessages } from "./support/rooms";
-import { fakeLlm } from "./support/scripted-llm";
+import { scriptedModels } from "./support/scripted-llm";
 import { signupWorkspace } from "./support/seed";
 
-let llm: ReturnType<typeof fakeLlm> | null = null;
-const script = (...turns: Parameters<typeof fakeLlm>) => {
-  llm = fakeLlm(...turns);
-  return llm;
-};
-afterEach(() => {
-  llm?.restore();
-  llm = null;
-});
+const { script } = scriptedModels();
 
 /** The AI SDK's own transport, as `useChat` builds it, talking to the Worker. */
 const transportFor = (token: string) =>
@@ -48,11 +42,7 @@ async function conversationsOf(token: string) {
   return parse(await call("GET", "/v1/api/conversations", { token }), ConversationListSchema);
 }
 
-const usageCount = (workspaceId: string) =>
-  env.DB.prepare("SELECT count(*) AS n FROM credit_ledger WHERE workspace_id = ?1 AND kind = 'usage'")
-    .bind(workspaceId)
-    .first<{ n: number }>()
-    .then((r) => r!.n);
+const usageCount = (workspaceId: string) => usageEntries(workspaceId).then((entries) => entries.length);
 
 describe("POST /v1/api/chat: the AI SDK's DefaultChatTransport, unmodified", () => {
   it("opens a conversation for a new client chat id, keeps the user message's id, and continues it on the next message", async () => {
@@ -228,6 +218,48 @@ describe("POST /v1/api/chat: the AI SDK's DefaultChatTransport, unmodified", () 
     expect(mine!.id).not.toBe(theirs.id);
     expect(await roomMessages(mine!.id)).toHaveLength(2);
     expect(await roomMessages(theirs.id)).toHaveLength(0);
+  });
+
+  it("answers 503 without a model, 402 without credits and 404 for an unknown agent, opening no conversation", async () => {
+    const ws = await signupWorkspace();
+    const body = (extra: Record<string, unknown> = {}) => ({
+      id: "refused",
+      messages: [userMessage("m1", "hi")],
+      trigger: "submit-message",
+      ...extra,
+    });
+    await expectProblem(
+      await call("POST", "/v1/api/chat", { token: ws.adminToken, body: body() }),
+      503,
+      "model_not_configured",
+    );
+    const model = script({ text: "never" });
+    await expectProblem(
+      await call("POST", "/v1/api/chat", { token: ws.adminToken, body: body({ agent_slug: "nobody" }) }),
+      404,
+    );
+    await debit(env, ws.workspace.id, (await balance(env, ws.workspace.id)) + 500, "drain");
+    await expectProblem(
+      await call("POST", "/v1/api/chat", { token: ws.adminToken, body: body() }),
+      402,
+      "insufficient_credits",
+    );
+    expect(model.requests).toHaveLength(0);
+    expect((await conversationsOf(ws.adminToken)).conversations).toEqual([]);
+  });
+
+  it("answers 409 turn_in_progress for a second message while the chat's turn runs", async () => {
+    const ws = await signupWorkspace();
+    script({ text: "slow answer", delayMs: 300 });
+    const send = (id: string) =>
+      call("POST", "/v1/api/chat", {
+        token: ws.adminToken,
+        body: { id: "busy", messages: [userMessage(id, `question ${id}`)], trigger: "submit-message" },
+      });
+    const first = await send("q1");
+    expect(first.status).toBe(200);
+    await expectProblem(await send("q2"), 409, "turn_in_progress");
+    await first.body?.cancel();
   });
 
   it("refuses a body with no user message (400) and regenerating an unknown chat (400)", async () => {
