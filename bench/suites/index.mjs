@@ -9,6 +9,7 @@ import email from "./email.mjs";
 import http from "./http.mjs";
 import profile from "./profile.mjs";
 import refresh from "./refresh.mjs";
+import scale from "./scale.mjs";
 import turn from "./turn.mjs";
 import verify from "./verify.mjs";
 import writes from "./writes.mjs";
@@ -27,4 +28,5 @@ export const SUITES = [
   turn,
   email,
   profile,
+  scale,
 ];
