@@ -90,6 +90,10 @@ chrome.runtime.onMessage.addListener((message: Message, sender, sendResponse) =>
   return false;
 });
 
+chrome.runtime.onInstalled.addListener(({ reason }) => {
+  if (reason === chrome.runtime.OnInstalledReason.INSTALL) void chrome.runtime.openOptionsPage();
+});
+
 // Every start of the worker (browser start, install, or any event after it was stopped).
 void serially(async () => {
   if ((await resume()) === "not enabled") {
