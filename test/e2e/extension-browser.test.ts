@@ -7,12 +7,13 @@
  * does not come back, a restarted `wrangler dev` is reconnected to by itself, Disconnect stays
  * disconnected, and the token never reaches the service worker's console.
  */
-import { spawnSync } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { spawn, spawnSync } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import { unzipSync } from "fflate";
 import { type BrowserContext, chromium, type Page, type Worker } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type DevServer, readBody, startDevServer } from "./server";
@@ -72,6 +73,9 @@ addEventListener("scroll", () => { document.getElementById("scrolled").textConte
 type Call = [name: string, args: Record<string, unknown>];
 type ChatBody = { model: string; messages: { role: string; content: unknown }[] };
 
+/** Any other prompt (the README's) gets this script. */
+const DEFAULT_SCRIPT: Call[] = [["computer_url", {}]];
+
 /**
  * A fake OpenAI-compatible model that plays the script in the prompt (`SCRIPT [[tool, args], ...]`):
  * one tool call per step, then the answer `DONE <the tool results, in order>`.
@@ -80,7 +84,8 @@ async function scriptedModel() {
   const server = createServer(async (req, res) => {
     const body = JSON.parse(await readBody(req)) as ChatBody;
     const prompt = JSON.stringify(body.messages.find((m) => m.role === "user")?.content ?? "");
-    const script = JSON.parse(JSON.parse(prompt).split("SCRIPT ")[1] ?? "[]") as Call[];
+    const scripted = (JSON.parse(prompt) as string).split("SCRIPT ")[1];
+    const script = scripted ? (JSON.parse(scripted) as Call[]) : DEFAULT_SCRIPT;
     const results = body.messages
       .filter((m) => m.role === "tool")
       .map((m) => (typeof m.content === "string" ? m.content : JSON.stringify(m.content)));
@@ -140,6 +145,31 @@ async function connectFromOptions({ remember = false } = {}) {
   await options.click("#connect");
   await expect.poll(() => options.textContent("#status"), { timeout: 20_000 }).toBe("connected");
   await options.close();
+}
+
+/** The README section's prose and its fenced sh blocks (up to the next heading). */
+function readmeSection(heading: string) {
+  const readme = readFileSync(path.join(ROOT, "README.md"), "utf8");
+  const start = readme.indexOf(`\n${heading}\n`);
+  if (start < 0) throw new Error(`README has no section ${heading}`);
+  const rest = readme.slice(start + heading.length + 2);
+  const text = rest.slice(0, rest.search(/\n#{2,3} /));
+  return { text, blocks: [...text.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1]!) };
+}
+
+/** Runs shell text with bash against this test's server; asynchronously, since this process serves the model. */
+function bash(script: string, env: Record<string, string>) {
+  return new Promise<string>((resolve, reject) => {
+    const child = spawn("bash", ["-euo", "pipefail", "-c", script.replaceAll("http://localhost:8787", dev.origin)], {
+      cwd: ROOT,
+      env: { ...process.env, ...env },
+    });
+    let out = "";
+    let err = "";
+    child.stdout.on("data", (c) => (out += c));
+    child.stderr.on("data", (c) => (err += c));
+    child.on("exit", (code) => (code === 0 ? resolve(out) : reject(new Error(`bash failed (${code}):\n${err}`))));
+  });
 }
 
 const popupState = (popup: Page) => popup.textContent("#state");
@@ -220,6 +250,18 @@ describe("the browser extension", () => {
     expect(stored.session.token).toBe(token);
     expect(JSON.stringify(stored.local)).not.toContain(token);
     await popup.close();
+  });
+
+  it("the README's Install the browser extension section, verbatim: its curl asks through the connected extension", async () => {
+    const { text, blocks } = readmeSection("## Install the browser extension");
+    // What this test did before: the build command and the folder it loaded.
+    expect(text).toContain("`npm run extension:build`");
+    expect(text).toContain("`extension/dist`");
+    expect(blocks).toHaveLength(1);
+    const answer = JSON.parse(await bash(blocks[0]!, { TOKEN: token })) as { reply: string; steps: number };
+    expect(answer.steps).toBe(2);
+    expect(answer.reply).toMatch(/^DONE /);
+    expect(JSON.parse((JSON.parse(answer.reply.slice(5)) as string[])[0]!)).toMatchObject({ ok: true });
   });
 
   it("POST /v1/agent-browser/ask drives a tab it opened: navigate, read, click, type, key, scroll, screenshot, url", async () => {
@@ -363,5 +405,36 @@ describe("the browser extension", () => {
     expect(consoleLines.some((line) => line.includes("[agent-browser] connected to"))).toBe(true);
     expect(consoleLines.filter((line) => line.includes(token))).toEqual([]);
     expect(consoleLines.filter((line) => line.includes(token.slice("svc_pat_".length)))).toEqual([]);
+  });
+});
+
+describe("the extension's package", () => {
+  it("asks for debugger, tabs, tabGroups and storage only, no host permissions, and runs no remote code", () => {
+    const manifest = JSON.parse(readFileSync(path.join(DIST, "manifest.json"), "utf8"));
+    expect(manifest.manifest_version).toBe(3);
+    expect([...manifest.permissions].sort()).toEqual(["debugger", "storage", "tabGroups", "tabs"]);
+    expect(manifest.host_permissions).toBeUndefined();
+    expect(manifest.optional_host_permissions).toBeUndefined();
+    expect(manifest.optional_permissions).toBeUndefined();
+    const csp: string = manifest.content_security_policy.extension_pages;
+    expect(csp).toContain("script-src 'self';");
+    expect(csp).not.toMatch(/https?:|unsafe-eval|unsafe-inline/);
+    for (const page of ["options.html", "popup.html"]) {
+      const html = readFileSync(path.join(DIST, page), "utf8");
+      expect([...html.matchAll(/<script[^>]*src="([^"]+)"/g)].map((m) => m[1])).toEqual([page.replace(".html", ".js")]);
+    }
+  });
+
+  it("npm run extension:pack zips extension/dist for the store", async () => {
+    // pack.mjs alone: the build step of the npm script would replace the dist/ Chromium still has loaded.
+    await new Promise<void>((resolve, reject) => {
+      const child = spawn(process.execPath, ["extension/pack.mjs"], { cwd: ROOT, stdio: "ignore" });
+      child.on("exit", (code) => (code === 0 ? resolve() : reject(new Error(`pack.mjs exited with ${code}`))));
+    });
+    const zip = unzipSync(readFileSync(path.join(ROOT, "extension/extension.zip")));
+    expect(Object.keys(zip).sort()).toEqual(
+      expect.arrayContaining(["background.js", "icons/128.png", "manifest.json", "options.html", "popup.html"]),
+    );
+    expect(JSON.parse(Buffer.from(zip["manifest.json"]!).toString("utf8")).name).toBe("Workspace Agent Browser");
   });
 });
