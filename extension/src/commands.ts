@@ -35,7 +35,7 @@ export async function runCommand(method: Method, params: Params<Method>): Promis
       return {};
     }
     case "computer.type":
-      for (const char of (params as Params<"computer.type">).text) await press(tabId, char === "\n" ? "Enter" : char);
+      for (const char of (params as Params<"computer.type">).text) await press(tabId, TYPED_KEYS[char] ?? char);
       return {};
     case "computer.key":
       await press(tabId, (params as Params<"computer.key">).key);
@@ -57,6 +57,9 @@ export async function runCommand(method: Method, params: Params<Method>): Promis
       throw new Error(`unknown method ${method satisfies never}`);
   }
 }
+
+/** Characters typed as the key that makes them, as Playwright's `keyboard.type` does. */
+const TYPED_KEYS: Record<string, string> = { "\n": "Enter", "\r": "Enter", "\t": "Tab" };
 
 const mouse = (tabId: number, event: object) => send(tabId, "Input.dispatchMouseEvent", event);
 

@@ -295,6 +295,16 @@ describe("the browser extension", () => {
     expect(final).toContain("submitted: hello extension");
     expect(final).toMatch(/scrolled to [1-9]\d*/);
 
+    // A chord: Control+A selects the field's text, which the next keystrokes replace.
+    const chord = await ask([
+      ["computer_click", { x: 170, y: 165 }],
+      ["computer_key", { key: "Control+A" }],
+      ["computer_type", { text: "bye" }],
+      ["computer_key", { key: "Enter" }],
+      ["computer_read", {}],
+    ]);
+    expect((JSON.parse(chord.results[4]!) as { text: string }).text).toContain("submitted: bye");
+
     // The screenshot is a PNG of the agent tab's viewport.
     const png = /iVBORw0KGgo[A-Za-z0-9+/=]+/.exec(screenshot!)?.[0];
     expect(png).toBeDefined();
