@@ -13,9 +13,17 @@ const ROOT = path.resolve(import.meta.dirname, "../..");
 
 export type DevServer = { origin: string; stop: () => Promise<void>; output: () => string };
 
-/** `vars` are passed as `--var NAME:VALUE` (e.g. a fake model endpoint). */
-export async function startDevServer(port: number, vars: Record<string, string> = {}): Promise<DevServer> {
-  const persist = mkdtempSync(path.join(tmpdir(), "svc-e2e-"));
+/**
+ * `vars` are passed as `--var NAME:VALUE` (e.g. a fake model endpoint). `persistTo` keeps the
+ * local state in the caller's directory, kept after `stop()`, so a restarted server finds the
+ * same users and tokens.
+ */
+export async function startDevServer(
+  port: number,
+  vars: Record<string, string> = {},
+  { persistTo }: { persistTo?: string } = {},
+): Promise<DevServer> {
+  const persist = persistTo ?? mkdtempSync(path.join(tmpdir(), "svc-e2e-"));
   const env = { ...process.env, WRANGLER_SEND_METRICS: "false", CI: "1" };
   const migrate = spawnSync(
     "npx",
@@ -73,7 +81,7 @@ export async function startDevServer(port: number, vars: Record<string, string> 
       if (child.pid && child.exitCode === null) process.kill(-child.pid, "SIGTERM");
       await Promise.race([exited, new Promise((r) => setTimeout(r, 10_000))]);
       if (child.pid && child.exitCode === null) process.kill(-child.pid, "SIGKILL");
-      rmSync(persist, { recursive: true, force: true });
+      if (!persistTo) rmSync(persist, { recursive: true, force: true });
     },
   };
 }

@@ -1,0 +1,166 @@
+/**
+ * The local-browser channel, exactly as the reference bridge (tools/browser-bridge) speaks it:
+ * dial /v1/agent-browser/connect with the token as the `svc-pat.<token>` subprotocol, announce
+ * `computer.ready`, answer each command in the order received, ping every 20 s, and reconnect
+ * with back-off except after 4001 (replaced) or 4003 (ended by the server).
+ */
+import {
+  CLOSE,
+  CommandFrameSchema,
+  type Method,
+  PARAMS,
+  type Params,
+  PING_FRAME,
+  PONG_FRAME,
+  SUBPROTOCOL_PREFIX,
+} from "../../durable-objects/protocol";
+import type { ConnectionState } from "./storage";
+
+const PING_INTERVAL_MS = 20_000;
+const BACKOFF = { initialMs: 500, maxMs: 30_000 };
+/** Within the server's default per-command deadline (30 s), so a slow command still gets its answer there. */
+const COMMAND_TIMEOUT_MS = 28_000;
+/**
+ * Calling an extension API resets an MV3 service worker's idle timer; while waiting to reconnect
+ * there is no socket traffic to keep the worker (and so the back-off timer) alive.
+ */
+const KEEPALIVE_MS = 20_000;
+
+export type ConnectionOptions = {
+  serviceUrl: string;
+  token: string;
+  run: (method: Method, params: Params<Method>) => Promise<Record<string, unknown>>;
+  onState: (state: ConnectionState) => void;
+  /** Never given the token. */
+  log: (line: string) => void;
+};
+
+export type Connection = { stop: () => void };
+
+export function openConnection(options: ConnectionOptions): Connection {
+  const { log } = options;
+  const endpoint = new URL("/v1/agent-browser/connect", options.serviceUrl);
+  endpoint.protocol = endpoint.protocol === "https:" ? "wss:" : "ws:";
+
+  let stopped = false;
+  let socket: WebSocket | null = null;
+  let attempt = 0;
+  let retry: ReturnType<typeof setTimeout> | undefined;
+  let keepalive: ReturnType<typeof setInterval> | undefined;
+  // Commands run one at a time, in arrival order, in the agent's tab.
+  let queue = Promise.resolve();
+
+  const connect = () => {
+    if (stopped) return;
+    clearInterval(keepalive);
+    options.onState({ status: "connecting" });
+    let ws: WebSocket;
+    try {
+      ws = new WebSocket(endpoint, [`${SUBPROTOCOL_PREFIX}${options.token}`]);
+    } catch {
+      // The browser's message would quote the subprotocol, and so the token.
+      stopped = true;
+      options.onState({ status: "disconnected", reason: "the token is not a valid personal access token" });
+      return;
+    }
+    socket = ws;
+    let pinger: ReturnType<typeof setInterval> | undefined;
+    ws.addEventListener("open", () => {
+      attempt = 0;
+      log(`connected to ${endpoint.origin}`);
+      options.onState({ status: "connected" });
+      ws.send(JSON.stringify({ type: "event", method: "computer.ready", params: { user_agent: navigator.userAgent } }));
+      pinger = setInterval(() => ws.readyState === WebSocket.OPEN && ws.send(PING_FRAME), PING_INTERVAL_MS);
+    });
+    ws.addEventListener("message", (event) => {
+      if (typeof event.data !== "string" || event.data === PONG_FRAME) return;
+      const text = event.data;
+      queue = queue.then(() => handle(ws, text, options.run, log));
+    });
+    ws.addEventListener("close", (event) => {
+      clearInterval(pinger);
+      if (socket === ws) socket = null;
+      if (stopped) return;
+      if (event.code === CLOSE.replaced || event.code === CLOSE.ended) {
+        // Another extension or bridge took over, or the server ended the session: reconnecting would only fight it.
+        log(`closed by the server (${event.code} ${event.reason}); not reconnecting`);
+        stopped = true;
+        options.onState({ status: "disconnected", reason: event.reason || `closed by the server (${event.code})` });
+        return;
+      }
+      const delay = Math.min(BACKOFF.maxMs, BACKOFF.initialMs * 2 ** attempt++) * (0.75 + Math.random() / 2);
+      log(
+        `disconnected (${event.code}${event.reason ? ` ${event.reason}` : ""}); reconnecting in ${Math.round(delay)} ms`,
+      );
+      options.onState({ status: "connecting", reason: event.reason || undefined });
+      retry = setTimeout(connect, delay);
+      keepalive = setInterval(() => void chrome.runtime.getPlatformInfo(), KEEPALIVE_MS);
+    });
+    ws.addEventListener("error", () => {
+      // A refused handshake (403, 426) surfaces as an error followed by close 1006; back-off handles it.
+    });
+  };
+
+  connect();
+  return {
+    stop() {
+      stopped = true;
+      clearTimeout(retry);
+      clearInterval(keepalive);
+      socket?.close(1000, "extension stopped");
+      socket = null;
+    },
+  };
+}
+
+function reply(ws: WebSocket, frame: object) {
+  if (ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify(frame));
+}
+
+async function handle(ws: WebSocket, text: string, run: ConnectionOptions["run"], log: (line: string) => void) {
+  let data: unknown;
+  try {
+    data = JSON.parse(text);
+  } catch {
+    return log("ignored a non-JSON frame");
+  }
+  if (data && typeof data === "object" && "type" in data && data.type === "event") {
+    return log(`server event ${JSON.stringify(data)}`);
+  }
+  const frame = CommandFrameSchema.safeParse(data);
+  if (!frame.success) {
+    const id = data && typeof data === "object" && "id" in data && Number.isInteger(data.id) ? data.id : null;
+    if (id !== null)
+      reply(ws, { type: "error", id, error: "unknown command", message: frame.error.message.slice(0, 1_000) });
+    return;
+  }
+  const { id, method, params } = frame.data;
+  const checked = PARAMS[method].safeParse(params);
+  if (!checked.success)
+    return reply(ws, { type: "error", id, error: "invalid argument", message: checked.error.message.slice(0, 1_000) });
+  try {
+    const result = await withTimeout(run(method, checked.data as Params<Method>), COMMAND_TIMEOUT_MS, method);
+    reply(ws, { type: "success", id, result });
+  } catch (e) {
+    const error = e instanceof Error ? errorCode(e) : "unknown error";
+    reply(ws, { type: "error", id, error, message: String(e instanceof Error ? e.message : e).slice(0, 1_000) });
+  }
+}
+
+function errorCode(e: Error): string {
+  if (e.name === "TimeoutError") return "timeout";
+  if (e.name === "NotAllowedError") return "not allowed";
+  return "unknown error";
+}
+
+function withTimeout<T>(work: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      const error = new Error(`${what} did not finish in ${ms} ms`);
+      error.name = "TimeoutError";
+      reject(error);
+    }, ms);
+  });
+  return Promise.race([work, timeout]).finally(() => clearTimeout(timer));
+}
