@@ -6,7 +6,6 @@ import { uuidv7 } from "uuidv7";
 import { nowIso } from "../../src/platform/env";
 import { type ChainFields, canonicalJson, detailsDigest, entryHash, GENESIS_HASH, newSalt } from "./chain";
 import migrations from "./migrations/migrations.js";
-import { markFailed, OUTBOX_ROUND, type OutboxRow, pendingRows, removeDelivered } from "./outbox";
 import * as schema from "./schema";
 import { events } from "./schema";
 import type {
@@ -30,8 +29,7 @@ const INSERT_EVENT = `INSERT INTO events (seq, id, occurred_at, kind, outcome, a
 const SELECT_CHAIN_ROWS = `SELECT seq, occurred_at, kind, outcome, actor_kind, actor_id, agent_id, conversation_id,
   target, intent, details, salt, details_digest, prev_hash, hash FROM events WHERE seq >= ? AND seq <= ? ORDER BY seq`;
 const VERIFY_CHUNK = 10_000;
-const SELECT_DELIVERED =
-  "SELECT outbox_id FROM events WHERE outbox_id IN (SELECT value FROM json_each(?)) AND outbox_id IS NOT NULL";
+const SELECT_DELIVERED = "SELECT outbox_id, seq, hash FROM events WHERE outbox_id IN (SELECT value FROM json_each(?))";
 
 type ChainRow = ChainFields & { details: string; salt: string | null; hash: string };
 
@@ -68,9 +66,6 @@ export class AuditLog extends DurableObject<Env> {
   private head = { seq: 0, hash: GENESIS_HASH };
   /** Appends received since the last flush, written together by the next one. */
   private pending: PendingAppend[] = [];
-  /** The outbox delivery under way, and the one that will follow it (see `deliver`). */
-  private delivering: Promise<number> | null = null;
-  private nextDelivery: Promise<number> | null = null;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -85,6 +80,8 @@ export class AuditLog extends DurableObject<Env> {
    * Appends events in order; resolves with their sequence numbers and hashes. Appends that
    * arrive together (before the object's next macrotask) are written in one storage
    * transaction, so concurrent writers share a commit instead of paying one each.
+   * Idempotent by outbox row: an event whose `outboxId` is already in the chain (a redelivery)
+   * is not appended again, and resolves with the place it already has.
    */
   append(batch: AppendEvent[]): Promise<Written[]> {
     return new Promise((resolve, reject) => {
@@ -123,84 +120,17 @@ export class AuditLog extends DurableObject<Env> {
     });
   }
 
-  /**
-   * Appends the workspace's outbox rows (each committed in D1 with the change it records) to
-   * the chain, oldest first, then removes them from the outbox. Returns how many were delivered.
-   * A call made during a delivery waits for the next one, which reads what was committed since:
-   * callers arriving together share one D1 read and one storage transaction. A row already in
-   * the chain (its delete was lost, or two Workers raced) is skipped, so each lands once.
-   */
-  deliver(workspaceId: string): Promise<number> {
-    if (!this.delivering) {
-      this.delivering = this.deliverPending(workspaceId).finally(() => {
-        this.delivering = null;
-      });
-      return this.delivering;
-    }
-    this.nextDelivery ??= this.delivering
-      .catch(() => 0)
-      .then(() => {
-        this.nextDelivery = null;
-        return this.deliver(workspaceId);
-      });
-    return this.nextDelivery;
-  }
-
-  private async deliverPending(workspaceId: string): Promise<number> {
-    let delivered = 0;
-    for (;;) {
-      const rows = await pendingRows(this.env, workspaceId);
-      if (!rows.length) return delivered;
-      const { done, failed, lastError } = this.appendRound(rows);
-      await removeDelivered(this.env, done);
-      delivered += done.length;
-      if (failed.length) {
-        await markFailed(this.env, failed, lastError);
-        return delivered;
-      }
-      if (rows.length < OUTBOX_ROUND) return delivered;
-    }
-  }
-
-  /**
-   * Appends a round of outbox rows in one transaction, skipping those already in the chain.
-   * If the round fails, each row is retried in its own savepoint so a bad one fails alone.
-   */
-  private appendRound(rows: OutboxRow[]): { done: string[]; failed: string[]; lastError: unknown } {
-    const already = new Set(
-      this.ctx.storage.sql
-        .exec(SELECT_DELIVERED, JSON.stringify(rows.map((r) => r.id)))
-        .toArray()
-        .map((r) => r.outbox_id as string),
-    );
-    const fresh = rows.filter((r) => !already.has(r.id));
-    const asEvent = (r: OutboxRow): AppendEvent => ({ ...(JSON.parse(r.event) as AppendEvent), outboxId: r.id });
-    try {
-      this.ctx.storage.transactionSync(() => this.write(fresh.map(asEvent)));
-      return { done: rows.map((r) => r.id), failed: [], lastError: null };
-    } catch {
-      this.head = this.readHead();
-    }
-    const done = rows.filter((r) => already.has(r.id)).map((r) => r.id);
-    const failed: string[] = [];
-    let lastError: unknown = null;
-    for (const row of fresh) {
-      try {
-        this.ctx.storage.transactionSync(() => this.write([asEvent(row)]));
-        done.push(row.id);
-      } catch (error) {
-        failed.push(row.id);
-        lastError = error;
-      }
-    }
-    return { done, failed, lastError };
-  }
-
   /** Hashes and inserts one append's events after the head; moves the head only once all are in. */
   private write(batch: AppendEvent[]): Written[] {
     let { seq, hash } = this.head;
+    const placed = this.placedOutboxRows(batch);
     const written: Written[] = [];
     for (const e of batch) {
+      const already = e.outboxId ? placed.get(e.outboxId) : undefined;
+      if (already) {
+        written.push(already);
+        continue;
+      }
       seq += 1;
       const salt = newSalt();
       const details = canonicalJson(e.details);
@@ -248,9 +178,20 @@ export class AuditLog extends DurableObject<Env> {
       );
       hash = row.hash;
       written.push({ seq, hash });
+      if (e.outboxId) placed.set(e.outboxId, { seq, hash });
     }
     this.head = { seq, hash };
     return written;
+  }
+
+  /** Where the batch's outbox rows already stand in the chain (none read when no event names one). */
+  private placedOutboxRows(batch: AppendEvent[]): Map<string, Written> {
+    const ids = batch.flatMap((e) => (e.outboxId ? [e.outboxId] : []));
+    const placed = new Map<string, Written>();
+    if (!ids.length) return placed;
+    for (const [id, seq, hash] of this.ctx.storage.sql.exec(SELECT_DELIVERED, JSON.stringify(ids)).raw())
+      placed.set(id as string, { seq: seq as number, hash: hash as string });
+    return placed;
   }
 
   private readHead(): { seq: number; hash: string } {
