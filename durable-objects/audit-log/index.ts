@@ -4,7 +4,7 @@ import { type DrizzleSqliteDODatabase, drizzle } from "drizzle-orm/durable-sqlit
 import { migrate } from "drizzle-orm/durable-sqlite/migrator";
 import { uuidv7 } from "uuidv7";
 import { nowIso } from "../../src/platform/env";
-import { type ChainFields, canonicalJson, detailsDigest, entryHash, GENESIS_HASH, newSalt } from "./chain";
+import { type ChainFields, canonicalJson, detailsDigest, entryHash, GENESIS_HASH, newSalts } from "./chain";
 import migrations from "./migrations/migrations.js";
 import * as schema from "./schema";
 import { events } from "./schema";
@@ -53,6 +53,50 @@ const chainRow = (r: SqlStorageValue[]): ChainRow => ({
 });
 
 type Written = { seq: number; hash: string };
+/** What an append will write (its rows, in INSERT_EVENT's order), where it lands, and the head after it. */
+type Plan = { rows: SqlStorageValue[][]; written: Written[]; head: Written } | { error: unknown };
+
+/** An event's row after `prevHash` (in INSERT_EVENT's order) and its hash: salted details digest, then the entry hash. */
+function newRow(e: AppendEvent, seq: number, prevHash: string, salt: string, now: string) {
+  const details = canonicalJson(e.details);
+  const f: ChainFields = {
+    seq,
+    occurredAt: e.occurredAt ?? now,
+    kind: e.kind,
+    outcome: e.outcome,
+    actorKind: e.actorKind,
+    actorId: e.actorId,
+    agentId: e.agentId,
+    conversationId: e.conversationId,
+    target: e.target,
+    intent: e.intent,
+    detailsDigest: detailsDigest(salt, details),
+    prevHash,
+  };
+  const hash = entryHash(f);
+  const row: SqlStorageValue[] = [
+    seq,
+    uuidv7(),
+    f.occurredAt,
+    f.kind,
+    f.outcome,
+    f.actorKind,
+    f.actorId,
+    f.agentId,
+    f.conversationId,
+    f.target,
+    f.intent,
+    e.subjectUserId,
+    details,
+    salt,
+    f.detailsDigest,
+    prevHash,
+    hash,
+    e.outboxId ?? null,
+  ];
+  return { row, hash };
+}
+
 type PendingAppend = { batch: AppendEvent[]; resolve: (written: Written[]) => void; reject: (error: unknown) => void };
 
 /**
@@ -93,6 +137,8 @@ export class AuditLog extends DurableObject<Env> {
   /**
    * Writes every pending append in one transaction, each in its own savepoint so a failing
    * append rejects alone. Head read to last insert is synchronous: the chain cannot fork.
+   * The whole group is hashed first and inserted after: hashing between inserts costs about
+   * 10 µs more an entry than the two phases apart (measured in workerd).
    */
   private flush(): void {
     const group = this.pending;
@@ -100,13 +146,27 @@ export class AuditLog extends DurableObject<Env> {
     const outcomes: ({ ok: true; written: Written[] } | { ok: false; error: unknown })[] = [];
     try {
       this.ctx.storage.transactionSync(() => {
-        for (const p of group) {
+        let plans = this.plan(
+          group.map((p) => p.batch),
+          this.head,
+        );
+        group.forEach((_, i) => {
+          const plan = plans[i]!;
           try {
-            outcomes.push({ ok: true, written: this.ctx.storage.transactionSync(() => this.write(p.batch)) });
+            if ("error" in plan) throw plan.error;
+            this.ctx.storage.transactionSync(() => this.insert(plan.rows));
+            this.head = plan.head;
+            outcomes.push({ ok: true, written: plan.written });
           } catch (error) {
             outcomes.push({ ok: false, error });
+            // The appends after it were chained onto it: plan them again from the head as it stands.
+            const rest = this.plan(
+              group.slice(i + 1).map((p) => p.batch),
+              this.head,
+            );
+            plans = [...plans.slice(0, i + 1), ...rest];
           }
-        }
+        });
       });
     } catch (error) {
       this.head = this.readHead();
@@ -120,73 +180,52 @@ export class AuditLog extends DurableObject<Env> {
     });
   }
 
-  /** Hashes and inserts one append's events after the head; moves the head only once all are in. */
-  private write(batch: AppendEvent[]): Written[] {
-    let { seq, hash } = this.head;
-    const placed = this.placedOutboxRows(batch);
-    const written: Written[] = [];
-    for (const e of batch) {
-      const already = e.outboxId ? placed.get(e.outboxId) : undefined;
-      if (already) {
-        written.push(already);
-        continue;
+  /**
+   * The rows of each append, chained after `head` in order (nothing is written): an event
+   * whose outbox row is already in the chain, or earlier in the group, gets that place instead.
+   * An append that cannot be hashed fails alone and the next one follows the one before it.
+   */
+  private plan(batches: AppendEvent[][], head: Written): Plan[] {
+    const placed = this.placedOutboxRows(batches.flat());
+    const salts = newSalts(batches.reduce((n, b) => n + b.length, 0));
+    const now = nowIso();
+    let at = head;
+    return batches.map((batch) => {
+      try {
+        const mine = new Map<string, Written>();
+        const rows: SqlStorageValue[][] = [];
+        const written: Written[] = [];
+        let { seq, hash } = at;
+        for (const e of batch) {
+          const already = e.outboxId ? (placed.get(e.outboxId) ?? mine.get(e.outboxId)) : undefined;
+          if (already) {
+            written.push(already);
+            continue;
+          }
+          const next = newRow(e, seq + 1, hash, salts.pop()!, now);
+          rows.push(next.row);
+          seq += 1;
+          hash = next.hash;
+          written.push({ seq, hash });
+          if (e.outboxId) mine.set(e.outboxId, { seq, hash });
+        }
+        for (const [id, w] of mine) placed.set(id, w);
+        at = { seq, hash };
+        return { rows, written, head: at };
+      } catch (error) {
+        return { error };
       }
-      seq += 1;
-      const salt = newSalt();
-      const details = canonicalJson(e.details);
-      const row = {
-        seq,
-        id: uuidv7(),
-        occurredAt: e.occurredAt ?? nowIso(),
-        kind: e.kind,
-        outcome: e.outcome,
-        actorKind: e.actorKind,
-        actorId: e.actorId,
-        agentId: e.agentId,
-        conversationId: e.conversationId,
-        target: e.target,
-        intent: e.intent,
-        subjectUserId: e.subjectUserId,
-        details,
-        salt,
-        detailsDigest: detailsDigest(salt, details),
-        prevHash: hash,
-        hash: "",
-      };
-      row.hash = entryHash(row);
-      // Raw statement: building a Drizzle insert per row costs more than hashing the entry.
-      this.ctx.storage.sql.exec(
-        INSERT_EVENT,
-        row.seq,
-        row.id,
-        row.occurredAt,
-        row.kind,
-        row.outcome,
-        row.actorKind,
-        row.actorId,
-        row.agentId,
-        row.conversationId,
-        row.target,
-        row.intent,
-        row.subjectUserId,
-        row.details,
-        row.salt,
-        row.detailsDigest,
-        row.prevHash,
-        row.hash,
-        e.outboxId ?? null,
-      );
-      hash = row.hash;
-      written.push({ seq, hash });
-      if (e.outboxId) placed.set(e.outboxId, { seq, hash });
-    }
-    this.head = { seq, hash };
-    return written;
+    });
+  }
+
+  private insert(rows: SqlStorageValue[][]): void {
+    // Raw statement: building a Drizzle insert per row costs more than hashing the entry.
+    for (const row of rows) this.ctx.storage.sql.exec(INSERT_EVENT, ...row);
   }
 
   /** Where the batch's outbox rows already stand in the chain (none read when no event names one). */
-  private placedOutboxRows(batch: AppendEvent[]): Map<string, Written> {
-    const ids = batch.flatMap((e) => (e.outboxId ? [e.outboxId] : []));
+  private placedOutboxRows(events: AppendEvent[]): Map<string, Written> {
+    const ids = events.flatMap((e) => (e.outboxId ? [e.outboxId] : []));
     const placed = new Map<string, Written>();
     if (!ids.length) return placed;
     for (const [id, seq, hash] of this.ctx.storage.sql.exec(SELECT_DELIVERED, JSON.stringify(ids)).raw())
