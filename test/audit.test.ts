@@ -68,6 +68,22 @@ describe("hash chain", () => {
     expect(detailsDigest(salt, canonicalJson({ a: 1, b: 2 }))).toBe(detailsDigest(salt, canonicalJson({ b: 2, a: 1 })));
   });
 
+  it("digests details as SHA-256(salt bytes ‖ UTF-8 details), whatever their size or script", async () => {
+    // details_digest = SHA-256(salt ‖ canonical(details)): recomputed here with WebCrypto.
+    const reference = async (saltHex: string, details: string) => {
+      const salt = Uint8Array.from(saltHex.match(/../g)!.map((b) => Number.parseInt(b, 16)));
+      const text = new TextEncoder().encode(details);
+      const digest = await crypto.subtle.digest("SHA-256", new Uint8Array([...salt, ...text]));
+      return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, "0")).join("");
+    };
+    const salt = "0f1e2d3c4b5a69788796a5b4c3d2e1f0";
+    for (const details of [{}, { name: "Zoë Ångström", note: "日本語 ✓ 🙂" }, { big: "x".repeat(10_000) }]) {
+      const text = canonicalJson(details);
+      expect(detailsDigest(salt, text)).toBe(await reference(salt, text));
+    }
+    expect(detailsDigest("not hex", "{}")).toBe("");
+  });
+
   it("finds a rewritten row as a content break at its seq", async () => {
     const stub = auditLog(env, crypto.randomUUID());
     await stub.append([1, 2, 3, 4, 5].map((i) => event(i)));

@@ -1,16 +1,15 @@
 import type { Context } from "hono";
 import { getCookie } from "hono/cookie";
-import { auditAlone } from "../audit/events";
 import { isAdmin } from "../auth/caller";
 import { bearerToken, resolveBearer, resolveSession, SESSION_COOKIE } from "../auth/resolve";
 import { apiResource, usableAt } from "../auth/resources";
-import { callerEvent } from "../http/audit";
+import { auditingRefusal, callerEvent } from "../http/audit";
 import type { AppEnv } from "../http/context";
 import { routesOf } from "../http/endpoint";
 import { jsonResponse } from "../http/route";
 import { baseUrl } from "../platform/env";
 import { logError } from "../platform/log";
-import { ApiError, problemResponse } from "../platform/problem";
+import { problemResponse } from "../platform/problem";
 import { AppIdParamsSchema, AppListSchema, AppSchema, toApp } from "./schemas";
 import { destroyApp, findVisitedApp, listApps, manifestOf, touchApp } from "./service";
 import { APP_CSP, appFileKey, appQuota, appsOrigin } from "./store";
@@ -49,7 +48,7 @@ route({ scope: "conversations:write" }, "DELETE /v1/api/apps/{id}", "Destroy an 
 }).handle(async (c) => {
   const { id } = c.req.valid("param");
   const caller = c.var.caller;
-  const row = await destroyApp(
+  const destroyed = destroyApp(
     c.env,
     caller.workspace.id,
     { userId: caller.userId, admin: isAdmin(caller) },
@@ -61,11 +60,8 @@ route({ scope: "conversations:write" }, "DELETE /v1/api/apps/{id}", "Destroy an 
         conversationId: app.conversationId,
         details: { slug: app.slug, visibility: app.visibility, size: app.size },
       }),
-  ).catch(async (error: unknown) => {
-    if (error instanceof ApiError && error.status === 403)
-      await auditAlone(c.env, callerEvent(c, { kind: "app.destroy", outcome: "denied", target: `app:${id}` }));
-    throw error;
-  });
+  );
+  const row = await auditingRefusal(c, { kind: "app.destroy", target: `app:${id}` }, destroyed);
   return c.json(toApp(origin(c), caller.workspace.slug, row), 200);
 });
 

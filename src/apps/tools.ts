@@ -5,6 +5,7 @@ import type { AuditEventInput } from "../audit/events";
 import { workspaces } from "../db/schema";
 import { db } from "../platform/db";
 import { mediaTypeOf } from "../platform/media-types";
+import { decodeBase64, fileContentFields } from "../platform/tool-files";
 import type { ToolProvider, TurnScope } from "../platform/turn-tools";
 import { APP_MAX_BYTES, APP_MAX_FILES, PublishError, publishApp } from "./service";
 import { appsOrigin, appUrl } from "./store";
@@ -17,13 +18,12 @@ export const PublishAppInputSchema = z
         z
           .object({
             path: z.string().min(1).max(200).describe("Relative path, e.g. index.html or assets/app.js"),
-            content: z.string().describe("The file's content: text, or base64 when encoding is base64"),
+            ...fileContentFields,
             content_type: z
               .string()
               .max(100)
               .optional()
               .describe("Media type, e.g. text/html; guessed from the extension when absent"),
-            encoding: z.enum(["utf8", "base64"]).optional().describe("How content is encoded; utf8 by default"),
           })
           .strict(),
       )
@@ -66,14 +66,7 @@ function bytesOf(content: string, encoding: "utf8" | "base64" | undefined): Uint
     if (content.length > APP_MAX_BYTES) throw tooLarge();
     return new TextEncoder().encode(content);
   }
-  const clean = content.replace(/\s+/g, "").replace(/^data:[^,]*;base64,/, "");
-  if (Math.floor((clean.length * 3) / 4) > APP_MAX_BYTES + 2) throw tooLarge();
-  if (!/^[A-Za-z0-9+/]*={0,2}$/.test(clean) || clean.length % 4 === 1)
-    throw new PublishError("content is not valid base64");
-  const bin = atob(clean);
-  const out = new Uint8Array(bin.length);
-  for (let i = 0; i < bin.length; i++) out[i] = bin.charCodeAt(i);
-  return out;
+  return decodeBase64(content, APP_MAX_BYTES, { tooLarge, invalid: (message) => new PublishError(message) });
 }
 
 /** The files of a bundle as they will be stored, or a PublishError the model sees. */

@@ -1,6 +1,5 @@
 import { z } from "@hono/zod-openapi";
-import { auditAlone } from "../audit/events";
-import { callerEvent } from "../http/audit";
+import { auditingRefusal, callerEvent } from "../http/audit";
 import { requestOrigin } from "../http/context";
 import { routesOf } from "../http/endpoint";
 import { jsonResponse } from "../http/route";
@@ -151,18 +150,15 @@ route({ scope: "conversations:write" }, "DELETE /v1/api/artifacts/{id}", "Delete
 }).handle(async (c) => {
   const { id } = c.req.valid("param");
   const caller = c.var.caller;
-  const row = await deleteArtifact(c.env, caller.workspace.id, caller.userId, id, (r) =>
+  const deleted = deleteArtifact(c.env, caller.workspace.id, caller.userId, id, (r) =>
     callerEvent(c, {
       kind: "artifact.delete",
       target: `artifact:${r.id}`,
       conversationId: r.conversationId,
       details: { source: r.source, content_type: r.contentType, size: r.size },
     }),
-  ).catch(async (error: unknown) => {
-    if (error instanceof ApiError && error.status === 403)
-      await auditAlone(c.env, callerEvent(c, { kind: "artifact.delete", outcome: "denied", target: `artifact:${id}` }));
-    throw error;
-  });
+  );
+  const row = await auditingRefusal(c, { kind: "artifact.delete", target: `artifact:${id}` }, deleted);
   return c.json({ id: row.id, deleted: true as const }, 200);
 });
 

@@ -3,6 +3,7 @@ import { type AuditEventInput, auditInBatch, PREVIOUS_STATEMENT_CHANGED } from "
 import { artifacts, conversationParticipants, conversations } from "../db/schema";
 import { db, preparedFor } from "../platform/db";
 import { forbidden, notFound } from "../platform/problem";
+import { workspaceRow } from "../platform/workspace-rows";
 import { artifactKey, type StoredArtifact } from "./store";
 
 /** The most a list answers (the spec's cap), newest first. */
@@ -119,11 +120,7 @@ export async function deleteArtifact(
   id: string,
   event: (row: StoredArtifact) => AuditEventInput,
 ): Promise<StoredArtifact> {
-  const row = await db(env)
-    .select()
-    .from(artifacts)
-    .where(and(eq(artifacts.id, id), eq(artifacts.workspaceId, workspaceId)))
-    .get();
+  const row = await workspaceRow(env, artifacts, workspaceId, id);
   if (!row) throw notFound("No such artifact");
   if (!(await findVisibleArtifact(env, workspaceId, userId, id)))
     throw forbidden(

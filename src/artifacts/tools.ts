@@ -1,6 +1,7 @@
 import { tool } from "ai";
 import { z } from "zod";
 import { mediaTypeOf } from "../platform/media-types";
+import { decodeBase64, fileContentFields } from "../platform/tool-files";
 import type { ToolProvider, TurnScope } from "../platform/turn-tools";
 import { storeTurnFile } from "./store";
 import { storedContentType } from "./upload";
@@ -11,13 +12,12 @@ export const DELIVER_MAX_BYTES = 10 * 1024 * 1024;
 export const DeliverFileInputSchema = z
   .object({
     name: z.string().min(1).max(200).describe("File name with extension, e.g. report.md"),
-    content: z.string().describe("The file's content: text, or base64 when encoding is base64"),
+    ...fileContentFields,
     content_type: z
       .string()
       .max(200)
       .optional()
       .describe("Media type, e.g. text/markdown; guessed from the name when absent"),
-    encoding: z.enum(["utf8", "base64"]).optional().describe("How content is encoded; utf8 by default"),
     caption: z.string().max(1000).optional().describe("A short caption shown with the file"),
     sensitive: z.boolean().optional().describe("Mark the file sensitive (never shared to team chat)"),
   })
@@ -31,23 +31,15 @@ function contentTypeFor(input: DeliverFileInput): string {
   );
 }
 
-function decodeBase64(content: string): Uint8Array {
-  const clean = content.replace(/\s+/g, "").replace(/^data:[^,]*;base64,/, "");
-  // Checked before decoding, so an oversized payload is refused without allocating it.
-  if (Math.floor((clean.length * 3) / 4) > DELIVER_MAX_BYTES + 2) throw tooLarge();
-  if (!/^[A-Za-z0-9+/]*={0,2}$/.test(clean) || clean.length % 4 === 1) throw new Error("content is not valid base64");
-  const bin = atob(clean);
-  const out = new Uint8Array(bin.length);
-  for (let i = 0; i < bin.length; i++) out[i] = bin.charCodeAt(i);
-  return out;
-}
-
 const tooLarge = () => new Error(`the file exceeds ${DELIVER_MAX_BYTES / (1024 * 1024)} MiB; deliver a smaller file`);
 
 /** The bytes `deliver_file` would write, or an Error the model sees as the tool's result. */
 export function deliverBytes(input: DeliverFileInput): Uint8Array {
   if (input.encoding === "base64") {
-    const bytes = decodeBase64(input.content);
+    const bytes = decodeBase64(input.content, DELIVER_MAX_BYTES, {
+      tooLarge,
+      invalid: (message) => new Error(message),
+    });
     if (bytes.length > DELIVER_MAX_BYTES) throw tooLarge();
     if (bytes.length === 0) throw new Error("content is empty");
     return bytes;

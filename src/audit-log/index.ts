@@ -1,5 +1,5 @@
 import { auditLog } from "../../durable-objects/audit-log/client";
-import { deliverOutbox } from "../audit/outbox";
+import { deliverOutbox, deliverWorkspace } from "../audit/outbox";
 import type { Area } from "../http/area";
 import { auditRouter } from "./routes";
 
@@ -11,9 +11,8 @@ export const auditArea: Area = {
   // outbox are delivered first (and a failed delivery fails the erasure, to be retried), so
   // none lands unredacted afterwards.
   eraseStep: async (env, workspaceId, userId) => {
-    const log = auditLog(env, workspaceId);
-    await log.deliver(workspaceId);
-    return { audit_events_redacted: await log.redactUser(userId) };
+    await deliverWorkspace(env, workspaceId);
+    return { audit_events_redacted: await auditLog(env, workspaceId).redactUser(userId) };
   },
   // Whatever a Worker left in the outbox.
   crons: [(env) => deliverOutbox(env)],

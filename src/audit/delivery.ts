@@ -1,7 +1,6 @@
 import { AsyncLocalStorage } from "node:async_hooks";
-import { auditLog } from "../../durable-objects/audit-log/client";
 import { logError } from "../platform/log";
-import { deliverOutbox } from "./outbox";
+import { deliverOutbox, deliverWorkspace } from "./outbox";
 
 /**
  * Delivery of audit events into the workspaces' chains, without any call site asking: every
@@ -68,7 +67,7 @@ function startDelivery(scope: Scope, workspaceId: string | null) {
 /** Moves a workspace's committed outbox rows into its chain; a failure leaves them to the cron. */
 export async function deliverNow(env: Env, workspaceId: string): Promise<void> {
   try {
-    await auditLog(env, workspaceId).deliver(workspaceId);
+    await deliverWorkspace(env, workspaceId);
   } catch (error) {
     logError("audit delivery failed; rows wait in the outbox", error);
   }

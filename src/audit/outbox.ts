@@ -1,14 +1,110 @@
-import { eq, sql } from "drizzle-orm";
+import { asc, eq, inArray, sql } from "drizzle-orm";
 import { auditLog } from "../../durable-objects/audit-log/client";
-import { markFailed } from "../../durable-objects/audit-log/outbox";
+import type { AppendEvent } from "../../durable-objects/audit-log/types";
 import { auditOutbox } from "../db/schema";
 import { db } from "../platform/db";
 import { logError } from "../platform/log";
 
+/** How many outbox rows one delivery round reads. */
+const OUTBOX_ROUND = 500;
+
+type OutboxRow = { id: string; event: string };
+
+/** A workspace's undelivered events, oldest first (ids are time-ordered). */
+function pendingRows(env: Env, workspaceId: string): Promise<OutboxRow[]> {
+  return db(env)
+    .select({ id: auditOutbox.id, event: auditOutbox.event })
+    .from(auditOutbox)
+    .where(eq(auditOutbox.workspaceId, workspaceId))
+    .orderBy(asc(auditOutbox.id))
+    .limit(OUTBOX_ROUND)
+    .all();
+}
+
+// One JSON parameter for the ids: an IN list binds one variable each, and D1 allows 100.
+const idIn = (ids: string[]) => inArray(auditOutbox.id, sql`(SELECT value FROM json_each(${JSON.stringify(ids)}))`);
+
+async function removeDelivered(env: Env, ids: string[]): Promise<void> {
+  if (ids.length) await db(env).delete(auditOutbox).where(idIn(ids)).run();
+}
+
+/** Counts a failed attempt on rows that stay for the next delivery: these rows, or all of a workspace's. */
+async function markFailed(env: Env, rows: string[] | { workspaceId: string }, error: unknown): Promise<void> {
+  if (Array.isArray(rows) && !rows.length) return;
+  await db(env)
+    .update(auditOutbox)
+    .set({ attempts: sql`${auditOutbox.attempts} + 1`, lastError: String(error).slice(0, 500) })
+    .where(Array.isArray(rows) ? idIn(rows) : eq(auditOutbox.workspaceId, rows.workspaceId))
+    .run();
+}
+
 /**
- * The safety net behind the after-response delivery: asks the audit object of every workspace
- * with rows still in the outbox (a Worker that died before delivering, an object that was
- * unreachable) to deliver them. Returns how many were delivered.
+ * Moves a workspace's outbox rows (each committed in D1 with the change it records) into its
+ * chain, oldest first, and removes them from the outbox; returns how many. The object appends
+ * a row at most once (by its id), so a row whose removal was lost, or that two Workers deliver
+ * at once, lands once. A row the object refuses stays with its error and the rest go on; an
+ * object that cannot be reached throws, and every row stays for the next delivery.
+ */
+export async function deliverWorkspace(env: Env, workspaceId: string): Promise<number> {
+  let delivered = 0;
+  for (;;) {
+    const rows = await pendingRows(env, workspaceId);
+    if (!rows.length) return delivered;
+    const { done, failed, lastError } = await appendRows(env, workspaceId, rows);
+    await removeDelivered(env, done);
+    delivered += done.length;
+    if (failed.length) {
+      await markFailed(env, failed, lastError);
+      return delivered;
+    }
+    if (rows.length < OUTBOX_ROUND) return delivered;
+  }
+}
+
+type Round = { done: string[]; failed: string[]; lastError: unknown };
+
+/** Appends a round of rows in one call; if the object refuses it, row by row so a bad one fails alone. */
+async function appendRows(env: Env, workspaceId: string, rows: OutboxRow[]): Promise<Round> {
+  const round: Round = { done: [], failed: [], lastError: null };
+  const events: AppendEvent[] = [];
+  for (const row of rows) {
+    try {
+      events.push({ ...(JSON.parse(row.event) as AppendEvent), outboxId: row.id });
+    } catch (error) {
+      round.failed.push(row.id);
+      round.lastError = error;
+    }
+  }
+  if (!events.length) return round;
+  const log = auditLog(env, workspaceId);
+  try {
+    await log.append(events);
+    round.done.push(...events.map((e) => e.outboxId!));
+    return round;
+  } catch (error) {
+    if (!refusedByObject(error)) throw error;
+    if (events.length === 1) return { ...round, failed: [...round.failed, events[0]!.outboxId!], lastError: error };
+  }
+  for (const e of events) {
+    try {
+      await log.append([e]);
+      round.done.push(e.outboxId!);
+    } catch (error) {
+      if (!refusedByObject(error)) throw error;
+      round.failed.push(e.outboxId!);
+      round.lastError = error;
+    }
+  }
+  return round;
+}
+
+/** Thrown by the object's own code (a row it cannot append), not by the way to it (documented as `.remote`). */
+const refusedByObject = (error: unknown) => (error as { remote?: boolean } | null)?.remote === true;
+
+/**
+ * The safety net behind the after-response delivery: delivers the rows still in the outbox of
+ * every workspace that has some (a Worker that died before delivering, an object that was
+ * unreachable). Returns how many were delivered.
  */
 export async function deliverOutbox(env: Env, maxWorkspaces = 100): Promise<number> {
   const waiting = await db(env)
@@ -19,7 +115,7 @@ export async function deliverOutbox(env: Env, maxWorkspaces = 100): Promise<numb
   let delivered = 0;
   for (const { workspaceId } of waiting) {
     try {
-      delivered += await auditLog(env, workspaceId).deliver(workspaceId);
+      delivered += await deliverWorkspace(env, workspaceId);
     } catch (e) {
       logError("audit outbox delivery failed", e, { workspace_id: workspaceId });
       await markFailed(env, { workspaceId }, e);

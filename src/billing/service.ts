@@ -88,6 +88,12 @@ export async function ensureCustomer(
 /** The audit event of a Stripe customer this call links to the workspace (written with the link). */
 export type CustomerEvent = (customerId: string) => AuditEventInput;
 
+/**
+ * What a Stripe session is opened for: the service's origin (the redirect's way back), the key
+ * that makes the Stripe call idempotent for this request, and the event of a customer created on demand.
+ */
+export type StripeRequest = { origin: string; requestKey: string; customerEvent: CustomerEvent };
+
 export type Redirect = { url: string; sessionId: string; customerId: string; customerCreated: boolean };
 
 function redirectUrl(url: string | null): string {
@@ -100,9 +106,7 @@ export async function startCheckout(
   env: Env,
   workspaceId: string,
   planSlug: string,
-  origin: string,
-  requestKey: string,
-  customerEvent: CustomerEvent,
+  request: StripeRequest,
 ): Promise<Redirect> {
   const stripe = stripeClient(env);
   const plan = await findPlan(env, planSlug);
@@ -116,24 +120,8 @@ export async function startCheckout(
       "already_subscribed",
       "The workspace already has a subscription; change or cancel it in the billing portal",
     );
-  const { customerId, created } = await ensureCustomer(env, workspaceId, customerEvent);
-  const metadata = { workspace_id: workspaceId, plan_slug: plan.slug };
-  const session = await callStripe("create the checkout session", () =>
-    stripe.checkout.sessions.create(
-      {
-        mode: "subscription",
-        customer: customerId,
-        client_reference_id: workspaceId,
-        line_items: [{ price, quantity: 1 }],
-        metadata,
-        subscription_data: { metadata },
-        success_url: `${origin}/?checkout=success`,
-        cancel_url: `${origin}/?checkout=cancelled`,
-      },
-      { idempotencyKey: `checkout:${workspaceId}:${requestKey}` },
-    ),
-  );
-  return { url: redirectUrl(session.url), sessionId: session.id, customerId, customerCreated: created };
+  const sale: Sale = { kind: "checkout", price, metadata: { plan_slug: plan.slug } };
+  return checkoutSession(stripe, env, workspaceId, sale, request);
 }
 
 /** A payment-mode Checkout Session for one credit pack, on any plan. Credits come from the webhook. */
@@ -141,49 +129,57 @@ export async function startTopup(
   env: Env,
   workspaceId: string,
   packSlug: string,
-  origin: string,
-  requestKey: string,
-  customerEvent: CustomerEvent,
+  request: StripeRequest,
 ): Promise<Redirect> {
   const stripe = stripeClient(env);
   const pack = await findPack(env, packSlug);
   if (!pack) throw new ApiError(404, "pack_not_found", `No credit pack "${packSlug}"`);
   const price = prices(env)[pack.slug];
   if (!price) throw badRequest("pack_not_priced", `The credit pack "${packSlug}" has no price`);
-  const { customerId, created } = await ensureCustomer(env, workspaceId, customerEvent);
-  const metadata = { workspace_id: workspaceId, pack_slug: pack.slug };
+  const sale: Sale = { kind: "topup", price, metadata: { pack_slug: pack.slug } };
+  return checkoutSession(stripe, env, workspaceId, sale, request);
+}
+
+/** What a Checkout Session sells: a plan's subscription (`checkout`) or a pack's one payment (`topup`). */
+type Sale = { kind: "checkout" | "topup"; price: string; metadata: Record<string, string> };
+
+/** The Checkout Session of a sale, for the workspace's customer (created first if it has none). */
+async function checkoutSession(
+  stripe: ReturnType<typeof stripeClient>,
+  env: Env,
+  workspaceId: string,
+  sale: Sale,
+  request: StripeRequest,
+): Promise<Redirect> {
+  const { customerId, created } = await ensureCustomer(env, workspaceId, request.customerEvent);
+  const metadata = { workspace_id: workspaceId, ...sale.metadata };
+  const subscription = sale.kind === "checkout";
   const session = await callStripe("create the checkout session", () =>
     stripe.checkout.sessions.create(
       {
-        mode: "payment",
+        mode: subscription ? "subscription" : "payment",
         customer: customerId,
         client_reference_id: workspaceId,
-        line_items: [{ price, quantity: 1 }],
+        line_items: [{ price: sale.price, quantity: 1 }],
         metadata,
-        payment_intent_data: { metadata },
-        success_url: `${origin}/?topup=success`,
-        cancel_url: `${origin}/?topup=cancelled`,
+        ...(subscription ? { subscription_data: { metadata } } : { payment_intent_data: { metadata } }),
+        success_url: `${request.origin}/?${sale.kind}=success`,
+        cancel_url: `${request.origin}/?${sale.kind}=cancelled`,
       },
-      { idempotencyKey: `topup:${workspaceId}:${requestKey}` },
+      { idempotencyKey: `${sale.kind}:${workspaceId}:${request.requestKey}` },
     ),
   );
   return { url: redirectUrl(session.url), sessionId: session.id, customerId, customerCreated: created };
 }
 
 /** A billing-portal session, where the admin manages payment methods, invoices and the subscription. */
-export async function startPortal(
-  env: Env,
-  workspaceId: string,
-  origin: string,
-  requestKey: string,
-  customerEvent: CustomerEvent,
-): Promise<Redirect> {
+export async function startPortal(env: Env, workspaceId: string, request: StripeRequest): Promise<Redirect> {
   const stripe = stripeClient(env);
-  const { customerId, created } = await ensureCustomer(env, workspaceId, customerEvent);
+  const { customerId, created } = await ensureCustomer(env, workspaceId, request.customerEvent);
   const session = await callStripe("create the portal session", () =>
     stripe.billingPortal.sessions.create(
-      { customer: customerId, return_url: `${origin}/` },
-      { idempotencyKey: `portal:${workspaceId}:${requestKey}` },
+      { customer: customerId, return_url: `${request.origin}/` },
+      { idempotencyKey: `portal:${workspaceId}:${request.requestKey}` },
     ),
   );
   return { url: redirectUrl(session.url), sessionId: session.id, customerId, customerCreated: created };

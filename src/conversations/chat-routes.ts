@@ -1,7 +1,9 @@
 import { callerEvent } from "../http/audit";
-import { apiRoute, createRouter, jsonBody } from "../http/route";
+import { routesOf } from "../http/endpoint";
+import { jsonBody } from "../http/route";
 import { badRequest, problemResponse } from "../platform/problem";
 import { openChat, questionOf } from "./chat";
+import { conversationCreated } from "./events";
 import { conversationRoom } from "./room/client";
 import { uiStreamResponse } from "./room/sse";
 import { TAGS } from "./route-parts";
@@ -10,100 +12,71 @@ import { chatConversation } from "./service";
 import { postMessage, turnContext, turnReady } from "./turns";
 
 /** The AI SDK's chat transport, unmodified: `useChat` with `api` pointing here, and `resume: true`. */
-export const chatRouter = createRouter();
+const route = routesOf(TAGS);
+export const chatRouter = route.router;
 
-chatRouter.openapi(
-  apiRoute(
-    { scope: "conversations:write" },
-    {
-      method: "post",
-      path: "/v1/api/chat",
-      tags: TAGS,
-      summary: "Chat (AI SDK transport)",
-      description:
-        "What the AI SDK's `DefaultChatTransport` (`useChat`) posts: `{ id, messages, trigger, messageId? }`. " +
-        "`id` names one of the caller's conversations, or is any id the client chose (1-128 characters), which " +
-        "opens a conversation (with `agent_slug`, else the default agent) found again by that id. Only the last " +
-        "user message is new input: the history is the conversation's own. The user message keeps the client's " +
-        "id, and that id makes the request idempotent (as an `Idempotency-Key` does): a repeat answers the same " +
-        "turn. `trigger: regenerate-message` answers the last question again in place of the last reply. The " +
-        "answer is the turn's UI message stream, as `POST …/messages` streams it; its `start` chunk carries the " +
-        "assistant message's id.",
-      request: { headers: IdempotencyHeaderSchema, body: jsonBody(ChatRequestSchema) },
-      responses: {
-        200: { description: "The turn's stream", content: { "text/event-stream": { schema: { type: "string" } } } },
-        400: problemResponse(
-          "Invalid body, no user message with text, or nothing to regenerate (`nothing_to_regenerate`)",
-        ),
-        402: problemResponse("Out of credits (`insufficient_credits`)"),
-        404: problemResponse("No such agent"),
-        409: problemResponse("Another turn is running in this conversation (`turn_in_progress`)"),
-        422: problemResponse(
-          "The message id or `Idempotency-Key` was used for other content (`idempotency_key_reused`)",
-        ),
-        503: problemResponse("No language model is configured (`model_not_configured`)"),
-      },
-    },
-  ),
-  async (c) => {
-    const body = c.req.valid("json");
-    const { caller } = c.var;
-    const question = questionOf(body.messages);
-    const regenerate = body.trigger === "regenerate-message";
-    const known = await chatConversation(c.env, caller.workspace.id, caller.userId, body.id);
-    if (!known && regenerate) throw badRequest("nothing_to_regenerate", "This chat has no question to answer again");
-    // A new chat opens its conversation only when a turn can run in it.
-    if (!known) await turnReady(c.env, caller.workspace.id);
-    const conversation =
-      known ??
-      (await openChat(c.env, caller.workspace.id, caller.userId, body, (created) =>
-        callerEvent(c, {
-          kind: "conversation.create",
-          target: `conversation:${created.id}`,
-          agentId: created.agent_id,
-          conversationId: created.id,
-          details: { mode: created.mode, agent_slug: created.agent_slug },
-        }),
-      ));
-    const key =
-      c.req.valid("header")["idempotency-key"] ??
-      (regenerate ? (body.messageId ? `regenerate:${body.messageId}` : null) : `message:${question.id}`);
-    const turn = await postMessage(
-      turnContext(c),
-      conversation.id,
-      { content: question.text },
-      { stream: true, idempotencyKey: key, userMessageId: regenerate ? undefined : question.id, regenerate },
-    );
-    if (turn.kind !== "stream") throw new Error("a streamed turn answered without its stream");
-    return uiStreamResponse(turn.stream) as never;
+route({ scope: "conversations:write" }, "POST /v1/api/chat", "Chat (AI SDK transport)", {
+  description:
+    "What the AI SDK's `DefaultChatTransport` (`useChat`) posts: `{ id, messages, trigger, messageId? }`. " +
+    "`id` names one of the caller's conversations, or is any id the client chose (1-128 characters), which " +
+    "opens a conversation (with `agent_slug`, else the default agent) found again by that id. Only the last " +
+    "user message is new input: the history is the conversation's own. The user message keeps the client's " +
+    "id, and that id makes the request idempotent (as an `Idempotency-Key` does): a repeat answers the same " +
+    "turn. `trigger: regenerate-message` answers the last question again in place of the last reply. The " +
+    "answer is the turn's UI message stream, as `POST …/messages` streams it; its `start` chunk carries the " +
+    "assistant message's id.",
+  request: { headers: IdempotencyHeaderSchema, body: jsonBody(ChatRequestSchema) },
+  responses: {
+    200: { description: "The turn's stream", content: { "text/event-stream": { schema: { type: "string" } } } },
+    400: problemResponse("Invalid body, no user message with text, or nothing to regenerate (`nothing_to_regenerate`)"),
+    402: problemResponse("Out of credits (`insufficient_credits`)"),
+    404: problemResponse("No such agent"),
+    409: problemResponse("Another turn is running in this conversation (`turn_in_progress`)"),
+    422: problemResponse("The message id or `Idempotency-Key` was used for other content (`idempotency_key_reused`)"),
+    503: problemResponse("No language model is configured (`model_not_configured`)"),
   },
-);
+}).handle(async (c) => {
+  const body = c.req.valid("json");
+  const { caller } = c.var;
+  const question = questionOf(body.messages);
+  const regenerate = body.trigger === "regenerate-message";
+  const known = await chatConversation(c.env, caller.workspace.id, caller.userId, body.id);
+  if (!known && regenerate) throw badRequest("nothing_to_regenerate", "This chat has no question to answer again");
+  // A new chat opens its conversation only when a turn can run in it.
+  if (!known) await turnReady(c.env, caller.workspace.id);
+  const conversation =
+    known ??
+    (await openChat(c.env, caller.workspace.id, caller.userId, body, (created) =>
+      callerEvent(c, conversationCreated(created)),
+    ));
+  const key =
+    c.req.valid("header")["idempotency-key"] ??
+    (regenerate ? (body.messageId ? `regenerate:${body.messageId}` : null) : `message:${question.id}`);
+  const turn = await postMessage(
+    turnContext(c),
+    conversation.id,
+    { content: question.text },
+    { stream: true, idempotencyKey: key, userMessageId: regenerate ? undefined : question.id, regenerate },
+  );
+  if (turn.kind !== "stream") throw new Error("a streamed turn answered without its stream");
+  return uiStreamResponse(turn.stream) as never;
+});
 
-chatRouter.openapi(
-  apiRoute(
-    { scope: "conversations:read" },
-    {
-      method: "get",
-      path: "/v1/api/chat/{id}/stream",
-      tags: TAGS,
-      summary: "Resume a chat's stream (AI SDK transport)",
-      description:
-        "What `useChat({ resume: true })` calls when a page loads: the running turn's UI message stream from " +
-        "its start; 204 when no turn runs or the chat id names no conversation of the caller yet.",
-      request: { params: ChatIdParamSchema },
-      responses: {
-        200: { description: "The stream", content: { "text/event-stream": { schema: { type: "string" } } } },
-        204: { description: "No turn running" },
-        400: problemResponse("A chat id over 128 characters"),
-      },
-    },
-  ),
-  async (c) => {
-    const { id } = c.req.valid("param");
-    const { caller } = c.var;
-    const conversation = await chatConversation(c.env, caller.workspace.id, caller.userId, id);
-    if (!conversation) return c.body(null, 204);
-    const stream = await conversationRoom(c.env, conversation.id).stream(conversation.id, caller.workspace.id, null);
-    return stream ? (uiStreamResponse(stream) as never) : c.body(null, 204);
+route({ scope: "conversations:read" }, "GET /v1/api/chat/{id}/stream", "Resume a chat's stream (AI SDK transport)", {
+  description:
+    "What `useChat({ resume: true })` calls when a page loads: the running turn's UI message stream from " +
+    "its start; 204 when no turn runs or the chat id names no conversation of the caller yet.",
+  request: { params: ChatIdParamSchema },
+  responses: {
+    200: { description: "The stream", content: { "text/event-stream": { schema: { type: "string" } } } },
+    204: { description: "No turn running" },
+    400: problemResponse("A chat id over 128 characters"),
   },
-);
+}).handle(async (c) => {
+  const { id } = c.req.valid("param");
+  const { caller } = c.var;
+  const conversation = await chatConversation(c.env, caller.workspace.id, caller.userId, id);
+  if (!conversation) return c.body(null, 204);
+  const stream = await conversationRoom(c.env, conversation.id).stream(conversation.id, caller.workspace.id, null);
+  return stream ? (uiStreamResponse(stream) as never) : c.body(null, 204);
+});

@@ -5,3 +5,5 @@ import { ConversationIdParamSchema } from "./schemas";
 export const TAGS = ["Conversations"];
 export const params = { params: ConversationIdParamSchema };
 export const notParticipant = problemResponse("No such conversation, or the caller does not take part in it");
+/** The errors of a route addressing one conversation of the caller's by its id. */
+export const idErrors = { 400: problemResponse("Malformed id"), 404: notParticipant };

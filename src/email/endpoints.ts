@@ -5,6 +5,7 @@ import { type Db, db, isUniqueViolation, parseJsonArray } from "../platform/db";
 import { nowIso } from "../platform/env";
 import { newId } from "../platform/ids";
 import { badRequest, conflict, notFound } from "../platform/problem";
+import { workspaceRow } from "../platform/workspace-rows";
 import { type Counters, countersOf, NO_COUNTS } from "./endpoint-counters";
 import { type CreateEndpoint, type Endpoint, RESERVED_LOCALPARTS, type UpdateEndpoint } from "./schemas";
 
@@ -94,11 +95,7 @@ export async function listEndpoints(env: Env, workspaceId: string) {
 }
 
 export async function getEndpoint(env: Env, workspaceId: string, id: string): Promise<EndpointRecord> {
-  const row = await db(env)
-    .select()
-    .from(emailEndpoints)
-    .where(and(eq(emailEndpoints.id, id), eq(emailEndpoints.workspaceId, workspaceId)))
-    .get();
+  const row = await workspaceRow(env, emailEndpoints, workspaceId, id);
   if (!row) throw notFound("No such email endpoint in this workspace");
   return row;
 }

@@ -1,15 +1,11 @@
 import { z } from "@hono/zod-openapi";
-import { apiRoute, createRouter, jsonResponse } from "../http/route";
+import { routesOf } from "../http/endpoint";
+import { jsonResponse } from "../http/route";
 
-export const healthRouter = createRouter();
+const route = routesOf(["Service"]);
 
-healthRouter.openapi(
-  apiRoute("public", {
-    method: "get",
-    path: "/v1/health",
-    tags: ["Service"],
-    summary: "Liveness",
-    responses: { 200: jsonResponse(z.object({ ok: z.literal(true) }).openapi("Health"), "The service is up") },
-  }),
-  (c) => c.json({ ok: true as const }, 200),
-);
+route("public", "GET /v1/health", "Liveness", {
+  responses: { 200: jsonResponse(z.object({ ok: z.literal(true) }).openapi("Health"), "The service is up") },
+}).handle((c) => c.json({ ok: true as const }, 200));
+
+export const healthRouter = route.router;

@@ -2,6 +2,7 @@ import type { Context } from "hono";
 import type { ActorKind } from "../../durable-objects/audit-log/types";
 import { type AuditActor, type AuditEventInput, type AuditEventOf, auditAlone } from "../audit/events";
 import type { Caller } from "../auth/caller";
+import { ApiError } from "../platform/problem";
 import type { AppEnv } from "./context";
 
 const ACTOR_KIND: Record<Caller["auth"], ActorKind> = { pat: "token", session: "user", oauth: "oauth_client" };
@@ -32,4 +33,18 @@ export async function auditDenied(c: Context<AppEnv>, intent: string): Promise<v
       intent,
     }),
   );
+}
+
+/**
+ * The outcome of `change`, a change the caller may be refused: its 403 is recorded as the
+ * denied `event` (nothing changed, so the event stands alone), then answered as it was.
+ */
+export async function auditingRefusal<T>(c: Context<AppEnv>, event: AuditEventOf, change: Promise<T>): Promise<T> {
+  try {
+    return await change;
+  } catch (error) {
+    if (error instanceof ApiError && error.status === 403)
+      await auditAlone(c.env, callerEvent(c, { ...event, outcome: "denied" } as AuditEventOf));
+    throw error;
+  }
 }

@@ -8,7 +8,7 @@ import { type Db, db, parseJsonArray } from "../platform/db";
 import { nowIso } from "../platform/env";
 import { newId, randomToken } from "../platform/ids";
 import { badRequest, notFound } from "../platform/problem";
-import { workspaceRows } from "../platform/workspace-rows";
+import { workspaceRow, workspaceRows } from "../platform/workspace-rows";
 
 export type TokenInfo = {
   id: string;
@@ -104,11 +104,7 @@ export async function revokeToken(
   eventOf: (result: TokenInfo) => AuditEventInput,
 ): Promise<TokenInfo> {
   const d = db(env);
-  const row = await d
-    .select()
-    .from(apiTokens)
-    .where(and(eq(apiTokens.id, id), eq(apiTokens.workspaceId, workspaceId)))
-    .get();
+  const row = await workspaceRow(env, apiTokens, workspaceId, id);
   if (!row) throw notFound("No such token in this workspace");
   if (row.revokedAt) {
     await auditAlone(env, eventOf(toInfo(row))); // already revoked: the repeated request is still recorded

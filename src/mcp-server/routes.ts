@@ -4,8 +4,9 @@ import { cors } from "hono/cors";
 import { MCP_PATH, mcpResource, resourceMetadataUrl } from "../auth/resources";
 import { callerActor, callerEvent } from "../http/audit";
 import type { AppEnv } from "../http/context";
+import { routesOf } from "../http/endpoint";
 import { authenticateBearer, type ResourceRef } from "../http/guards";
-import { apiRoute, BEARER, contractRoute, createRouter, jsonResponse, ownBody } from "../http/route";
+import { BEARER, contractRoute, createRouter, jsonResponse, ownBody } from "../http/route";
 import { ProtectedResourceMetadataSchema } from "../oauth/schemas";
 import { baseUrl } from "../platform/env";
 import { ApiError, problemResponse } from "../platform/problem";
@@ -21,6 +22,7 @@ import { isToolName, mcpServerFor, TOOL_SCOPES, type ToolContext } from "./tools
 export const mcpServerRouter = createRouter();
 
 const TAGS = ["MCP server"];
+const route = routesOf(TAGS, mcpServerRouter);
 /** The scopes an MCP client needs for every tool; what its first authorization should ask for. */
 const MCP_SCOPES = [...new Set(Object.values(TOOL_SCOPES))].sort();
 const MCP: ResourceRef = { of: mcpResource, challengeScopes: MCP_SCOPES };
@@ -164,22 +166,14 @@ mcpServerRouter.openapi(
 );
 
 // No standalone SSE stream (GET) and no sessions to end (DELETE): 405, as the transport says.
-for (const method of ["get", "delete"] as const) {
-  mcpServerRouter.openapi(
-    apiRoute("public", {
-      method,
-      path: MCP_PATH,
-      tags: TAGS,
-      summary: method === "get" ? "No server-initiated stream" : "No sessions to end",
-      description: "This MCP server is stateless and answers POSTs only.",
-      responses: { 405: problemResponse("`method_not_allowed` (with `Allow: POST`)") },
-    }),
-    () => {
-      throw new ApiError(405, "method_not_allowed", "The MCP endpoint takes POST only", undefined, {
-        Allow: "POST",
-      });
-    },
-  );
+for (const method of ["GET", "DELETE"] as const) {
+  const summary = method === "GET" ? "No server-initiated stream" : "No sessions to end";
+  route("public", `${method} ${MCP_PATH}`, summary, {
+    description: "This MCP server is stateless and answers POSTs only.",
+    responses: { 405: problemResponse("`method_not_allowed` (with `Allow: POST`)") },
+  }).handle(() => {
+    throw new ApiError(405, "method_not_allowed", "The MCP endpoint takes POST only", undefined, { Allow: "POST" });
+  });
 }
 
 mcpServerRouter.use(
@@ -187,30 +181,28 @@ mcpServerRouter.use(
   cors({ origin: "*", allowMethods: ["GET", "OPTIONS"], maxAge: 86_400 }),
 );
 
-mcpServerRouter.openapi(
-  apiRoute("public", {
-    method: "get",
-    path: `/.well-known/oauth-protected-resource${MCP_PATH}`,
-    tags: TAGS,
-    summary: "Protected resource metadata of the MCP server (RFC 9728)",
+route(
+  "public",
+  `GET /.well-known/oauth-protected-resource${MCP_PATH}`,
+  "Protected resource metadata of the MCP server (RFC 9728)",
+  {
     description:
       "The MCP endpoint's 401s point here. Its `resource` is what an MCP client sends as `resource` (RFC 8707) when it " +
       "authorizes; `scopes_supported` are the scopes its tools need.",
     responses: { 200: jsonResponse(ProtectedResourceMetadataSchema, "The metadata") },
-  }),
-  (c) => {
-    const base = baseUrl(c.env, c.req.url);
-    return c.json(
-      {
-        resource: mcpResource(base),
-        authorization_servers: [base],
-        scopes_supported: MCP_SCOPES,
-        bearer_methods_supported: ["header"],
-        resource_name: "Workspace Agent Service MCP server",
-        resource_documentation: `${base}/v1/docs`,
-      },
-      200,
-      { "Cache-Control": "public, max-age=3600" },
-    );
   },
-);
+).handle((c) => {
+  const base = baseUrl(c.env, c.req.url);
+  return c.json(
+    {
+      resource: mcpResource(base),
+      authorization_servers: [base],
+      scopes_supported: MCP_SCOPES,
+      bearer_methods_supported: ["header"],
+      resource_name: "Workspace Agent Service MCP server",
+      resource_documentation: `${base}/v1/docs`,
+    },
+    200,
+    { "Cache-Control": "public, max-age=3600" },
+  );
+});

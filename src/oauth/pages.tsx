@@ -1,6 +1,6 @@
 import type { FC } from "hono/jsx";
 import type { Scope } from "../auth/scopes";
-import { Layout } from "../platform/layout";
+import { CsrfField, ErrorAlert, Layout } from "../platform/layout";
 
 /** Each scope in plain words, as the consent screen shows it. */
 export const SCOPE_TEXT: Record<Scope, string> = {
@@ -53,10 +53,10 @@ export const ConsentPage: FC<ConsentView> = (p) => (
       <strong>{p.redirectHost}</strong>.
     </p>
     {p.documentHost && p.loopbackRedirect ? (
-      <p class="error" role="alert">
+      <ErrorAlert>
         This application runs on your own computer ({p.redirectHost}). Only allow it if you started it yourself just
         now: any program on this computer could claim to be it.
-      </p>
+      </ErrorAlert>
     ) : null}
     <p>This application will be able to:</p>
     <ul>
@@ -76,7 +76,7 @@ export const ConsentPage: FC<ConsentView> = (p) => (
       {Object.entries(p.params).map(([name, value]) => (
         <input type="hidden" name={name} value={value} />
       ))}
-      <input type="hidden" name="csrf_token" value={p.csrfToken} />
+      <CsrfField token={p.csrfToken} />
       <button type="submit" name="decision" value="approve">
         Allow
       </button>
@@ -90,9 +90,7 @@ export const ConsentPage: FC<ConsentView> = (p) => (
 export const AuthorizeErrorPage: FC<{ message: string; error?: string }> = ({ message, error }) => (
   <Layout title="Authorization error">
     <h1>This sign-in link cannot be used</h1>
-    <p class="error" role="alert">
-      {message}
-    </p>
+    <ErrorAlert>{message}</ErrorAlert>
     {error ? (
       <p>
         <small>

@@ -2,8 +2,9 @@ import type { Context, MiddlewareHandler } from "hono";
 import { bearerToken } from "../auth/resolve";
 import { callerEvent } from "../http/audit";
 import type { AppEnv } from "../http/context";
+import { routesOf } from "../http/endpoint";
 import { NO_STORE, OAuthError } from "../http/errors";
-import { apiRoute, contractRoute, createRouter, jsonBody, jsonResponse, ownBody } from "../http/route";
+import { contractRoute, createRouter, jsonBody, jsonResponse, ownBody } from "../http/route";
 import { baseUrl } from "../platform/env";
 import {
   type ClientRow,
@@ -41,53 +42,47 @@ const oauthError = (description: string) => ({
   content: { "application/json": { schema: OAuthErrorSchema } },
 });
 const TAGS = ["OAuth"];
+const route = routesOf(TAGS, registrationRouter);
 const TOO_LARGE = oauthError("invalid_request: the request body exceeds 1 MiB");
 
-registrationRouter.openapi(
-  apiRoute("authenticated", {
-    session: true, // the spec names "a valid session or token" of the account
-    method: "post",
-    path: "/v1/oauth/register",
-    tags: TAGS,
-    summary: "Register a client (RFC 7591)",
-    description:
-      "Authenticated by a session or token of the account (workspace) that will own the client; at most 50 active clients per workspace " +
-      "(`client_limit_reached`). Clients are always third-party. Confidential clients get a `client_secret` (never expiring) and every client a " +
-      "`registration_access_token`, both shown once. Every client receives rotating refresh tokens.",
-    request: { body: jsonBody(RegisterRequestSchema) },
-    responses: {
-      201: jsonResponse(ClientInfoSchema, "The registered client, with its secrets"),
-      400: oauthError("invalid_redirect_uri, invalid_client_metadata or client_limit_reached"),
-      401: oauthError("Missing or invalid credentials"),
-      403: oauthError("cross_origin_request: the browser session, from another origin"),
-      413: TOO_LARGE,
-    },
-  }),
-  async (c) => {
-    const caller = c.var.caller;
-    const { info } = await registerClient(
-      c.env,
-      { workspaceId: caller.workspace.id, userId: caller.userId },
-      c.req.valid("json"),
-      baseUrl(c.env, c.req.url),
-      (client) =>
-        callerEvent(c, {
-          kind: "oauth.client.register",
-          target: `oauth_client:${client.client_id}`,
-          intent: "register",
-          details: {
-            client_id: client.client_id,
-            client_name: client.client_name,
-            redirect_uris: client.redirect_uris,
-            scope: client.scope,
-            token_endpoint_auth_method: client.token_endpoint_auth_method,
-            grant_types: client.grant_types,
-          },
-        }),
-    );
-    return c.json(info, 201, NO_STORE);
+route("authenticated", "POST /v1/oauth/register", "Register a client (RFC 7591)", {
+  session: true, // the spec names "a valid session or token" of the account
+  description:
+    "Authenticated by a session or token of the account (workspace) that will own the client; at most 50 active clients per workspace " +
+    "(`client_limit_reached`). Clients are always third-party. Confidential clients get a `client_secret` (never expiring) and every client a " +
+    "`registration_access_token`, both shown once. Every client receives rotating refresh tokens.",
+  request: { body: jsonBody(RegisterRequestSchema) },
+  responses: {
+    201: jsonResponse(ClientInfoSchema, "The registered client, with its secrets"),
+    400: oauthError("invalid_redirect_uri, invalid_client_metadata or client_limit_reached"),
+    401: oauthError("Missing or invalid credentials"),
+    403: oauthError("cross_origin_request: the browser session, from another origin"),
+    413: TOO_LARGE,
   },
-);
+}).handle(async (c) => {
+  const caller = c.var.caller;
+  const { info } = await registerClient(
+    c.env,
+    { workspaceId: caller.workspace.id, userId: caller.userId },
+    c.req.valid("json"),
+    baseUrl(c.env, c.req.url),
+    (client) =>
+      callerEvent(c, {
+        kind: "oauth.client.register",
+        target: `oauth_client:${client.client_id}`,
+        intent: "register",
+        details: {
+          client_id: client.client_id,
+          client_name: client.client_name,
+          redirect_uris: client.redirect_uris,
+          scope: client.scope,
+          token_endpoint_auth_method: client.token_endpoint_auth_method,
+          grant_types: client.grant_types,
+        },
+      }),
+  );
+  return c.json(info, 201, NO_STORE);
+});
 
 const managedClients = new WeakMap<Context, ClientRow>();
 

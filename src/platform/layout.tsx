@@ -21,3 +21,13 @@ export const Layout: FC<PropsWithChildren<{ title: string }>> = ({ title, childr
     </body>
   </html>
 );
+
+/** An error stated at the top of a page or form, announced to screen readers. */
+export const ErrorAlert: FC<PropsWithChildren> = ({ children }) => (
+  <p class="error" role="alert">
+    {children}
+  </p>
+);
+
+/** The hidden field that sends the page's CSRF token back with its form. */
+export const CsrfField: FC<{ token: string }> = ({ token }) => <input type="hidden" name="csrf_token" value={token} />;

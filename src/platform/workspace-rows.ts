@@ -1,8 +1,9 @@
-import { eq, type SQL } from "drizzle-orm";
+import { and, eq, type SQL } from "drizzle-orm";
 import type { SQLiteColumn, SQLiteTable } from "drizzle-orm/sqlite-core";
 import { db } from "./db";
 
 type WorkspaceTable = SQLiteTable & { workspaceId: SQLiteColumn };
+type WorkspaceIdTable = WorkspaceTable & { id: SQLiteColumn };
 
 /** Every row of `table` that belongs to the workspace, in `order`. */
 export function workspaceRows<T extends WorkspaceTable>(
@@ -15,4 +16,19 @@ export function workspaceRows<T extends WorkspaceTable>(
     .select()
     .from(table as WorkspaceTable);
   return query.where(eq(table.workspaceId, workspaceId)).orderBy(order).all() as Promise<T["$inferSelect"][]>;
+}
+
+/** The row `id` of `table` if it is the workspace's (another workspace's row is not found). */
+export function workspaceRow<T extends WorkspaceIdTable>(
+  env: Env,
+  table: T,
+  workspaceId: string,
+  id: string,
+): Promise<T["$inferSelect"] | undefined> {
+  const query = db(env)
+    .select()
+    .from(table as WorkspaceIdTable);
+  return query.where(and(eq(table.id, id), eq(table.workspaceId, workspaceId))).get() as Promise<
+    T["$inferSelect"] | undefined
+  >;
 }

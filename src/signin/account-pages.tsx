@@ -1,6 +1,6 @@
 import type { FC } from "hono/jsx";
 import type { Caller } from "../auth/caller";
-import { Layout } from "../platform/layout";
+import { CsrfField, ErrorAlert, Layout } from "../platform/layout";
 
 /** The form's last input, shown again when it was refused. */
 export type TokenFormInput = { name?: string; scopes?: readonly string[]; expiresInDays?: string };
@@ -52,13 +52,9 @@ export const AccountPage: FC<AccountView> = (p) => {
         <a href="/v1/docs">API reference</a>
       </p>
       <h2>New personal access token</h2>
-      {p.error ? (
-        <p class="error" role="alert">
-          {p.error}
-        </p>
-      ) : null}
+      {p.error ? <ErrorAlert>{p.error}</ErrorAlert> : null}
       <form method="post" action="/v1/account/tokens">
-        <input type="hidden" name="csrf_token" value={p.csrfToken} />
+        <CsrfField token={p.csrfToken} />
         <label for="token-name">Name</label>
         <input id="token-name" name="name" required maxlength={100} value={p.form?.name ?? ""} />
         <fieldset>

@@ -1,16 +1,12 @@
 import type { FC } from "hono/jsx";
-import { Layout } from "../platform/layout";
+import { CsrfField, ErrorAlert, Layout } from "../platform/layout";
 
 export const SigninPage: FC<{ csrfToken: string; returnTo: string; email?: string; error?: string }> = (p) => (
   <Layout title="Sign in">
     <h1>Sign in</h1>
-    {p.error ? (
-      <p class="error" role="alert">
-        {p.error}
-      </p>
-    ) : null}
+    {p.error ? <ErrorAlert>{p.error}</ErrorAlert> : null}
     <form method="post" action="/v1/signin">
-      <input type="hidden" name="csrf_token" value={p.csrfToken} />
+      <CsrfField token={p.csrfToken} />
       <input type="hidden" name="return_to" value={p.returnTo} />
       <label for="email">Email</label>
       <input id="email" name="email" type="email" autocomplete="username" required value={p.email ?? ""} />
