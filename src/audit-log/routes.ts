@@ -1,11 +1,16 @@
+import { z } from "@hono/zod-openapi";
 import { auditLog } from "../../durable-objects/audit-log/client";
 import { deliverNow } from "../audit/delivery";
 import { routesOf } from "../http/endpoint";
 import { jsonResponse } from "../http/route";
 import { problemResponse } from "../platform/problem";
+import { auditSigner, logOrigin, signedCheckpoint } from "./checkpoint";
 import { AuditListSchema, AuditQuerySchema, VerifyQuerySchema, VerifyResultSchema } from "./schemas";
+import { verifierKey } from "./signed-note";
 
 const route = routesOf(["Audit"]);
+const TEXT = "text/plain; charset=utf-8";
+const text = (description: string) => ({ description, content: { [TEXT]: { schema: z.string() } } });
 
 route("admin", "GET /v1/admin/audit", "List audit events, newest first", {
   request: { query: AuditQuerySchema },
@@ -51,6 +56,31 @@ route("admin", "GET /v1/admin/audit/verify", "Verify the hash chain of the most 
   const workspaceId = c.var.caller.workspace.id;
   await deliverNow(c.env, workspaceId);
   return c.json(await auditLog(c.env, workspaceId).verify(c.req.valid("query").limit), 200);
+});
+
+route("public", "GET /v1/audit/log-key", "The audit log's checkpoint verifier key", {
+  description:
+    "The Ed25519 key that signs every workspace's audit checkpoints, in the signed-note verifier key form `<name>+<8 hex key id>+<base64(0x01 ‖ public key)>` (one line), as golang.org/x/mod/sumdb/note reads it.",
+  responses: {
+    200: text("The verifier key"),
+    503: problemResponse("No signing key is configured"),
+  },
+}).handle(async (c) => c.text(`${verifierKey(await auditSigner(c.env, c.req.url))}\n`, 200, { "Content-Type": TEXT }));
+
+route("admin", "GET /v1/admin/audit/checkpoint", "The workspace audit log's latest signed checkpoint", {
+  description:
+    "A C2SP tlog-checkpoint as a C2SP signed note: `<origin>\\n<tree size>\\n<base64 root hash>\\n`, a blank line, then the signature line `— <key name> <base64(key id ‖ Ed25519 signature)>`. The origin is `<BASE_URL host>/audit/<workspace id>`; the tree is RFC 9162's over the workspace's events in sequence order.",
+  responses: {
+    200: text("The signed checkpoint"),
+    503: problemResponse("No signing key is configured"),
+  },
+}).handle(async (c) => {
+  const workspaceId = c.var.caller.workspace.id;
+  await deliverNow(c.env, workspaceId);
+  const signer = await auditSigner(c.env, c.req.url);
+  const { size, root } = await auditLog(c.env, workspaceId).treeHead();
+  const note = await signedCheckpoint(signer, logOrigin(c.env, c.req.url, workspaceId), size, root);
+  return c.text(note, 200, { "Content-Type": TEXT });
 });
 
 export const auditRouter = route.router;
