@@ -164,6 +164,14 @@ export class AuditLog extends DurableObject<Env> {
     return { size: this.head.seq, root: base64(rootHash(this.tree, this.head.seq)) };
   }
 
+  /** Event `seq` with its Merkle leaf: base64 of the entry encoding the chain hashes; null when there is none. */
+  eventWithLeaf(seq: number): { event: AuditEvent; leaf: string } | null {
+    const row = this.db.select().from(events).where(eq(events.seq, seq)).get();
+    if (!row) return null;
+    const leaf = encodeEntry(row);
+    return { event: toEvent(row), leaf: Buffer.from(leaf, "utf8").toString("base64") };
+  }
+
   /** RFC 9162 inclusion proof of event `seq` in the tree of `size`; null when either is out of range. */
   inclusionProof(seq: number, size: number): InclusionProof | null {
     if (!(size >= 1 && size <= this.head.seq && seq >= 1 && seq <= size)) return null;

@@ -3,9 +3,20 @@ import { auditLog } from "../../durable-objects/audit-log/client";
 import { deliverNow } from "../audit/delivery";
 import { routesOf } from "../http/endpoint";
 import { jsonResponse } from "../http/route";
-import { problemResponse } from "../platform/problem";
+import { badRequest, notFound, problemResponse } from "../platform/problem";
 import { auditSigner, logOrigin, signedCheckpoint } from "./checkpoint";
-import { AuditListSchema, AuditQuerySchema, VerifyQuerySchema, VerifyResultSchema } from "./schemas";
+import {
+  AuditEventWithLeafSchema,
+  AuditListSchema,
+  AuditQuerySchema,
+  ConsistencyProofSchema,
+  ConsistencyQuerySchema,
+  EventParamsSchema,
+  InclusionProofSchema,
+  InclusionQuerySchema,
+  VerifyQuerySchema,
+  VerifyResultSchema,
+} from "./schemas";
 import { verifierKey } from "./signed-note";
 
 const route = routesOf(["Audit"]);
@@ -81,6 +92,55 @@ route("admin", "GET /v1/admin/audit/checkpoint", "The workspace audit log's late
   const { size, root } = await auditLog(c.env, workspaceId).treeHead();
   const note = await signedCheckpoint(signer, logOrigin(c.env, c.req.url, workspaceId), size, root);
   return c.text(note, 200, { "Content-Type": TEXT });
+});
+
+route("admin", "GET /v1/admin/audit/events/{seq}", "One audit event with its Merkle leaf bytes", {
+  request: { params: EventParamsSchema },
+  responses: {
+    200: jsonResponse(AuditEventWithLeafSchema, "The event and its leaf"),
+    400: problemResponse("Malformed sequence number"),
+    404: problemResponse("No such event"),
+  },
+}).handle(async (c) => {
+  const workspaceId = c.var.caller.workspace.id;
+  await deliverNow(c.env, workspaceId);
+  const found = await auditLog(c.env, workspaceId).eventWithLeaf(c.req.valid("param").seq);
+  if (!found) throw notFound("No such audit event");
+  const { event, leaf } = found;
+  return c.json({ ...event, details: JSON.parse(event.details) as Record<string, unknown>, leaf }, 200);
+});
+
+route("admin", "GET /v1/admin/audit/proofs/inclusion", "RFC 9162 inclusion proof of an event", {
+  description: "Proves that event `seq` (leaf index `seq - 1`) is in the tree of `size` leaves.",
+  request: { query: InclusionQuerySchema },
+  responses: {
+    200: jsonResponse(InclusionProofSchema, "The audit path"),
+    400: problemResponse("Malformed query, a size beyond the tree, or seq beyond size"),
+  },
+}).handle(async (c) => {
+  const { seq, size } = c.req.valid("query");
+  const workspaceId = c.var.caller.workspace.id;
+  await deliverNow(c.env, workspaceId);
+  const proof = await auditLog(c.env, workspaceId).inclusionProof(seq, size);
+  if (!proof) throw badRequest("proof_out_of_range", `seq ${seq} in a tree of ${size} is beyond the audit log's tree`);
+  return c.json(proof, 200);
+});
+
+route("admin", "GET /v1/admin/audit/proofs/consistency", "RFC 9162 consistency proof between two tree sizes", {
+  description: "Proves that the tree of `from` leaves is a prefix of the tree of `to` leaves.",
+  request: { query: ConsistencyQuerySchema },
+  responses: {
+    200: jsonResponse(ConsistencyProofSchema, "The consistency proof"),
+    400: problemResponse("Malformed query, a size beyond the tree, or from > to"),
+  },
+}).handle(async (c) => {
+  const { from, to } = c.req.valid("query");
+  const workspaceId = c.var.caller.workspace.id;
+  await deliverNow(c.env, workspaceId);
+  const proof = await auditLog(c.env, workspaceId).consistencyProof(from, to);
+  if (!proof)
+    throw badRequest("proof_out_of_range", `from ${from} to ${to} is not within the audit log's tree (or from > to)`);
+  return c.json(proof, 200);
 });
 
 export const auditRouter = route.router;
