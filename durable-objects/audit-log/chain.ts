@@ -68,10 +68,15 @@ export function detailsDigest(saltHex: string, canonicalDetails: string): string
 }
 
 export function entryHash(f: ChainFields): string {
-  return hash("sha256", encodeEntry(f), "hex");
+  return encodedEntryHash(encodeEntry(f));
 }
 
-function encodeEntry(f: ChainFields): string {
+export function encodedEntryHash(encoded: string): string {
+  return hash("sha256", encoded, "hex");
+}
+
+/** The entry's canonical encoding: its UTF-8 is what the hash covers and the Merkle tree's leaf. */
+export function encodeEntry(f: ChainFields): string {
   return JSON.stringify([
     VERSION,
     f.prevHash,

@@ -1,10 +1,21 @@
 import { DurableObject } from "cloudflare:workers";
+import { Buffer } from "node:buffer";
 import { and, desc, eq, gte, type SQL, sql } from "drizzle-orm";
 import { type DrizzleSqliteDODatabase, drizzle } from "drizzle-orm/durable-sqlite";
 import { migrate } from "drizzle-orm/durable-sqlite/migrator";
 import { uuidv7 } from "uuidv7";
 import { nowIso } from "../../src/platform/env";
-import { type ChainFields, canonicalJson, detailsDigest, entryHash, GENESIS_HASH, newSalts } from "./chain";
+import {
+  type ChainFields,
+  canonicalJson,
+  detailsDigest,
+  encodedEntryHash,
+  encodeEntry,
+  entryHash,
+  GENESIS_HASH,
+  newSalts,
+} from "./chain";
+import { appendLeaf, consistencyProof, inclusionProof, leafHash, type NodeStore, rootHash } from "./merkle";
 import migrations from "./migrations/migrations.js";
 import * as schema from "./schema";
 import { events } from "./schema";
@@ -13,6 +24,8 @@ import type {
   AppendEvent,
   AuditEvent,
   AuditOutcome,
+  ConsistencyProof,
+  InclusionProof,
   ListFilters,
   ListPage,
   ListResult,
@@ -53,8 +66,11 @@ const chainRow = (r: SqlStorageValue[]): ChainRow => ({
 });
 
 type Written = { seq: number; hash: string };
-/** What an append will write (its rows, in INSERT_EVENT's order), where it lands, and the head after it. */
-type Plan = { rows: SqlStorageValue[][]; written: Written[]; head: Written } | { error: unknown };
+/**
+ * What an append will write (its rows, in INSERT_EVENT's order, and their Merkle leaf hashes),
+ * where it lands, and the head after it.
+ */
+type Plan = { rows: SqlStorageValue[][]; leaves: Uint8Array[]; written: Written[]; head: Written } | { error: unknown };
 
 /** An event's row after `prevHash` (in INSERT_EVENT's order) and its hash: salted details digest, then the entry hash. */
 function newRow(e: AppendEvent, seq: number, prevHash: string, salt: string, now: string) {
@@ -73,7 +89,8 @@ function newRow(e: AppendEvent, seq: number, prevHash: string, salt: string, now
     detailsDigest: detailsDigest(salt, details),
     prevHash,
   };
-  const hash = entryHash(f);
+  const entry = encodeEntry(f);
+  const hash = encodedEntryHash(entry);
   const row: SqlStorageValue[] = [
     seq,
     uuidv7(),
@@ -94,7 +111,7 @@ function newRow(e: AppendEvent, seq: number, prevHash: string, salt: string, now
     hash,
     e.outboxId ?? null,
   ];
-  return { row, hash };
+  return { row, hash, leaf: leafHash(entry) };
 }
 
 type PendingAppend = { batch: AppendEvent[]; resolve: (written: Written[]) => void; reject: (error: unknown) => void };
@@ -111,13 +128,61 @@ export class AuditLog extends DurableObject<Env> {
   /** Appends received since the last flush, written together by the next one. */
   private pending: PendingAppend[] = [];
 
+  private readonly tree: NodeStore;
+
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     this.db = drizzle(ctx.storage, { schema });
+    this.tree = sqlNodeStore(ctx.storage.sql);
     void ctx.blockConcurrencyWhile(async () => {
       await migrate(this.db, migrations);
       this.head = this.readHead();
+      this.catchUpTree();
     });
+  }
+
+  /**
+   * Adds the leaves of entries the tree lacks: a chain written before the tree existed gets
+   * its tree when its object first wakes. Afterwards every append adds its leaves itself.
+   */
+  private catchUpTree(): void {
+    const size = this.ctx.storage.sql
+      // max over the primary key, not count(*): one index lookup on every wake, not a scan.
+      .exec<{ n: number }>("SELECT coalesce(max(idx) + 1, 0) AS n FROM tree_nodes WHERE level = 0")
+      .one().n;
+    for (let lo = size + 1; lo <= this.head.seq; lo += VERIFY_CHUNK) {
+      const rows = [
+        ...this.ctx.storage.sql.exec(SELECT_CHAIN_ROWS, lo, Math.min(this.head.seq, lo + VERIFY_CHUNK - 1)).raw(),
+      ].map(chainRow);
+      this.ctx.storage.transactionSync(() => {
+        for (const r of rows) appendLeaf(this.tree, r.seq - 1, leafHash(encodeEntry(r)));
+      });
+    }
+  }
+
+  /** The tree's size (= the head's seq) and root hash, base64. */
+  treeHead(): { size: number; root: string } {
+    return { size: this.head.seq, root: base64(rootHash(this.tree, this.head.seq)) };
+  }
+
+  /** Event `seq` with its Merkle leaf: base64 of the entry encoding the chain hashes; null when there is none. */
+  eventWithLeaf(seq: number): { event: AuditEvent; leaf: string } | null {
+    const row = this.db.select().from(events).where(eq(events.seq, seq)).get();
+    if (!row) return null;
+    const leaf = encodeEntry(row);
+    return { event: toEvent(row), leaf: Buffer.from(leaf, "utf8").toString("base64") };
+  }
+
+  /** RFC 9162 inclusion proof of event `seq` in the tree of `size`; null when either is out of range. */
+  inclusionProof(seq: number, size: number): InclusionProof | null {
+    if (!(size >= 1 && size <= this.head.seq && seq >= 1 && seq <= size)) return null;
+    return { leaf_index: seq - 1, tree_size: size, hashes: inclusionProof(this.tree, seq - 1, size).map(base64) };
+  }
+
+  /** RFC 9162 consistency proof between tree sizes `from` and `to`; null when out of range. */
+  consistencyProof(from: number, to: number): ConsistencyProof | null {
+    if (!(from >= 1 && from <= to && to <= this.head.seq)) return null;
+    return { from, to, hashes: consistencyProof(this.tree, from, to).map(base64) };
   }
 
   /**
@@ -154,7 +219,7 @@ export class AuditLog extends DurableObject<Env> {
           const plan = plans[i]!;
           try {
             if ("error" in plan) throw plan.error;
-            this.ctx.storage.transactionSync(() => this.insert(plan.rows));
+            this.ctx.storage.transactionSync(() => this.insert(plan.rows, plan.leaves));
             this.head = plan.head;
             outcomes.push({ ok: true, written: plan.written });
           } catch (error) {
@@ -194,6 +259,7 @@ export class AuditLog extends DurableObject<Env> {
       try {
         const mine = new Map<string, Written>();
         const rows: SqlStorageValue[][] = [];
+        const leaves: Uint8Array[] = [];
         const written: Written[] = [];
         let { seq, hash } = at;
         for (const e of batch) {
@@ -204,6 +270,7 @@ export class AuditLog extends DurableObject<Env> {
           }
           const next = newRow(e, seq + 1, hash, salts.pop()!, now);
           rows.push(next.row);
+          leaves.push(next.leaf);
           seq += 1;
           hash = next.hash;
           written.push({ seq, hash });
@@ -211,16 +278,20 @@ export class AuditLog extends DurableObject<Env> {
         }
         for (const [id, w] of mine) placed.set(id, w);
         at = { seq, hash };
-        return { rows, written, head: at };
+        return { rows, leaves, written, head: at };
       } catch (error) {
         return { error };
       }
     });
   }
 
-  private insert(rows: SqlStorageValue[][]): void {
+  /** Inserts the rows and their leaves; the tree's nodes roll back with the rows. */
+  private insert(rows: SqlStorageValue[][], leaves: Uint8Array[]): void {
     // Raw statement: building a Drizzle insert per row costs more than hashing the entry.
-    for (const row of rows) this.ctx.storage.sql.exec(INSERT_EVENT, ...row);
+    rows.forEach((row, i) => {
+      this.ctx.storage.sql.exec(INSERT_EVENT, ...row);
+      appendLeaf(this.tree, (row[0] as number) - 1, leaves[i]!);
+    });
   }
 
   /** Where the batch's outbox rows already stand in the chain (none read when no event names one). */
@@ -321,6 +392,22 @@ export class AuditLog extends DurableObject<Env> {
       )
       .toArray().length;
   }
+}
+
+const base64 = (bytes: Uint8Array) => Buffer.from(bytes).toString("base64");
+
+function sqlNodeStore(sql: SqlStorage): NodeStore {
+  return {
+    get: (level, idx) =>
+      new Uint8Array(
+        sql.exec<{ hash: ArrayBuffer }>("SELECT hash FROM tree_nodes WHERE level = ? AND idx = ?", level, idx).one()
+          .hash,
+      ),
+    put: (level, idx, hash) => {
+      // A digest may be a view into a larger pooled buffer: bind a copy of its own bytes.
+      sql.exec("INSERT INTO tree_nodes (level, idx, hash) VALUES (?, ?, ?)", level, idx, hash.slice().buffer);
+    },
+  };
 }
 
 function conditions(f: ListFilters): SQL[] {

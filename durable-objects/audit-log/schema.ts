@@ -1,4 +1,4 @@
-import { index, integer, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
+import { blob, index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
 
 /** One row per audit event of the object's workspace; `seq` is gap-free from 1. */
 export const events = sqliteTable(
@@ -34,4 +34,19 @@ export const events = sqliteTable(
     index("events_subject_idx").on(t.subjectUserId),
     uniqueIndex("events_outbox_idx").on(t.outboxId),
   ],
+);
+
+/**
+ * The Merkle tree over the events (RFC 9162): the hash of every perfect subtree, the node at
+ * `level` and `idx` covering leaves [idx·2^level, (idx+1)·2^level). Level 0 holds the leaf
+ * hashes (leaf index = seq - 1). Any root or proof is O(log n) of these.
+ */
+export const treeNodes = sqliteTable(
+  "tree_nodes",
+  {
+    level: integer("level").notNull(),
+    idx: integer("idx").notNull(),
+    hash: blob("hash").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.level, t.idx] })],
 );

@@ -68,3 +68,7 @@ export type VerifyResult = {
   failure_seq: number | null;
   break_type: "content" | "linkage" | null;
 };
+
+/** RFC 9162 proofs; hashes base64, in the RFC's order. */
+export type InclusionProof = { leaf_index: number; tree_size: number; hashes: string[] };
+export type ConsistencyProof = { from: number; to: number; hashes: string[] };

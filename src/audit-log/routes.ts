@@ -1,11 +1,27 @@
+import { z } from "@hono/zod-openapi";
 import { auditLog } from "../../durable-objects/audit-log/client";
 import { deliverNow } from "../audit/delivery";
 import { routesOf } from "../http/endpoint";
 import { jsonResponse } from "../http/route";
-import { problemResponse } from "../platform/problem";
-import { AuditListSchema, AuditQuerySchema, VerifyQuerySchema, VerifyResultSchema } from "./schemas";
+import { badRequest, notFound, problemResponse } from "../platform/problem";
+import { auditSigner, logOrigin, signedCheckpoint } from "./checkpoint";
+import {
+  AuditEventWithLeafSchema,
+  AuditListSchema,
+  AuditQuerySchema,
+  ConsistencyProofSchema,
+  ConsistencyQuerySchema,
+  EventParamsSchema,
+  InclusionProofSchema,
+  InclusionQuerySchema,
+  VerifyQuerySchema,
+  VerifyResultSchema,
+} from "./schemas";
+import { verifierKey } from "./signed-note";
 
 const route = routesOf(["Audit"]);
+const TEXT = "text/plain; charset=utf-8";
+const text = (description: string) => ({ description, content: { [TEXT]: { schema: z.string() } } });
 
 route("admin", "GET /v1/admin/audit", "List audit events, newest first", {
   request: { query: AuditQuerySchema },
@@ -51,6 +67,80 @@ route("admin", "GET /v1/admin/audit/verify", "Verify the hash chain of the most 
   const workspaceId = c.var.caller.workspace.id;
   await deliverNow(c.env, workspaceId);
   return c.json(await auditLog(c.env, workspaceId).verify(c.req.valid("query").limit), 200);
+});
+
+route("public", "GET /v1/audit/log-key", "The audit log's checkpoint verifier key", {
+  description:
+    "The Ed25519 key that signs every workspace's audit checkpoints, in the signed-note verifier key form `<name>+<8 hex key id>+<base64(0x01 ‖ public key)>` (one line), as golang.org/x/mod/sumdb/note reads it.",
+  responses: {
+    200: text("The verifier key"),
+    503: problemResponse("No signing key is configured"),
+  },
+}).handle(async (c) => c.text(`${verifierKey(await auditSigner(c.env, c.req.url))}\n`, 200, { "Content-Type": TEXT }));
+
+route("admin", "GET /v1/admin/audit/checkpoint", "The workspace audit log's latest signed checkpoint", {
+  description:
+    "A C2SP tlog-checkpoint as a C2SP signed note: `<origin>\\n<tree size>\\n<base64 root hash>\\n`, a blank line, then the signature line `— <key name> <base64(key id ‖ Ed25519 signature)>`. The origin is `<BASE_URL host>/audit/<workspace id>`; the tree is RFC 9162's over the workspace's events in sequence order.",
+  responses: {
+    200: text("The signed checkpoint"),
+    503: problemResponse("No signing key is configured"),
+  },
+}).handle(async (c) => {
+  const workspaceId = c.var.caller.workspace.id;
+  await deliverNow(c.env, workspaceId);
+  const signer = await auditSigner(c.env, c.req.url);
+  const { size, root } = await auditLog(c.env, workspaceId).treeHead();
+  const note = await signedCheckpoint(signer, logOrigin(c.env, c.req.url, workspaceId), size, root);
+  return c.text(note, 200, { "Content-Type": TEXT });
+});
+
+route("admin", "GET /v1/admin/audit/events/{seq}", "One audit event with its Merkle leaf bytes", {
+  request: { params: EventParamsSchema },
+  responses: {
+    200: jsonResponse(AuditEventWithLeafSchema, "The event and its leaf"),
+    400: problemResponse("Malformed sequence number"),
+    404: problemResponse("No such event"),
+  },
+}).handle(async (c) => {
+  const workspaceId = c.var.caller.workspace.id;
+  await deliverNow(c.env, workspaceId);
+  const found = await auditLog(c.env, workspaceId).eventWithLeaf(c.req.valid("param").seq);
+  if (!found) throw notFound("No such audit event");
+  const { event, leaf } = found;
+  return c.json({ ...event, details: JSON.parse(event.details) as Record<string, unknown>, leaf }, 200);
+});
+
+route("admin", "GET /v1/admin/audit/proofs/inclusion", "RFC 9162 inclusion proof of an event", {
+  description: "Proves that event `seq` (leaf index `seq - 1`) is in the tree of `size` leaves.",
+  request: { query: InclusionQuerySchema },
+  responses: {
+    200: jsonResponse(InclusionProofSchema, "The audit path"),
+    400: problemResponse("Malformed query, a size beyond the tree, or seq beyond size"),
+  },
+}).handle(async (c) => {
+  const { seq, size } = c.req.valid("query");
+  const workspaceId = c.var.caller.workspace.id;
+  await deliverNow(c.env, workspaceId);
+  const proof = await auditLog(c.env, workspaceId).inclusionProof(seq, size);
+  if (!proof) throw badRequest("proof_out_of_range", `seq ${seq} in a tree of ${size} is beyond the audit log's tree`);
+  return c.json(proof, 200);
+});
+
+route("admin", "GET /v1/admin/audit/proofs/consistency", "RFC 9162 consistency proof between two tree sizes", {
+  description: "Proves that the tree of `from` leaves is a prefix of the tree of `to` leaves.",
+  request: { query: ConsistencyQuerySchema },
+  responses: {
+    200: jsonResponse(ConsistencyProofSchema, "The consistency proof"),
+    400: problemResponse("Malformed query, a size beyond the tree, or from > to"),
+  },
+}).handle(async (c) => {
+  const { from, to } = c.req.valid("query");
+  const workspaceId = c.var.caller.workspace.id;
+  await deliverNow(c.env, workspaceId);
+  const proof = await auditLog(c.env, workspaceId).consistencyProof(from, to);
+  if (!proof)
+    throw badRequest("proof_out_of_range", `from ${from} to ${to} is not within the audit log's tree (or from > to)`);
+  return c.json(proof, 200);
 });
 
 export const auditRouter = route.router;

@@ -76,3 +76,47 @@ export const VerifyResultSchema = z
     break_type: z.enum(["content", "linkage"]).nullable(),
   })
   .openapi("ChainVerification");
+
+/** A required tree size or sequence number: an integer from 1; anything else is 400. */
+const position = (name: string, where: "query" | "path", description: string) =>
+  z
+    .string()
+    .regex(/^\d{1,15}$/, "must be an integer from 1")
+    .transform(Number)
+    .refine((n) => n >= 1, "must be an integer from 1")
+    .openapi({ param: { name, in: where }, type: "integer", minimum: 1, description });
+
+export const EventParamsSchema = z.object({ seq: position("seq", "path", "The event's sequence number") });
+
+export const AuditEventWithLeafSchema = AuditEventSchema.extend({
+  leaf: z.string().openapi({
+    description:
+      "Base64 of the event's Merkle leaf bytes: the UTF-8 entry encoding its `hash` covers (leaf hash = SHA-256(0x00 ‖ these bytes))",
+  }),
+}).openapi("AuditEventWithLeaf");
+
+export const InclusionQuerySchema = z.object({
+  seq: position("seq", "query", "The event's sequence number (leaf index = seq - 1)"),
+  size: position("size", "query", "The tree size the proof is for (at least seq, at most the tree's size)"),
+});
+
+export const InclusionProofSchema = z
+  .object({
+    leaf_index: z.number().int(),
+    tree_size: z.number().int(),
+    hashes: z.array(z.string()).openapi({ description: "Base64 SHA-256 hashes, leaf side first (RFC 9162 §2.1.3)" }),
+  })
+  .openapi("AuditInclusionProof");
+
+export const ConsistencyQuerySchema = z.object({
+  from: position("from", "query", "The older tree size"),
+  to: position("to", "query", "The newer tree size (at least from, at most the tree's size)"),
+});
+
+export const ConsistencyProofSchema = z
+  .object({
+    from: z.number().int(),
+    to: z.number().int(),
+    hashes: z.array(z.string()).openapi({ description: "Base64 SHA-256 hashes in RFC 9162 §2.1.4 order" }),
+  })
+  .openapi("AuditConsistencyProof");

@@ -35,6 +35,8 @@ declare global {
     /** Connector enrollment: the workspace CA (PEM certificate and PKCS#8 key). */
     CONNECTOR_CA_CERT_PEM?: string;
     CONNECTOR_CA_KEY_PEM?: string;
+    /** The audit log's checkpoint signer: a `PRIVATE+KEY+<name>+<key id>+<base64>` Ed25519 signed-note key. */
+    AUDIT_SIGNING_KEY?: string;
   }
 }
 

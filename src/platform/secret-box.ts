@@ -49,7 +49,7 @@ async function keyFrom(b64: string, name: string): Promise<Key> {
 }
 
 /** True when the service runs locally: BASE_URL unset, or an http loopback origin. */
-function isLocal(env: Env): boolean {
+export function isLocal(env: Env): boolean {
   if (!env.BASE_URL) return true;
   try {
     const url = new URL(env.BASE_URL);
