@@ -20,6 +20,7 @@ import {
   sseMessages,
   workerFetch,
 } from "./support/mcp";
+import { registerClient } from "./support/oauth";
 import { fakeLlm } from "./support/scripted-llm";
 import { signupWorkspace } from "./support/seed";
 
@@ -345,5 +346,41 @@ describe("the v2 SDK client against the same endpoint", () => {
     expect(updates.length).toBeGreaterThanOrEqual(1);
     expect(updates[0]!.message).toContain((result.structuredContent as { conversation_id: string }).conversation_id);
     await client.close();
+  });
+});
+
+describe("OAuth for clients of either revision", () => {
+  it("registration (RFC 7591) works as before, with or without the application_type 2026-07-28 clients send", async () => {
+    // changelog.mdx: Dynamic Client Registration "remains available for backwards compatibility"
+    const ws = await signupWorkspace();
+    const old = await registerClient(ws.adminToken, { redirect_uris: ["http://127.0.0.1:33418/callback"] });
+    const modern = await registerClient(ws.adminToken, {
+      redirect_uris: ["http://127.0.0.1:33419/callback"],
+      application_type: "native",
+    });
+    for (const client of [old, modern]) expect(client.client_id).toMatch(/\S/);
+    const events = await auditEvents(ws.workspace.id, "oauth.client.register");
+    expect(events.map((e) => e.target).sort()).toEqual(
+      [`oauth_client:${old.client_id}`, `oauth_client:${modern.client_id}`].sort(),
+    );
+  });
+
+  it("offline_access is advertised nowhere: not in the challenges, nor in either metadata's scopes_supported", async () => {
+    // authorization/index.mdx: servers "**SHOULD NOT** include `offline_access` in `WWW-Authenticate` scope or Protected Resource Metadata `scopes_supported`"
+    const challenge = (await modernRpc("server/discover")).headers.get("WWW-Authenticate")!;
+    expect(challenge).toMatch(/scope="[^"]+"/);
+    expect(challenge).not.toContain("offline_access");
+    for (const path of [
+      "/.well-known/oauth-protected-resource/v1/mcp",
+      "/.well-known/oauth-protected-resource",
+      "/.well-known/oauth-authorization-server",
+    ]) {
+      const metadata = (await (await call("GET", path)).json()) as { scopes_supported: string[] };
+      expect(metadata.scopes_supported.length, path).toBeGreaterThan(0);
+      expect(metadata.scopes_supported, path).not.toContain("offline_access");
+    }
+    // RFC 9207, which 2026-07-28 clients validate: the issuer says it sends `iss`.
+    const as = (await (await call("GET", "/.well-known/oauth-authorization-server")).json()) as Record<string, unknown>;
+    expect(as).toMatchObject({ authorization_response_iss_parameter_supported: true });
   });
 });
