@@ -74,7 +74,7 @@ describe("2026-07-28 requests, as the revision shapes them", () => {
     expect(result).toMatchObject({
       resultType: "complete",
       supportedVersions: [MODERN],
-      capabilities: { tools: {} },
+      capabilities: { tools: { listChanged: false } },
       cacheScope: "private",
       _meta: { "io.modelcontextprotocol/serverInfo": SERVER_INFO },
     });
@@ -210,9 +210,10 @@ describe("2026-07-28 requests, as the revision shapes them", () => {
         .find((l) => l.startsWith("data:"))!
         .slice(5),
     );
+    // The tools never change while a deployment runs, so the server honours no list-change filter.
     expect(first).toMatchObject({
       method: "notifications/subscriptions/acknowledged",
-      params: { _meta: { "io.modelcontextprotocol/subscriptionId": 77 } },
+      params: { _meta: { "io.modelcontextprotocol/subscriptionId": 77 }, notifications: {} },
     });
   });
 

@@ -38,7 +38,8 @@ const scopeNote = (tool: ToolName) => ` Needs the scope ${TOOL_SCOPES[tool]}.`;
  */
 export function mcpServerFor(ctx: ToolContext): McpServer {
   const server = new McpServer(SERVER_INFO, {
-    capabilities: { tools: {} },
+    // The tools are the same for every request of a deployment: no list change to announce.
+    capabilities: { tools: { listChanged: false } },
     instructions: INSTRUCTIONS,
     cacheHints: { "tools/list": CACHE, "server/discover": CACHE },
   });
