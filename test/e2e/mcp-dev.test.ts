@@ -5,12 +5,13 @@
  *   0.2, `--requirements 2026-07-28`, run from node_modules, offline) against /v1/mcp. The suite
  *   sends no credentials, so it reaches the endpoint through a proxy in this process that adds a
  *   personal access token; BASE_URL is the proxy's origin, the one its clients use;
- * - the 1.x SDK's client (2025-11-25) and the v2 SDK's client (2026-07-28) against the endpoint;
+ * - the 1.x SDK's client (2025-11-25), the v2 SDK's client (2026-07-28) and the MCP Inspector's
+ *   command line in either era against the endpoint;
  * - an agent's turn calling the service's own MCP server as a custom integration, through the
  *   v2 client of src/mcp/client.ts (OUTBOUND_ORIGIN_MAP sends its https URL to wrangler dev).
  */
-import { spawn } from "node:child_process";
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { spawn, spawnSync } from "node:child_process";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, request, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
@@ -168,21 +169,41 @@ afterAll(async () => {
   await new Promise((resolve) => proxy?.close(resolve));
 });
 
+/** Runs a package's command from node_modules (`--offline`: npx may not fetch anything). */
+async function npx(
+  args: string[],
+  env: Record<string, string> = {},
+): Promise<{ code: number | null; stdout: string; output: string }> {
+  const child = spawn("npx", ["--offline", ...args], {
+    cwd: ROOT,
+    env: { ...process.env, npm_config_offline: "true", ...env },
+  });
+  let stdout = "";
+  let output = "";
+  child.stdout.on("data", (d) => {
+    stdout += d;
+    output += d;
+  });
+  child.stderr.on("data", (d) => (output += d));
+  return { code: await new Promise<number | null>((resolve) => child.on("exit", resolve)), stdout, output };
+}
+
 /** Runs the suite from node_modules (`--offline`: npx may not fetch it) and reads every scenario's checks. */
 async function conformance(
   url: string,
 ): Promise<{ code: number | null; output: string; results: Map<string, Check[]> }> {
   const out = mkdtempSync(path.join(tmpdir(), "mcp-conformance-"));
   try {
-    const child = spawn(
-      "npx",
-      ["--offline", "conformance", "server", "--url", url, "--requirements", REQUIREMENTS, "-o", out],
-      { cwd: ROOT, env: { ...process.env, npm_config_offline: "true" } },
-    );
-    let output = "";
-    child.stdout.on("data", (d) => (output += d));
-    child.stderr.on("data", (d) => (output += d));
-    const code = await new Promise<number | null>((resolve) => child.on("exit", resolve));
+    const { code, output } = await npx([
+      "conformance",
+      "server",
+      "--url",
+      url,
+      "--requirements",
+      REQUIREMENTS,
+      "-o",
+      out,
+    ]);
     const results = new Map<string, Check[]>();
     for (const dir of readdirSync(out)) {
       const scenario = dir.replace(/^server-/, "").replace(/-\d{4}-\d{2}-\d{2}T.*$/, "");
@@ -237,6 +258,70 @@ describe("MCP against wrangler dev", () => {
     await legacy.close();
     await modern.close();
   });
+
+  it("the README's request of each protocol version, run verbatim, lists the same tools", () => {
+    const readme = readFileSync(path.join(ROOT, "README.md"), "utf8");
+    const section = readme.slice(readme.indexOf("\n## Connect an MCP client\n"));
+    const block = /```sh\n([\s\S]*?)```/.exec(section.slice(0, section.indexOf("\n## ", 5)))![1]!;
+    const run = spawnSync("bash", ["-euo", "pipefail", "-c", block.replaceAll("http://localhost:8787", dev.origin)], {
+      env: { ...process.env, TOKEN: token },
+      encoding: "utf8",
+      timeout: 60_000,
+    });
+    expect(run.status, run.stderr).toBe(0);
+    const [modern, legacy] = run.stdout
+      .split(/(?<=\})(?=\{"(?:result|jsonrpc)")/)
+      .map((answer) => JSON.parse(answer) as { result: { tools: { name: string }[]; resultType?: string } });
+    expect(modern!.result.resultType).toBe("complete");
+    expect(legacy!.result.resultType).toBeUndefined();
+    for (const answer of [modern!, legacy!])
+      expect(answer.result.tools.map((t) => t.name)).toEqual(["list_agents", "ask_agent", "list_artifacts"]);
+  });
+
+  it("the Inspector's command line speaks 2025-11-25 by default and 2026-07-28 with protocolEra modern", async () => {
+    const work = mkdtempSync(path.join(tmpdir(), "mcp-inspector-"));
+    // No browser, no keychain, and its files in a throwaway folder.
+    const env = { MCP_AUTO_OPEN_ENABLED: "false", MCP_INSPECTOR_SECRET_STORE: "memory", MCP_STORAGE_DIR: work };
+    const json = (stdout: string) => JSON.parse(stdout) as Record<string, unknown>;
+    try {
+      const url = `${dev.origin}/v1/mcp`;
+      const adHoc = [
+        "mcp-inspector",
+        "--cli",
+        url,
+        "--transport",
+        "http",
+        "--header",
+        `Authorization: Bearer ${token}`,
+      ];
+      const legacy = await npx([...adHoc, "--method", "initialize"], env);
+      expect(legacy.code, legacy.output).toBe(0);
+      expect(json(legacy.stdout)).toMatchObject({ protocolVersion: "2025-11-25" });
+      const called = await npx([...adHoc, "--method", "tools/call", "--tool-name", "list_agents"], env);
+      expect(json(called.stdout)).toMatchObject({ structuredContent: { agents: [{ slug: "assistant" }] } });
+
+      const config = path.join(work, "mcp-servers.json");
+      const svc = { type: "http", url, protocolEra: "modern", headers: { Authorization: `Bearer ${token}` } };
+      writeFileSync(config, JSON.stringify({ mcpServers: { svc } }));
+      const modern = await npx(
+        ["mcp-inspector", "--cli", "--config", config, "--server", "svc", "--method", "initialize"],
+        env,
+      );
+      expect(modern.code, modern.output).toBe(0);
+      expect(json(modern.stdout)).toMatchObject({ protocolVersion: "2026-07-28" });
+      const listed = await npx(
+        ["mcp-inspector", "--cli", "--config", config, "--server", "svc", "--method", "tools/list"],
+        env,
+      );
+      expect((json(listed.stdout).tools as { name: string }[]).map((t) => t.name)).toEqual([
+        "list_agents",
+        "ask_agent",
+        "list_artifacts",
+      ]);
+    } finally {
+      rmSync(work, { recursive: true, force: true });
+    }
+  }, 120_000);
 
   it("an agent's turn calls an MCP server (the service's own) through the v2 client", async () => {
     const api = (p: string, body: unknown) =>
