@@ -1,8 +1,6 @@
-import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
 import type { Context, MiddlewareHandler } from "hono";
 import { cors } from "hono/cors";
 import { MCP_PATH, mcpResource, resourceMetadataUrl } from "../auth/resources";
-import { callerActor, callerEvent } from "../http/audit";
 import type { AppEnv } from "../http/context";
 import { routesOf } from "../http/endpoint";
 import { authenticateBearer, type ResourceRef } from "../http/guards";
@@ -10,21 +8,21 @@ import { BEARER, contractRoute, createRouter, jsonResponse, ownBody } from "../h
 import { ProtectedResourceMetadataSchema } from "../oauth/schemas";
 import { baseUrl } from "../platform/env";
 import { ApiError, problemResponse } from "../platform/problem";
+import { toolContext } from "./context";
 import { McpMessageSchema, McpResponseSchema } from "./schemas";
-import { isToolName, mcpServerFor, TOOL_SCOPES, type ToolContext } from "./tools";
+import { INSUFFICIENT_SCOPE_CODE, isToolName, MCP_SCOPES, TOOL_SCOPES } from "./scopes";
 
 /**
  * The service as an MCP server: `POST /v1/mcp`, Streamable HTTP without sessions (every
- * request stands alone, answered with one JSON object), through the MCP SDK's server and its
- * web-standard transport. A resource of its own for OAuth (RFC 8707, RFC 9728): its metadata
- * is `/.well-known/oauth-protected-resource/v1/mcp`, and its 401s point there.
+ * request stands alone), for clients of MCP 2026-07-28 and of 2025-11-25 and older alike
+ * (see serve.ts). A resource of its own for OAuth (RFC 8707, RFC 9728): its metadata is
+ * `/.well-known/oauth-protected-resource/v1/mcp`, and its 401s point there. The SDK is loaded
+ * only when this endpoint is called.
  */
 export const mcpServerRouter = createRouter();
 
 const TAGS = ["MCP server"];
 const route = routesOf(TAGS, mcpServerRouter);
-/** The scopes an MCP client needs for every tool; what its first authorization should ask for. */
-const MCP_SCOPES = [...new Set(Object.values(TOOL_SCOPES))].sort();
 const MCP: ResourceRef = { of: mcpResource, challengeScopes: MCP_SCOPES };
 const metadataUrl = (base: string) => resourceMetadataUrl(base, mcpResource(base));
 
@@ -65,7 +63,7 @@ function scopeRefusal(c: Context<AppEnv>, body: unknown): Response | null {
       {
         jsonrpc: "2.0",
         id: typeof id === "string" || typeof id === "number" ? id : null,
-        error: { code: -32003, message: detail, data: { error: "insufficient_scope", scope } },
+        error: { code: INSUFFICIENT_SCOPE_CODE, message: detail, data: { error: "insufficient_scope", scope } },
       },
       {
         status: 403,
@@ -80,24 +78,6 @@ function scopeRefusal(c: Context<AppEnv>, body: unknown): Response | null {
   return null;
 }
 
-const toolContext = (c: Context<AppEnv>): ToolContext => {
-  const caller = c.var.caller;
-  const origin = baseUrl(c.env, c.req.url);
-  return {
-    env: c.env,
-    caller,
-    origin,
-    event: (input) => callerEvent(c, input),
-    turn: {
-      env: c.env,
-      workspace: { id: caller.workspace.id, name: caller.workspace.name },
-      userId: caller.userId,
-      actor: callerActor(caller),
-      origin,
-    },
-  };
-};
-
 const jsonRpc = (description: string) => ({
   description,
   content: { "application/json": { schema: McpResponseSchema } },
@@ -110,21 +90,39 @@ mcpServerRouter.openapi(
     tags: TAGS,
     summary: "MCP endpoint (Streamable HTTP, stateless)",
     description:
-      "The Model Context Protocol over Streamable HTTP, without sessions: every POST carries one JSON-RPC message (or a " +
-      "batch) and a request is answered with one JSON object. `initialize` negotiates the protocol version, `ping` answers " +
-      "`{}`, a notification gets 202. Tools: `list_agents` (agents:read), `ask_agent { prompt, agent_slug? }` " +
-      "(conversations:write; a fast turn, paid from the credits), `list_artifacts` (conversations:read). For OAuth access " +
-      "tokens and personal access tokens (no session cookie). The 401 challenge names this resource's metadata, " +
-      "`/.well-known/oauth-protected-resource/v1/mcp`; an OAuth token bound (RFC 8707) to another resource is refused. " +
-      "A `tools/call` without the tool's scope is 403 with an `insufficient_scope` challenge. A request with an `Origin` " +
-      "other than the service's own is 403 (DNS-rebinding protection).",
+      "The Model Context Protocol over Streamable HTTP, without sessions, for clients of both eras. MCP 2026-07-28: " +
+      "every request carries its version and capabilities in `_meta` and the `MCP-Protocol-Version`, `Mcp-Method` " +
+      "(and `Mcp-Name`) headers, which must match the body (else 400, JSON-RPC -32020); `server/discover` names the " +
+      "supported versions, an unsupported one is 400 with -32022 listing them, an unknown method (`initialize`, " +
+      "`ping`) is 404 with -32601, `subscriptions/listen` is an SSE stream acknowledged first, and results carry " +
+      "`resultType`, the server's identity in `_meta` and, on `tools/list`, `ttlMs` with `cacheScope: private`. " +
+      "2025-11-25 and older: one JSON-RPC message (or a batch) per POST, answered with one JSON object; `initialize` " +
+      "negotiates the version, `ping` answers `{}`, a notification gets 202. A `tools/call` with a progress token is " +
+      "answered with an SSE stream carrying its progress. Tools: `list_agents` (agents:read), " +
+      "`ask_agent { prompt, agent_slug? }` (conversations:write; a fast turn, paid from the credits), `list_artifacts` " +
+      "(conversations:read). For OAuth access tokens and personal access tokens (no session cookie). The 401 challenge " +
+      "names this resource's metadata, `/.well-known/oauth-protected-resource/v1/mcp`; an OAuth token bound (RFC 8707) " +
+      "to another resource is refused. A `tools/call` without the tool's scope is 403 with an `insufficient_scope` " +
+      "challenge (JSON-RPC error code 403). A request with an `Origin` other than the service's own is 403 " +
+      "(DNS-rebinding protection).",
     security: [{ [BEARER]: [] }],
     middleware: GUARDS,
     request: { body: messageBody.doc },
     responses: {
-      200: jsonRpc("The JSON-RPC response (a tool's failure is a result with `isError`)"),
+      200: {
+        description:
+          "The JSON-RPC response (a tool's failure is a result with `isError`); an SSE stream for `subscriptions/listen` " +
+          "and for a call that reports progress",
+        content: {
+          "application/json": { schema: McpResponseSchema },
+          "text/event-stream": { schema: { type: "string", description: "JSON-RPC messages as SSE events" } },
+        },
+      },
       202: { description: "A notification (or response) was accepted; no body" },
-      400: jsonRpc("Not JSON, not a JSON-RPC message, or an unsupported MCP-Protocol-Version (a JSON-RPC error)"),
+      400: jsonRpc(
+        "Not JSON, not a JSON-RPC message, an unsupported protocol version (-32022 with `data.supported`), " +
+          "headers that do not match the body (-32020), or a 2026-07-28 request without its `_meta` (-32602)",
+      ),
       401: problemResponse("No token, or an unknown, expired, revoked or other-resource token"),
       403: {
         description:
@@ -134,6 +132,7 @@ mcpServerRouter.openapi(
           "application/json": { schema: McpResponseSchema },
         },
       },
+      404: jsonRpc("MCP 2026-07-28: a method this server does not implement (-32601)"),
       406: jsonRpc("The Accept header lists neither both application/json and text/event-stream"),
       415: jsonRpc("The body is not application/json"),
     },
@@ -141,27 +140,22 @@ mcpServerRouter.openapi(
   async (c) => {
     const text = await c.req.text();
     let body: unknown;
-    let parsed = true;
     try {
       body = JSON.parse(text);
     } catch {
-      parsed = false;
+      body = undefined;
     }
-    const refused = parsed ? scopeRefusal(c, body) : null;
+    const refused = scopeRefusal(c, body);
     if (refused) return refused as never;
-    const server = mcpServerFor(toolContext(c));
-    const transport = new WebStandardStreamableHTTPServerTransport({
-      sessionIdGenerator: undefined,
-      enableJsonResponse: true,
+    const { serveMcp } = await import("./serve");
+    // The body was read above; the SDK gets it again (parsed, or as text to refuse it in its own words).
+    const request = new Request(c.req.url, {
+      method: "POST",
+      headers: c.req.raw.headers,
+      body: text,
+      signal: c.req.raw.signal,
     });
-    await server.connect(transport);
-    try {
-      // The body was read above; the transport gets it again (parsed, or as text to refuse it in its own words).
-      const request = new Request(c.req.url, { method: "POST", headers: c.req.raw.headers, body: text });
-      return (await transport.handleRequest(request, parsed ? { parsedBody: body } : undefined)) as never;
-    } finally {
-      c.executionCtx.waitUntil(server.close());
-    }
+    return (await serveMcp(request, body, toolContext(c), (p) => c.executionCtx.waitUntil(p))) as never;
   },
 );
 

@@ -13,7 +13,7 @@ export const McpMessageSchema = z
   })
   .openapi("McpMessage", {
     description:
-      "A JSON-RPC request or notification of the Model Context Protocol: `initialize`, `ping`, `tools/list`, `tools/call`, `notifications/initialized`, …",
+      "A JSON-RPC request or notification of the Model Context Protocol: `server/discover`, `tools/list`, `tools/call`, `subscriptions/listen` (2026-07-28, with `_meta` in `params`); `initialize`, `ping`, `notifications/initialized` (2025-11-25 and older), …",
   });
 
 export const McpResponseSchema = z

@@ -1,40 +1,22 @@
-import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
-import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import { type CallToolResult, McpServer } from "@modelcontextprotocol/server";
 import { z } from "zod";
 import { listAgents } from "../agents/service";
 import { toArtifact } from "../artifacts/schemas";
 import { listArtifacts } from "../artifacts/service";
-import type { AuditEventInput, AuditEventOf } from "../audit/events";
-import type { Caller } from "../auth/caller";
-import type { Scope } from "../auth/scopes";
-import { createConversation } from "../conversations/service";
-import { postMessage, quickAskReady, type TurnContext } from "../conversations/turns";
 import { ApiError } from "../platform/problem";
+import { askAgent, type Progress } from "./ask";
+import type { ToolContext } from "./context";
+import { TOOL_SCOPES, type ToolName } from "./scopes";
 
-/** The scope each tool needs; `tools/call` without it is refused with 403 before the tool runs. */
-export const TOOL_SCOPES = {
-  list_agents: "agents:read",
-  ask_agent: "conversations:write",
-  list_artifacts: "conversations:read",
-} as const satisfies Record<string, Scope>;
-export type ToolName = keyof typeof TOOL_SCOPES;
-export const isToolName = (name: unknown): name is ToolName =>
-  typeof name === "string" && Object.hasOwn(TOOL_SCOPES, name);
-
-/** Everything the tools of one request need: the caller, the turn context, and the route's events. */
-export type ToolContext = {
-  env: Env;
-  caller: Caller;
-  origin: string;
-  turn: TurnContext;
-  /** The route's event, written in the same batch as the change it describes. */
-  event: (input: AuditEventOf) => AuditEventInput;
-};
-
-const SERVER_INFO = { name: "workspace-agent-service", title: "Workspace Agent Service", version: "1.0.0" };
+export const SERVER_INFO = { name: "workspace-agent-service", title: "Workspace Agent Service", version: "1.0.0" };
 const INSTRUCTIONS =
   "The agents of one workspace. list_agents shows them, ask_agent asks one a question (a fast turn, paid from the " +
   "workspace's credits) and answers its reply, list_artifacts lists the files agents delivered to you.";
+/**
+ * How long a 2026-07-28 client may reuse `tools/list` and `server/discover`: the tools change
+ * only with a deployment. Private: the answers go to one token's holder.
+ */
+const CACHE = { ttlMs: 300_000, cacheScope: "private" } as const;
 
 /** A tool's answer: the JSON as text (for every client) and as structured content. */
 const json = (value: Record<string, unknown>): CallToolResult => ({
@@ -50,9 +32,17 @@ function toolError(e: unknown): CallToolResult {
 
 const scopeNote = (tool: ToolName) => ` Needs the scope ${TOOL_SCOPES[tool]}.`;
 
-/** A fresh server for one request (the transport is stateless), with the three tools of this service. */
+/**
+ * A fresh server for one request (every era is served statelessly), with the three tools of
+ * this service, registered in a fixed order so `tools/list` always answers the same list.
+ */
 export function mcpServerFor(ctx: ToolContext): McpServer {
-  const server = new McpServer(SERVER_INFO, { capabilities: { tools: {} }, instructions: INSTRUCTIONS });
+  const server = new McpServer(SERVER_INFO, {
+    // The tools are the same for every request of a deployment: no list change to announce.
+    capabilities: { tools: { listChanged: false } },
+    instructions: INSTRUCTIONS,
+    cacheHints: { "tools/list": CACHE, "server/discover": CACHE },
+  });
   listAgentsTool(server, ctx);
   askAgentTool(server, ctx);
   listArtifactsTool(server, ctx);
@@ -66,7 +56,7 @@ function listAgentsTool(server: McpServer, ctx: ToolContext): void {
     {
       title: "List agents",
       description: `The workspace's agents: slug, name, description, status and which one is the default.${scopeNote("list_agents")}`,
-      inputSchema: {},
+      inputSchema: z.object({}),
       annotations: { readOnlyHint: true, openWorldHint: false },
     },
     async () => {
@@ -92,8 +82,8 @@ function askAgentTool(server: McpServer, ctx: ToolContext): void {
     "ask_agent",
     {
       title: "Ask an agent",
-      description: `Asks an agent of the workspace one question and answers its reply. Runs a fast turn in a new conversation of yours (so it shows in your conversations) and is paid from the workspace's credits. Without agent_slug the default agent answers.${scopeNote("ask_agent")}`,
-      inputSchema: {
+      description: `Asks an agent of the workspace one question and answers its reply. Runs a fast turn in a new conversation of yours (so it shows in your conversations) and is paid from the workspace's credits. Without agent_slug the default agent answers. With a progress token, progress notifications name the conversation first, then what the agent does; the turn finishes and its reply is kept in that conversation even if this call is cut off.${scopeNote("ask_agent")}`,
+      inputSchema: z.object({
         prompt: z.string().trim().min(1).max(32_000).describe("The question or task, at most 32 000 characters"),
         agent_slug: z
           .string()
@@ -101,29 +91,21 @@ function askAgentTool(server: McpServer, ctx: ToolContext): void {
           .max(64)
           .optional()
           .describe("The slug or an alias of the agent to ask (see list_agents); the default agent when left out"),
-      },
+      }),
       annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
     },
-    async ({ prompt, agent_slug }) => {
+    async ({ prompt, agent_slug }, { mcpReq }) => {
+      const token = mcpReq._meta?.progressToken;
+      const progress: Progress | null =
+        token === undefined
+          ? null
+          : (step, message) =>
+              mcpReq.notify({
+                method: "notifications/progress",
+                params: { progressToken: token, progress: step, message },
+              });
       try {
-        await quickAskReady(ctx.env, ctx.caller.workspace.id);
-        const conversation = await createConversation(
-          ctx.env,
-          ctx.caller.workspace.id,
-          ctx.caller.userId,
-          { mode: "fast", agent_slug },
-          (created) =>
-            ctx.event({
-              kind: "conversation.create",
-              target: `conversation:${created.id}`,
-              agentId: created.agent_id,
-              conversationId: created.id,
-              details: { mode: created.mode, agent_slug: created.agent_slug },
-            }),
-        );
-        const turn = await postMessage(ctx.turn, conversation.id, { content: prompt }, { stream: false });
-        if (turn.kind !== "reply") throw new Error("a turn asked for without its stream answers with its reply");
-        const { reply } = turn;
+        const { conversation, reply } = await askAgent(ctx, { prompt, agent_slug }, progress, mcpReq.signal);
         return {
           content: [{ type: "text", text: reply.content }],
           structuredContent: {
@@ -148,7 +130,7 @@ function listArtifactsTool(server: McpServer, ctx: ToolContext): void {
     {
       title: "List artifacts",
       description: `The files agents delivered in your conversations (and files of deleted conversations you produced), newest first, at most 500, each with its download_url (a URL of the REST API: it takes a token for the API, not this MCP server's).${scopeNote("list_artifacts")}`,
-      inputSchema: {},
+      inputSchema: z.object({}),
       annotations: { readOnlyHint: true, openWorldHint: false },
     },
     async () => {

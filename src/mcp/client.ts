@@ -1,15 +1,14 @@
-// Imported statically on purpose: loaded with `import()`, esbuild initializes the zod/v4-mini
-// modules the SDK shares with the AI SDK lazily, and the bundled Worker fails to start
-// ("ZodMiniLiteral is not a constructor"; `npm run check:startup` catches it).
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import type { CallToolResult, Client, PriorDiscovery, Tool } from "@modelcontextprotocol/client";
 import { jsonSchema, type ToolSet, tool } from "ai";
 import { hashToken } from "../platform/crypto";
 import { guardedFetch } from "../platform/guarded-fetch";
 import type { ToolProvider, TurnScope } from "../platform/turn-tools";
 import { type ServerTarget, serverTargets } from "./custom";
 
-/** How long a server's tool list is reused before it is asked again. */
+/**
+ * How long a server's tool list, and the protocol era it speaks, are reused before it is asked
+ * again (at most: a 2026-07-28 server's `ttlMs` may say less).
+ */
 const LIST_TTL_MS = 60_000;
 /** The time one server gets to connect and list its tools before it drops out of the turn. */
 const CONNECT_MS = 8_000;
@@ -26,12 +25,10 @@ export const MCP_LIMITS = {
   resultChars: 32_000,
 } as const;
 
-type ListedTool = { name: string; description?: string; inputSchema: Record<string, unknown> };
-
-/** Per isolate: tool lists by server (and the credentials it was listed with), the newest 500. */
-const lists = new Map<string, { at: number; tools: ListedTool[] }>();
-const LISTS_KEPT = 500;
-const listKey = (workspaceId: string, t: ServerTarget) =>
+/** Per isolate, by server (and the credentials it is called with): its tools and era, the newest 500. */
+const servers = new Map<string, { at: number; ttlMs: number; tools: Tool[]; era: PriorDiscovery }>();
+const SERVERS_KEPT = 500;
+const serverKey = (workspaceId: string, t: ServerTarget) =>
   `${workspaceId}\n${t.slug}\n${t.url}\n${Object.keys(t.headers).sort().join(",")}`;
 
 /**
@@ -64,34 +61,71 @@ function transportFetch(scope: TurnScope, headers: Record<string, string>) {
   };
 }
 
-async function connect(scope: TurnScope, target: ServerTarget): Promise<Client> {
-  const client = new Client({ name: "workspace-agent-service", version: "1.0.0" });
+const CLIENT_INFO = { name: "workspace-agent-service", version: "1.0.0" };
+
+/**
+ * A client of MCP 2026-07-28 servers and of 2025-era ones alike: `server/discover` tells which
+ * (unless the era is known from a fresh list), and a 2025 server gets the `initialize` handshake.
+ */
+async function connect(scope: TurnScope, target: ServerTarget, prior?: PriorDiscovery): Promise<Client> {
+  const { Client, StreamableHTTPClientTransport } = await import("@modelcontextprotocol/client");
+  const client = new Client(CLIENT_INFO, {
+    versionNegotiation: { mode: "auto" },
+    // A server's question in the middle of a call (elicitation, sampling) has no one to answer it.
+    inputRequired: { autoFulfill: false },
+  });
   const transport = new StreamableHTTPClientTransport(new URL(target.url), {
     fetch: transportFetch(scope, target.headers),
   });
-  await client.connect(transport, { timeout: CONNECT_MS, signal: scope.signal });
+  await client.connect(transport, { timeout: CONNECT_MS, signal: scope.signal, prior });
   return client;
 }
 
-async function serverTools(scope: TurnScope, target: ServerTarget) {
-  const client = await connect(scope, target);
-  const key = listKey(scope.workspaceId, target);
-  const cached = lists.get(key);
-  if (cached && Date.now() - cached.at < LIST_TTL_MS) return { client, tools: cached.tools };
-  const { tools } = await client.listTools(undefined, { timeout: CONNECT_MS, signal: scope.signal });
-  const listed = tools.map((t) => ({
-    name: t.name,
-    description: t.description,
-    inputSchema: t.inputSchema as Record<string, unknown>,
-  }));
-  lists.delete(key); // re-inserted last: the Map's order is the age order
-  lists.set(key, { at: Date.now(), tools: listed });
-  if (lists.size > LISTS_KEPT) lists.delete(lists.keys().next().value!);
-  return { client, tools: listed };
+async function serverTools(scope: TurnScope, target: ServerTarget): Promise<{ client: Client; tools: Tool[] }> {
+  const key = serverKey(scope.workspaceId, target);
+  const cached = servers.get(key);
+  const fresh = cached && Date.now() - cached.at < cached.ttlMs ? cached : undefined;
+  try {
+    const client = await connect(scope, target, fresh?.era);
+    if (fresh) return { client, tools: fresh.tools };
+    const listed = await client.listTools(undefined, { timeout: CONNECT_MS, signal: scope.signal });
+    const discover = client.getDiscoverResult();
+    servers.delete(key); // re-inserted last: the Map's order is the age order
+    servers.set(key, {
+      at: Date.now(),
+      ttlMs: listTtl(listed),
+      tools: listed.tools,
+      era: client.getProtocolEra() === "modern" && discover ? { kind: "modern", discover } : { kind: "legacy" },
+    });
+    if (servers.size > SERVERS_KEPT) servers.delete(servers.keys().next().value!);
+    return { client, tools: listed.tools };
+  } catch (e) {
+    servers.delete(key); // a stale list or era: the next turn asks the server afresh
+    throw e;
+  }
+}
+
+/** Our reuse time, or less when the server's caching hint says so (2025 servers give none). */
+function listTtl(listed: object): number {
+  const { ttlMs } = listed as { ttlMs?: unknown };
+  return typeof ttlMs === "number" && Number.isFinite(ttlMs) ? Math.min(LIST_TTL_MS, Math.max(0, ttlMs)) : LIST_TTL_MS;
+}
+
+/**
+ * A call that the server answered with `input_required` (2026-07-28: it wants an elicitation,
+ * a sample or roots before it goes on) fails with a message the agent can act on.
+ */
+function explained(e: unknown): never {
+  const { code, data } = (e ?? {}) as { code?: unknown; data?: { resultType?: unknown } };
+  if (code === "UNSUPPORTED_RESULT_TYPE" && data?.resultType === "input_required")
+    throw new Error(
+      "The MCP server asked for more input during the call (an elicitation, sampling or roots request); no one can answer it during an agent's turn, so the call failed",
+    );
+  throw e;
 }
 
 /** What a tool call answers the model: the text parts (cut at the limit), or the error the server reported. */
-export function resultText(result: Awaited<ReturnType<Client["callTool"]>>): string {
+export function resultText(result: CallToolResult): string {
   const parts = (result.content as { type: string; text?: string }[] | undefined) ?? [];
   const text = clip(parts.map((p) => (p.type === "text" ? (p.text ?? "") : `[${p.type}]`)).join("\n"));
   if (result.isError) throw new Error(text || "the MCP tool reported an error");
@@ -121,7 +155,7 @@ export const mcpTools: ToolProvider = async (scope) => {
           console.error(
             JSON.stringify({ level: "warn", msg: "MCP server unavailable", server: t.slug, error: String(error) }),
           );
-          return { target: t, client: null, tools: [] as ListedTool[] };
+          return { target: t, client: null, tools: [] as Tool[] };
         },
       ),
     ),
@@ -141,10 +175,13 @@ export const mcpTools: ToolProvider = async (scope) => {
         inputSchema: jsonSchema(t.inputSchema as Parameters<typeof jsonSchema>[0]),
         execute: async (args, { abortSignal }) =>
           resultText(
-            await client.callTool({ name: t.name, arguments: args as Record<string, unknown> }, undefined, {
-              timeout: CALL_MS,
-              signal: abortSignal,
-            }),
+            await client
+              // The definition lets the SDK mirror `x-mcp-header` arguments into `Mcp-Param-*` headers.
+              .callTool(
+                { name: t.name, arguments: args as Record<string, unknown> },
+                { timeout: CALL_MS, signal: abortSignal, toolDefinition: t },
+              )
+              .catch(explained),
           ),
       });
     }

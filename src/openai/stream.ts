@@ -1,27 +1,7 @@
 import type { UIMessageChunk } from "ai";
+import { uiChunks } from "../conversations/room/sse";
 import { openAiErrorBody } from "../platform/openai-error";
 import type { ChatCompletionChunk, Usage } from "./schemas";
-
-/** The events of a UI message stream as the room sends them (`id: …\ndata: <chunk>\n\n`), parsed; ends at `[DONE]`. */
-async function* uiChunks(reader: ReadableStreamDefaultReader<string>): AsyncGenerator<UIMessageChunk> {
-  let buffer = "";
-  for (;;) {
-    for (let end = buffer.indexOf("\n\n"); end >= 0; end = buffer.indexOf("\n\n")) {
-      const data = buffer
-        .slice(0, end)
-        .split("\n")
-        .filter((line) => line.startsWith("data:"))
-        .map((line) => line.slice(5).trimStart())
-        .join("\n");
-      buffer = buffer.slice(end + 2);
-      if (data === "[DONE]") return;
-      if (data) yield JSON.parse(data) as UIMessageChunk;
-    }
-    const read = await reader.read();
-    if (read.done) return;
-    buffer += read.value;
-  }
-}
 
 export type CompletionMeta = {
   id: string;

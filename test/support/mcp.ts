@@ -74,3 +74,46 @@ export async function oauthTokens(
   });
   return { ...(await oauth.processAuthorizationCodeResponse(as, client, tokenRes)), client };
 }
+
+/** MCP 2026-07-28: the revision the modern era's requests name. */
+export const MODERN = "2026-07-28";
+
+/** The per-request `_meta` of a 2026-07-28 request. */
+export const modernMeta = (version = MODERN) => ({
+  "io.modelcontextprotocol/protocolVersion": version,
+  "io.modelcontextprotocol/clientInfo": { name: "raw", version: "0" },
+  "io.modelcontextprotocol/clientCapabilities": {},
+});
+
+/**
+ * One 2026-07-28 request as the spec shapes it: `_meta` in `params`, the `MCP-Protocol-Version`,
+ * `Mcp-Method` and (for a named target) `Mcp-Name` headers mirroring the body; `headers`
+ * overrides or adds to those.
+ */
+export function modernRpc(
+  method: string,
+  params: Record<string, unknown> = {},
+  init: { token?: string; headers?: Record<string, string>; id?: string | number; meta?: unknown } = {},
+) {
+  const headers: Record<string, string> = {
+    "Content-Type": "application/json",
+    Accept: "application/json, text/event-stream",
+    "MCP-Protocol-Version": MODERN,
+    "Mcp-Method": method,
+    ...(typeof params.name === "string" ? { "Mcp-Name": params.name } : {}),
+    ...init.headers,
+  };
+  if (init.token) headers.Authorization = `Bearer ${init.token}`;
+  const body = { jsonrpc: "2.0", id: init.id ?? 1, method, params: { ...params, _meta: init.meta ?? modernMeta() } };
+  return workerFetch(MCP_URL, { method: "POST", headers, body: JSON.stringify(body) });
+}
+
+/** The JSON-RPC messages of an SSE response body, in order. */
+export async function sseMessages(res: Response): Promise<Record<string, unknown>[]> {
+  return (await res.text())
+    .split(/\r?\n/)
+    .filter((line) => line.startsWith("data:"))
+    .map((line) => line.slice(5).trim())
+    .filter(Boolean)
+    .map((data) => JSON.parse(data) as Record<string, unknown>);
+}
