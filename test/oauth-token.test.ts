@@ -1,6 +1,8 @@
+import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { runEraseSteps } from "../src/admin/erase-service";
+import worker from "../src/index";
 import { oauthArea } from "../src/oauth";
 import { IntrospectionSchema, TokenResponseSchema } from "../src/oauth/schemas";
 import { pkceChallenge } from "../src/oauth/token-pairs";
@@ -807,6 +809,129 @@ describe("token: refresh_token", () => {
       { basic: [client.client_id, client.client_secret!] },
     );
     expect(ok.status).toBe(200);
+  });
+});
+
+describe("token: refresh_token, the client authenticated in the rotation's batch", () => {
+  /** A D1 binding that counts the round trips (batches and single statements) made through it. */
+  function countingDb() {
+    const trips = { n: 0 };
+    const statement = (s: D1PreparedStatement): D1PreparedStatement =>
+      new Proxy(s, {
+        get(target, key) {
+          const value = Reflect.get(target, key);
+          if (typeof value !== "function") return value;
+          if (key === "bind") return (...args: unknown[]) => statement(value.apply(target, args));
+          return (...args: unknown[]) => {
+            trips.n++;
+            return value.apply(target, args);
+          };
+        },
+      });
+    const database = <T extends object>(d: T): T =>
+      new Proxy(d, {
+        get(target, key) {
+          const value = Reflect.get(target, key);
+          if (typeof value !== "function") return value;
+          if (key === "prepare") return (q: string) => statement(value.call(target, q));
+          if (key === "withSession") return (from?: string) => database(value.call(target, from));
+          if (key === "batch")
+            return (statements: D1PreparedStatement[]) => {
+              trips.n++;
+              return value.call(target, statements);
+            };
+          return value.bind(target);
+        },
+      });
+    return { binding: database(env.DB), trips };
+  }
+
+  it("rotates in one D1 round trip: the client check is in the rotation's batch", async () => {
+    const { client, session } = await setup();
+    const tokens = await tokensFor(session, client);
+    const { binding, trips } = countingDb();
+    const ctx = createExecutionContext();
+    const res = await worker.fetch(
+      new Request("https://svc.test/v1/oauth/token", {
+        method: "POST",
+        headers: { "Content-Type": "application/x-www-form-urlencoded", "CF-Connecting-IP": "203.0.113.9" },
+        body: new URLSearchParams({
+          grant_type: "refresh_token",
+          refresh_token: tokens.refresh_token,
+          client_id: client.client_id,
+        }).toString(),
+      }),
+      { ...env, DB: binding } as Env,
+      ctx,
+    );
+    // Counted when the answer is ready: the audit delivery after it is not the request's.
+    const answered = trips.n;
+    await waitOnExecutionContext(ctx);
+    expect(res.status).toBe(200);
+    expect(answered).toBe(1);
+  });
+
+  it("refuses an unknown or deleted client with invalid_client and rotates nothing", async () => {
+    const { client, session, ws } = await setup();
+    const tokens = await tokensFor(session, client);
+    const unknown = await expectOAuthError(
+      await refresh({ client_id: "svc_client_0000000000000000" }, tokens.refresh_token),
+      401,
+      "invalid_client",
+    );
+    expect(unknown.error_description).toMatch(/Unknown or deleted/);
+    const deleted = await registerClient(ws.adminToken, { grant_types: ["authorization_code", "refresh_token"] });
+    const theirs = await tokensFor(session, deleted);
+    await env.DB.prepare("UPDATE oauth_clients SET disabled_at = ? WHERE client_id = ?")
+      .bind(new Date().toISOString(), deleted.client_id)
+      .run();
+    await expectOAuthError(await refresh(deleted, theirs.refresh_token), 401, "invalid_client");
+    const spent = await env.DB.prepare(
+      "SELECT COUNT(*) AS n FROM oauth_tokens WHERE token_hash IN (?, ?) AND replaced_by IS NOT NULL",
+    )
+      .bind(hashToken(tokens.refresh_token), hashToken(theirs.refresh_token))
+      .first<{ n: number }>();
+    expect(spent?.n).toBe(0);
+    expect((await refresh(client, tokens.refresh_token)).status).toBe(200);
+  });
+
+  it("refuses a confidential client's other method or wrong secret with invalid_client and rotates nothing", async () => {
+    const { client, session } = await setup({ token_endpoint_auth_method: "client_secret_post" });
+    const tokens = await tokensFor(session, client);
+    const attempts: [Record<string, string | undefined>, TokenCallOpts][] = [
+      // Basic, with the right secret, for a client registered with client_secret_post
+      [{}, { basic: [client.client_id, client.client_secret!] }],
+      // no secret at all
+      [{ client_id: client.client_id }, {}],
+      // a wrong secret
+      [{ client_id: client.client_id, client_secret: "svc_csec_wrong" }, {}],
+    ];
+    for (const [credentials, opts] of attempts) {
+      const res = await oauthPost(
+        "/v1/oauth/token",
+        { grant_type: "refresh_token", refresh_token: tokens.refresh_token, ...credentials },
+        opts,
+      );
+      await expectOAuthError(res, 401, "invalid_client");
+    }
+    const row = await env.DB.prepare("SELECT revoked_at, replaced_by FROM oauth_tokens WHERE token_hash = ?")
+      .bind(hashToken(tokens.refresh_token))
+      .first();
+    expect(row).toEqual({ revoked_at: null, replaced_by: null });
+    const ok = await refresh(client, tokens.refresh_token);
+    expect(ok.status).toBe(200);
+  });
+
+  it("still answers invalid_client before a malformed request or an unknown resource", async () => {
+    const missing = await oauthPost("/v1/oauth/token", { grant_type: "refresh_token", client_id: "svc_client_nope" });
+    await expectOAuthError(missing, 401, "invalid_client");
+    const foreign = await oauthPost("/v1/oauth/token", {
+      grant_type: "refresh_token",
+      refresh_token: "svc_rt_x",
+      client_id: "svc_client_nope",
+      resource: "https://elsewhere.example",
+    });
+    await expectOAuthError(foreign, 401, "invalid_client");
   });
 });
 
