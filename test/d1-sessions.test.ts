@@ -1,10 +1,9 @@
-import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
 import { AgentListSchema } from "../src/agents/schemas";
-import worker from "../src/index";
 import { db, RequestSession } from "../src/platform/db";
-import { call, freshIp, ORIGIN, parse } from "./support/api";
+import { call, parse } from "./support/api";
+import { fetchWithDb, watchedDb } from "./support/d1";
 import { signupWorkspace } from "./support/seed";
 
 /**
@@ -14,37 +13,6 @@ import { signupWorkspace } from "./support/seed";
  */
 
 const BOOKMARK = /^[0-9a-f]{8}-[0-9a-f]{8}-[0-9a-f]{8}-[0-9a-f]{32}$/;
-
-/** The D1 binding, recording what each session it opens starts from. */
-function recordingDb() {
-  const opened: (string | undefined)[] = [];
-  const binding = new Proxy(env.DB, {
-    get(target, key) {
-      if (key === "withSession")
-        return (from?: string) => {
-          opened.push(from);
-          return target.withSession(from);
-        };
-      const value = Reflect.get(target, key);
-      return typeof value === "function" ? value.bind(target) : value;
-    },
-  });
-  return { binding, opened };
-}
-
-async function fetchWith(DB: D1Database, method: string, path: string, token: string, headers = {}) {
-  const ctx = createExecutionContext();
-  const res = await worker.fetch(
-    new Request(`${ORIGIN}${path}`, {
-      method,
-      headers: { Authorization: `Bearer ${token}`, "CF-Connecting-IP": freshIp(), ...headers },
-    }),
-    { ...env, DB } as Env,
-    ctx,
-  );
-  await waitOnExecutionContext(ctx);
-  return res;
-}
 
 let ws: Awaited<ReturnType<typeof signupWorkspace>>;
 beforeAll(async () => {
@@ -81,19 +49,21 @@ describe("the request's D1 session", () => {
   });
 
   it("opens the session at the client's bookmark, else first-unconstrained, once per request", async () => {
-    const { binding, opened } = recordingDb();
-    const first = await fetchWith(binding, "GET", "/v1/agents", ws.adminToken);
+    const watched = watchedDb();
+    const first = (await fetchWithDb(watched, "GET", "/v1/agents", { token: ws.adminToken })).res;
     expect(first.status).toBe(200);
     const bookmark = first.headers.get("x-d1-bookmark")!;
-    expect(opened).toEqual(["first-unconstrained"]);
+    expect(watched.opened).toEqual(["first-unconstrained"]);
 
-    const again = await fetchWith(binding, "GET", "/v1/agents", ws.adminToken, { "x-d1-bookmark": bookmark });
+    const again = (
+      await fetchWithDb(watched, "GET", "/v1/agents", { token: ws.adminToken, headers: { "x-d1-bookmark": bookmark } })
+    ).res;
     expect(again.status).toBe(200);
-    expect(opened).toEqual(["first-unconstrained", bookmark]);
+    expect(watched.opened).toEqual(["first-unconstrained", bookmark]);
   });
 
   it("ignores a value that is not a bookmark: the request reads as one without, and gets a real bookmark", async () => {
-    const { binding, opened } = recordingDb();
+    const watched = watchedDb();
     for (const bad of [
       "garbage",
       "first-primary",
@@ -101,11 +71,14 @@ describe("the request's D1 session", () => {
       "00000000-00000001-00000000-0000000000000000000000000000000",
       "0".repeat(5000),
     ]) {
-      const res = await fetchWith(binding, "GET", "/v1/agents", ws.adminToken, { "x-d1-bookmark": bad });
+      const { res } = await fetchWithDb(watched, "GET", "/v1/agents", {
+        token: ws.adminToken,
+        headers: { "x-d1-bookmark": bad },
+      });
       expect(res.status, bad).toBe(200);
       expect(res.headers.get("x-d1-bookmark"), bad).toMatch(BOOKMARK);
     }
-    expect(new Set(opened)).toEqual(new Set(["first-unconstrained"]));
+    expect(new Set(watched.opened)).toEqual(new Set(["first-unconstrained"]));
   });
 
   it("ignores a malformed bookmark on the OAuth token endpoint too: its answer stays in the OAuth shape", async () => {

@@ -140,7 +140,7 @@ export function insertSelect<T extends SQLiteTable>(d: Db, table: T, row: SQLite
   return d.insert(table).select(sql`SELECT ${sql.join(values, sql`, `)} ${source}`);
 }
 
-type Prepared = SQLitePreparedQuery<PreparedQueryConfig>;
+export type Prepared = SQLitePreparedQuery<PreparedQueryConfig>;
 type Executed<P> = P extends SQLitePreparedQuery<infer C> ? C["execute"] : never;
 
 /**
