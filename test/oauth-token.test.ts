@@ -1,11 +1,16 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { auditLog } from "../durable-objects/audit-log/client";
 import { runEraseSteps } from "../src/admin/erase-service";
+import { deliverNow } from "../src/audit/delivery";
+import { pendingCount } from "../src/audit/outbox";
 import { oauthArea } from "../src/oauth";
 import { IntrospectionSchema, TokenResponseSchema } from "../src/oauth/schemas";
 import { pkceChallenge } from "../src/oauth/token-pairs";
 import { hashToken } from "../src/platform/crypto";
 import { call, parse } from "./support/api";
+import { callWith } from "./support/app";
+import { eventually } from "./support/browser";
 import { fetchWithDb, watchedDb } from "./support/d1";
 import {
   auditEvents,
@@ -1209,6 +1214,27 @@ describe("token: audit", () => {
     const text = JSON.stringify([issued, refreshed]);
     for (const secret of [first.access_token, first.refresh_token, rotated.access_token, rotated.refresh_token])
       expect(text).not.toContain(secret);
+  });
+
+  it("delivers the rotation's event into the grant's workspace chain after the answer, unasked", async () => {
+    const { ws, client, session } = await setup();
+    const first = await tokensFor(session, client);
+    await deliverNow(env, ws.workspace.id);
+    // Answered, and the work it left for after the answer done.
+    const res = await callWith({}, "POST", "/v1/oauth/token", {
+      body: { grant_type: "refresh_token", refresh_token: first.refresh_token, client_id: client.client_id },
+    });
+    expect(res.status).toBe(200);
+    // Read from the chain without delivering first (auditEvents would); an isolate's delivery
+    // loop for the workspace may still be in a round another request started.
+    await eventually(async () => {
+      const { events } = await auditLog(env, ws.workspace.id).list(
+        { days: 0, kind: "oauth.token.refresh" },
+        { page: 1, pageSize: 10 },
+      );
+      return events.length === 1;
+    });
+    expect(await pendingCount(env, ws.workspace.id)).toBe(0);
   });
 
   it("rotates nothing when the rotation's event cannot be written: the same refresh token works afterwards", async () => {

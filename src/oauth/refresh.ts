@@ -1,6 +1,7 @@
 /** The `refresh_token` grant: one rotation per token, a replay revokes the family. */
 import { and, eq, exists, gt, isNull, or, sql } from "drizzle-orm";
 import type { SQLiteColumn } from "drizzle-orm/sqlite-core";
+import { markForDelivery } from "../audit/delivery";
 import { auditValues, preparedAuditInBatch } from "../audit/events";
 import { canonicalResource } from "../auth/resources";
 import { oauthClients, oauthGrants, oauthTokens, users } from "../db/schema";
@@ -166,11 +167,13 @@ export async function refreshTokens(env: Env, { client, refreshToken, resource }
     method: client.method,
     secretHash: client.secret === undefined ? null : hashToken(client.secret),
     resource,
-    ...auditValues(env, tokenEvent("oauth.token.refresh", clientId)),
+    ...auditValues(env, tokenEvent("oauth.token.refresh", clientId), true),
   });
   if (!registered) throw invalidClient("Unknown or deleted client", client.usedBasic);
   verifyClient(registered, client);
   if (row) {
+    // The event was written with the rotation only, for the grant's workspace.
+    markForDelivery(env, row.workspaceId);
     return {
       body: tokenResponse(pair, row.scopes, row.role),
       grant: { grantId: row.grantId, workspaceId: row.workspaceId, userId: row.userId, clientId },
