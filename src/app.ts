@@ -15,6 +15,7 @@ import { emailArea } from "./email";
 import { healthArea } from "./health";
 import { type Area, registryOf } from "./http/area";
 import { bearerCors } from "./http/cors";
+import { d1Session } from "./http/d1-session";
 import type { AreaRegistry } from "./http/registry";
 import { BEARER, createRouter, limitBody, SESSION } from "./http/route";
 import { mcpArea } from "./mcp";
@@ -65,6 +66,7 @@ export function createApp(registry: AreaRegistry = registryOf(AREAS)) {
   const app = createRouter();
 
   app.use(requestId());
+  app.use(d1Session);
   // DENY rather than the default SAMEORIGIN: the sign-in and consent pages must never be framed, and this runs last.
   // `same-origin`, not the default `no-referrer`: under that a browser posts our own pages' forms
   // with `Origin: null`, which the session's same-origin check must refuse.

@@ -5,6 +5,8 @@ import { AgentListSchema, AgentRowSchema } from "../src/agents/schemas";
 import { createAgent, getAgent, handlesOf, IMAGES } from "./support/agents";
 import { call, expectProblem, parse } from "./support/api";
 import { auditEvents } from "./support/audit";
+import { fetchWithDb, watchedDb } from "./support/d1";
+import { registerClient, signIn, tokensFor } from "./support/oauth";
 import { addUser, issueToken, signupWorkspace } from "./support/seed";
 import { unique } from "./support/unique";
 
@@ -141,6 +143,67 @@ describe("who may call the agents routes", () => {
     expect(mine.map((a) => a.id)).toContain(agentId);
     expect(theirs.map((a) => a.id)).not.toContain(agentId);
     expect(theirs.map((a) => a.slug)).toEqual(["assistant"]);
+  });
+});
+
+describe("GET /v1/agents: the credential check and the list in one D1 round trip", () => {
+  it("reads the list in the token check's batch once the isolate knows the token, with the same answer", async () => {
+    const ws = await signupWorkspace();
+    const token = await issueToken(ws.adminToken, ws.user.id, ["agents:read"]);
+    await createAgent(ws.adminToken, { slug: "batched", display_name: "Batched" });
+    const watched = watchedDb();
+    const first = await fetchWithDb(watched, "GET", "/v1/agents", { token });
+    expect(first.res.status).toBe(200);
+    const body = (await first.res.json()) as { agents: { slug: string }[] };
+    // The first check learns the token's workspace: the list is a second round trip (and the
+    // token's first use writes its last_used_at).
+    expect(first.trips).toBeGreaterThan(1);
+    const again = await fetchWithDb(watched, "GET", "/v1/agents", { token });
+    expect(again.res.status).toBe(200);
+    expect(again.trips).toBe(1);
+    expect(await again.res.json()).toEqual(body);
+    expect(body.agents.map((a) => a.slug)).toEqual(["assistant", "batched"]);
+  });
+
+  it("does it for an OAuth access token too", async () => {
+    const ws = await signupWorkspace();
+    const client = await registerClient(ws.adminToken, { scope: "agents:read" });
+    const tokens = await tokensFor(await signIn(ws.email), client, "agents:read");
+    const watched = watchedDb();
+    const first = await fetchWithDb(watched, "GET", "/v1/agents", { token: tokens.access_token });
+    expect(first.res.status).toBe(200);
+    const again = await fetchWithDb(watched, "GET", "/v1/agents", { token: tokens.access_token });
+    expect(again.res.status).toBe(200);
+    expect(again.trips).toBe(1);
+    expect(await again.res.json()).toEqual(await first.res.json());
+  });
+
+  // "Effective scopes of a request = token scopes ∩ user's ceiling, computed at request time
+  // (a demoted user loses power at once)": nothing of the caller is kept between requests.
+  it("refuses a token at once once it is revoked or loses the scope, with nothing of the list in the answer", async () => {
+    const ws = await signupWorkspace();
+    const member = await addUser(ws.adminToken, "member", ["agents:read"]);
+    const admin = await addUser(ws.adminToken, "admin", ["admin", "agents:read"]);
+    const watched = watchedDb();
+    for (const token of [member.token, admin.token]) {
+      expect((await fetchWithDb(watched, "GET", "/v1/agents", { token })).res.status).toBe(200);
+      expect((await fetchWithDb(watched, "GET", "/v1/agents", { token })).trips).toBe(1);
+    }
+
+    const tokens = await call("GET", "/v1/api/admin/tokens", { token: ws.adminToken });
+    const memberToken = ((await tokens.json()) as { tokens: { id: string; user_id: string }[] }).tokens.find(
+      (t) => t.user_id === member.user.id,
+    )!;
+    expect((await call("DELETE", `/v1/api/admin/tokens/${memberToken.id}`, { token: ws.adminToken })).ok).toBe(true);
+    const revoked = await fetchWithDb(watched, "GET", "/v1/agents", { token: member.token });
+    const problem = await expectProblem(revoked.res, 401, "invalid_token");
+    expect(JSON.stringify(problem)).not.toContain("assistant");
+
+    await env.DB.prepare("UPDATE api_tokens SET scopes = ? WHERE user_id = ?")
+      .bind(JSON.stringify(["conversations:read"]), admin.user.id)
+      .run();
+    const narrowed = await fetchWithDb(watched, "GET", "/v1/agents", { token: admin.token });
+    await expectProblem(narrowed.res, 403, "insufficient_scope");
   });
 });
 

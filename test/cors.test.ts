@@ -79,6 +79,22 @@ describe("CORS on bearer-token routes", () => {
     expect(res.headers.get("Access-Control-Allow-Credentials")).toBeNull();
   });
 
+  it("lets a page send its D1 bookmark and read the new one (x-d1-bookmark allowed and exposed)", async () => {
+    const pre = await callWith(CONFIGURED, "OPTIONS", "/v1/agents", {
+      headers: {
+        Origin: APP,
+        "Access-Control-Request-Method": "GET",
+        "Access-Control-Request-Headers": "authorization,x-d1-bookmark",
+      },
+    });
+    expect(pre.status).toBe(204);
+    expect(allowedHeaders(pre)).toContain("x-d1-bookmark");
+    const res = await callWith(CONFIGURED, "GET", "/v1/agents", { token: ws.adminToken, headers: { Origin: APP } });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("x-d1-bookmark")).toBeTruthy();
+    expect(listed(res, "Access-Control-Expose-Headers")).toContain("x-d1-bookmark");
+  });
+
   it("lets an allowed origin read a refusal: a 401 carries Access-Control-Allow-Origin and its challenge is exposed", async () => {
     const res = await callWith(CONFIGURED, "GET", "/v1/agents", { headers: { Origin: APP } });
     expect(res.status).toBe(401);

@@ -17,6 +17,7 @@ import { createAgent } from "./support/agents";
 import { call, expectProblem, parse } from "./support/api";
 import { auditEvents } from "./support/audit";
 import { eventually } from "./support/browser";
+import { watchedDb } from "./support/d1";
 import { type ChatRequest, fakeLlm, type Turn } from "./support/scripted-llm";
 import { addUser, signupWorkspace } from "./support/seed";
 import { unique } from "./support/unique";
@@ -98,7 +99,13 @@ function rfc822(o: {
 const stream = (raw: string | Uint8Array) => new Response(raw).body!;
 
 /** Delivers through the Worker's email handler; answers the rejection, if any. */
-async function deliver(to: string, raw: string | Uint8Array, from = "ada@sender.test", rawSize?: number) {
+async function deliver(
+  to: string,
+  raw: string | Uint8Array,
+  from = "ada@sender.test",
+  rawSize?: number,
+  DB: D1Database = env.DB,
+) {
   let rejected: string | null = null;
   const bytes = typeof raw === "string" ? new TextEncoder().encode(raw) : raw;
   const message = {
@@ -116,7 +123,7 @@ async function deliver(to: string, raw: string | Uint8Array, from = "ada@sender.
   const ctx = createExecutionContext();
   // The queue is replaced by a recorder, so each test runs triage itself, deterministically.
   const queued: unknown[] = [];
-  const recorder = { ...env, EMAIL_TRIAGE: { send: async (b: unknown) => queued.push(b) } } as unknown as Env;
+  const recorder = { ...env, DB, EMAIL_TRIAGE: { send: async (b: unknown) => queued.push(b) } } as unknown as Env;
   await worker.email!(message, recorder, ctx);
   await waitOnExecutionContext(ctx);
   return { rejected: rejected as string | null, queued: queued as { message_id: string }[] };
@@ -345,6 +352,41 @@ describe("inbound mail", () => {
       .bind(before.tenant_email_slug, new Date(Date.now() - 1000).toISOString())
       .run();
     expect((await deliver(old, rfc822({ to: old }))).rejected).toBe("Unknown address");
+  });
+
+  it("mails an address it has seen in one D1 round trip, and follows its route when it changes, keeping no stray bytes", async () => {
+    const ws = await signupWorkspace();
+    const created = await call("POST", "/v1/api/email/endpoints", {
+      token: ws.adminToken,
+      body: { localpart: "orders" },
+    });
+    expect(created.status).toBe(201);
+    const orders = await parse(created, EndpointSchema);
+    const system = (await endpoints(ws)).endpoints.find((e) => e.is_system)!;
+    const to = orders.address;
+    const watched = watchedDb();
+    const mail = async () => {
+      const before = watched.trips.n;
+      const { queued, rejected } = await deliver(to, rfc822({ to }), "ada@sender.test", undefined, watched.binding);
+      expect(rejected).toBeNull();
+      return { row: await messageRow(queued[0]!.message_id), trips: watched.trips.n - before };
+    };
+
+    const first = await mail();
+    expect(first.row).toMatchObject({ endpoint_id: orders.id, unrouted: 0 });
+    const second = await mail();
+    expect(second.row).toMatchObject({ endpoint_id: orders.id, unrouted: 0 });
+    // The route lookup is spared: the row is written where the address still routes so.
+    expect(second.trips).toBe(first.trips - 1);
+
+    expect((await call("DELETE", `/v1/api/email/endpoints/${orders.id}`, { token: ws.adminToken })).ok).toBe(true);
+    const third = await mail();
+    expect(third.row).toMatchObject({ endpoint_id: system.id, unrouted: 1 });
+    const stored = await env.FILES.list({ prefix: `email/${ws.workspace.id}/` });
+    const rows = await env.DB.prepare("SELECT raw_key FROM email_messages WHERE workspace_id = ?1")
+      .bind(ws.workspace.id)
+      .all<{ raw_key: string }>();
+    expect(stored.objects.map((o) => o.key).sort()).toEqual(rows.results.map((r) => r.raw_key).sort());
   });
 
   it("parses multipart mail with an attachment, a Latin-1 body and no Message-ID", async () => {

@@ -1,11 +1,17 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { auditLog } from "../durable-objects/audit-log/client";
 import { runEraseSteps } from "../src/admin/erase-service";
+import { deliverNow } from "../src/audit/delivery";
+import { pendingCount } from "../src/audit/outbox";
 import { oauthArea } from "../src/oauth";
 import { IntrospectionSchema, TokenResponseSchema } from "../src/oauth/schemas";
 import { pkceChallenge } from "../src/oauth/token-pairs";
 import { hashToken } from "../src/platform/crypto";
 import { call, parse } from "./support/api";
+import { callWith } from "./support/app";
+import { eventually } from "./support/browser";
+import { fetchWithDb, watchedDb } from "./support/d1";
 import {
   auditEvents,
   exchange,
@@ -810,6 +816,86 @@ describe("token: refresh_token", () => {
   });
 });
 
+describe("token: refresh_token, the client authenticated in the rotation's batch", () => {
+  it("rotates in one D1 round trip: the client check is in the rotation's batch", async () => {
+    const { client, session } = await setup();
+    const tokens = await tokensFor(session, client);
+    const { res, trips } = await fetchWithDb(watchedDb(), "POST", "/v1/oauth/token", {
+      headers: { "Content-Type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams({
+        grant_type: "refresh_token",
+        refresh_token: tokens.refresh_token,
+        client_id: client.client_id,
+      }).toString(),
+    });
+    expect(res.status).toBe(200);
+    expect(trips).toBe(1);
+  });
+
+  it("refuses an unknown or deleted client with invalid_client and rotates nothing", async () => {
+    const { client, session, ws } = await setup();
+    const tokens = await tokensFor(session, client);
+    const unknown = await expectOAuthError(
+      await refresh({ client_id: "svc_client_0000000000000000" }, tokens.refresh_token),
+      401,
+      "invalid_client",
+    );
+    expect(unknown.error_description).toMatch(/Unknown or deleted/);
+    const deleted = await registerClient(ws.adminToken, { grant_types: ["authorization_code", "refresh_token"] });
+    const theirs = await tokensFor(session, deleted);
+    await env.DB.prepare("UPDATE oauth_clients SET disabled_at = ? WHERE client_id = ?")
+      .bind(new Date().toISOString(), deleted.client_id)
+      .run();
+    await expectOAuthError(await refresh(deleted, theirs.refresh_token), 401, "invalid_client");
+    const spent = await env.DB.prepare(
+      "SELECT COUNT(*) AS n FROM oauth_tokens WHERE token_hash IN (?, ?) AND replaced_by IS NOT NULL",
+    )
+      .bind(hashToken(tokens.refresh_token), hashToken(theirs.refresh_token))
+      .first<{ n: number }>();
+    expect(spent?.n).toBe(0);
+    expect((await refresh(client, tokens.refresh_token)).status).toBe(200);
+  });
+
+  it("refuses a confidential client's other method or wrong secret with invalid_client and rotates nothing", async () => {
+    const { client, session } = await setup({ token_endpoint_auth_method: "client_secret_post" });
+    const tokens = await tokensFor(session, client);
+    const attempts: [Record<string, string | undefined>, TokenCallOpts][] = [
+      // Basic, with the right secret, for a client registered with client_secret_post
+      [{}, { basic: [client.client_id, client.client_secret!] }],
+      // no secret at all
+      [{ client_id: client.client_id }, {}],
+      // a wrong secret
+      [{ client_id: client.client_id, client_secret: "svc_csec_wrong" }, {}],
+    ];
+    for (const [credentials, opts] of attempts) {
+      const res = await oauthPost(
+        "/v1/oauth/token",
+        { grant_type: "refresh_token", refresh_token: tokens.refresh_token, ...credentials },
+        opts,
+      );
+      await expectOAuthError(res, 401, "invalid_client");
+    }
+    const row = await env.DB.prepare("SELECT revoked_at, replaced_by FROM oauth_tokens WHERE token_hash = ?")
+      .bind(hashToken(tokens.refresh_token))
+      .first();
+    expect(row).toEqual({ revoked_at: null, replaced_by: null });
+    const ok = await refresh(client, tokens.refresh_token);
+    expect(ok.status).toBe(200);
+  });
+
+  it("still answers invalid_client before a malformed request or an unknown resource", async () => {
+    const missing = await oauthPost("/v1/oauth/token", { grant_type: "refresh_token", client_id: "svc_client_nope" });
+    await expectOAuthError(missing, 401, "invalid_client");
+    const foreign = await oauthPost("/v1/oauth/token", {
+      grant_type: "refresh_token",
+      refresh_token: "svc_rt_x",
+      client_id: "svc_client_nope",
+      resource: "https://elsewhere.example",
+    });
+    await expectOAuthError(foreign, 401, "invalid_client");
+  });
+});
+
 describe("access tokens on the API", () => {
   it("are refused once expired", async () => {
     const { client, session } = await setup();
@@ -1128,6 +1214,27 @@ describe("token: audit", () => {
     const text = JSON.stringify([issued, refreshed]);
     for (const secret of [first.access_token, first.refresh_token, rotated.access_token, rotated.refresh_token])
       expect(text).not.toContain(secret);
+  });
+
+  it("delivers the rotation's event into the grant's workspace chain after the answer, unasked", async () => {
+    const { ws, client, session } = await setup();
+    const first = await tokensFor(session, client);
+    await deliverNow(env, ws.workspace.id);
+    // Answered, and the work it left for after the answer done.
+    const res = await callWith({}, "POST", "/v1/oauth/token", {
+      body: { grant_type: "refresh_token", refresh_token: first.refresh_token, client_id: client.client_id },
+    });
+    expect(res.status).toBe(200);
+    // Read from the chain without delivering first (auditEvents would); an isolate's delivery
+    // loop for the workspace may still be in a round another request started.
+    await eventually(async () => {
+      const { events } = await auditLog(env, ws.workspace.id).list(
+        { days: 0, kind: "oauth.token.refresh" },
+        { page: 1, pageSize: 10 },
+      );
+      return events.length === 1;
+    });
+    expect(await pendingCount(env, ws.workspace.id)).toBe(0);
   });
 
   it("rotates nothing when the rotation's event cannot be written: the same refresh token works afterwards", async () => {

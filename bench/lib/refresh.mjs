@@ -74,12 +74,25 @@ export async function seedGrants(db, { clientId, workspaceId, userId }, count) {
   return tokens;
 }
 
+/** A token response of the service: Bearer, 3600 s, the seeded grants' scopes, its token prefixes. */
+const serviceTokenResponse = (b) =>
+  b.token_type === "Bearer" &&
+  b.expires_in === 3600 &&
+  b.scope === SCOPE_STRING &&
+  b.access_token?.startsWith("svc_at_") &&
+  b.refresh_token?.startsWith("svc_rt_");
+
 /**
  * An autocannon target for `measureAlternating` that POSTs refresh_token grants to
  * `url`, one pool token per request. Counts what came back across all its runs, warm-up
  * included: 200s, other answers, and the new refresh tokens (which must all be distinct).
+ * The pool is seeded into D1 for the service's client; another target (the peer) brings its
+ * own `seed(count)` and `isTokenResponse(body)`.
  */
-export function refreshTarget(db, { name, url, connections, clientId, workspaceId, userId }) {
+export function refreshTarget(
+  db,
+  { name, url, connections, clientId, workspaceId, userId, seed, isTokenResponse = serviceTokenResponse },
+) {
   const pool = [];
   let next = 0;
   let rate = null;
@@ -92,12 +105,14 @@ export function refreshTarget(db, { name, url, connections, clientId, workspaceI
     url,
     connections,
     stats,
+    // The audit delivery of ours runs in 100 ms rounds after the answers.
+    settleMs: 500,
     /** Per run: sizes it from the last rate, tops the pool up, and hands tokens out one by one. */
     async prepare(seconds) {
       const amount = Math.max(connections * 4, Math.round(rate === null ? FIRST_RUN_REQUESTS : rate * seconds));
       const missing = amount - (pool.length - next);
       if (missing > 0) {
-        for (const token of await seedGrants(db, owner, missing)) pool.push(token);
+        for (const token of await (seed ? seed(missing) : seedGrants(db, owner, missing))) pool.push(token);
         stats.seeded += missing;
       }
       runStart = performance.now();
@@ -112,7 +127,12 @@ export function refreshTarget(db, { name, url, connections, clientId, workspaceI
               if (token === undefined) throw new Error(`${name}: refresh token pool exhausted`);
               pool[next++] = undefined;
               stats.handedOut++;
-              return { ...req, body: `grant_type=refresh_token&client_id=${clientId}&refresh_token=${token}` };
+              const form = new URLSearchParams({
+                grant_type: "refresh_token",
+                client_id: clientId,
+                refresh_token: token,
+              });
+              return { ...req, body: form.toString() };
             },
             onResponse: (status, body) => {
               lastResponse = performance.now();
@@ -124,13 +144,7 @@ export function refreshTarget(db, { name, url, connections, clientId, workspaceI
               stats.ok++;
               try {
                 const b = JSON.parse(body);
-                const fine =
-                  b.token_type === "Bearer" &&
-                  b.expires_in === 3600 &&
-                  b.scope === SCOPE_STRING &&
-                  b.access_token?.startsWith("svc_at_") &&
-                  b.refresh_token?.startsWith("svc_rt_");
-                if (!fine) stats.badBodies++;
+                if (!isTokenResponse(b)) stats.badBodies++;
                 stats.issued.add(b.refresh_token);
               } catch {
                 stats.badBodies++;
@@ -169,7 +183,10 @@ export async function rotationState(db, clientId) {
   return { rotated: rotated.n, access: access.n, revoked: revoked.n, broken: broken.n };
 }
 
-/** Checks a target's counts against D1; returns the list of problems (empty when sound). */
+/**
+ * Checks a target's counts, and against D1 when `state` is given (not for the peer, which
+ * keeps its grants in KV); returns the list of problems (empty when sound).
+ */
 export function refreshProblems(target, state) {
   const s = target.stats;
   const problems = [];
@@ -178,6 +195,7 @@ export function refreshProblems(target, state) {
   if (s.ok !== s.handedOut) problems.push(`${target.name}: ${s.handedOut} tokens handed out, ${s.ok} answered 200`);
   if (s.issued.size !== s.ok)
     problems.push(`${target.name}: ${s.ok} 200s but ${s.issued.size} distinct new refresh tokens`);
+  if (!state) return problems;
   if (state.rotated !== s.ok)
     problems.push(`${target.name}: ${s.ok} 200s but ${state.rotated} rotated refresh tokens in D1`);
   if (state.access !== s.ok) problems.push(`${target.name}: ${s.ok} 200s but ${state.access} access tokens in D1`);
@@ -186,4 +204,33 @@ export function refreshProblems(target, state) {
   if (state.broken !== 0)
     problems.push(`${target.name}: ${state.broken} grants without exactly one live refresh token`);
   return problems;
+}
+
+/** A token response of the peer (`bench/baselines/oauth-provider-worker.mjs`): its own shape and scopes. */
+export const peerTokenResponse = (b) =>
+  b.token_type?.toLowerCase() === "bearer" &&
+  b.expires_in === 3600 &&
+  b.scope === SCOPE_STRING &&
+  typeof b.access_token === "string" &&
+  typeof b.refresh_token === "string";
+
+/** A public client of the peer, and a `seed(count)` that makes its grants through the peer itself. */
+export async function peerClient(peerUrl) {
+  const res = await fetch(new URL("/client", peerUrl), { method: "POST" });
+  if (!res.ok) throw new Error(`peer client: ${res.status} ${await res.text()}`);
+  const { client_id: clientId } = await res.json();
+  const seed = async (count) => {
+    const tokens = [];
+    // Requests of at most 200 grants: one request's subrequests (KV operations) are capped.
+    for (let done = 0; done < count; done += 200) {
+      const n = Math.min(200, count - done);
+      const r = await fetch(new URL(`/seed?${new URLSearchParams({ client_id: clientId, count: n })}`, peerUrl), {
+        method: "POST",
+      });
+      if (!r.ok) throw new Error(`peer seed: ${r.status} ${await r.text()}`);
+      tokens.push(...(await r.json()).tokens);
+    }
+    return tokens;
+  };
+  return { clientId, seed };
 }

@@ -29,3 +29,23 @@ export function printTable(rows) {
   console.log(widths.map((w) => "-".repeat(w)).join("  "));
   for (const c of cells) console.log(line(c));
 }
+
+/**
+ * A row comparing the workerd CPU per request of two `measureAlternating` results (see
+ * `workerdCpuSeconds`), its ratio the baseline's over ours so that, as with req/s, higher is
+ * better; null where the CPU could not be read.
+ */
+export function cpuRow(figure, ours, baseline, baselineName, minRatio = null) {
+  if (ours.cpuUs === null || baseline.cpuUs === null) return null;
+  const ratio = baseline.cpuUs / ours.cpuUs;
+  return {
+    figure,
+    ours: `${Math.round(ours.cpuUs)} µs`,
+    baseline: `${Math.round(baseline.cpuUs)} µs`,
+    baselineName,
+    unit: "",
+    ratio,
+    target: minRatio === null ? null : `≥ ${minRatio.toFixed(2)}`,
+    pass: minRatio === null ? null : ratio >= minRatio,
+  };
+}

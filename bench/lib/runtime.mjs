@@ -1,17 +1,29 @@
 // The shared runtime of the core suites (http, refresh, writes, browser, append, verify): the
-// bundled Worker, the baseline Worker, the audit driver and the browser driver in one workerd
+// bundled Worker, the baseline Worker, the audit driver, the browser driver and the OAuth peer
+// (@cloudflare/workers-oauth-provider) in one workerd
 // through Miniflare's API (not `wrangler dev`, whose proxy costs 15-20x), started and seeded
 // once per run. Each Worker gets a direct socket so requests skip Miniflare's entry router too.
 import path from "node:path";
 import { isDeepStrictEqual } from "node:util";
 import { serviceConfig } from "./config.mjs";
-import { baselineModules, DIRECT, getJson, ROOT, SERVICE, serviceWorker, startMiniflare } from "./harness.mjs";
+import {
+  baselineModules,
+  bundleDriver,
+  DIRECT,
+  getJson,
+  OUT,
+  ROOT,
+  SERVICE,
+  serviceWorker,
+  startMiniflare,
+} from "./harness.mjs";
 import { addAgents, applyMigrations, signup } from "./seed.mjs";
 
 export { SERVICE };
 export const BASELINE = "bench-baseline";
 export const AUDIT = "bench-audit";
 export const BROWSER = "bench-browser";
+export const OAUTH_PEER = "bench-oauth-peer";
 /** Agents added to the bench workspace besides the one sign-up creates. */
 const EXTRA_AGENTS = 11;
 
@@ -45,13 +57,24 @@ export async function startRuntime(root, bundle) {
     ...baselineModules("browser-driver.mjs"),
     durableObjects: { BROWSER_SESSION: { className: "BrowserSession", scriptName: SERVICE, useSQLite: true } },
   };
-  const mf = startMiniflare([service, baseline, audit, browser]);
+  // @cloudflare/workers-oauth-provider, the peer of the refresh grant: bundled with esbuild.
+  const oauthPeer = {
+    ...common,
+    // Without it the library logs at start that it cannot fetch client metadata documents.
+    compatibilityFlags: [...(common.compatibilityFlags ?? []), "global_fetch_strictly_public"],
+    name: OAUTH_PEER,
+    modules: [{ type: "ESModule", path: bundleDriver("oauth-provider-worker.mjs") }],
+    modulesRoot: OUT,
+    kvNamespaces: { OAUTH_KV: "bench-oauth-peer-kv" },
+  };
+  const mf = startMiniflare([service, baseline, audit, browser, oauthPeer]);
   await mf.ready;
   const urls = {
     service: await mf.unsafeGetDirectURL(SERVICE),
     baseline: await mf.unsafeGetDirectURL(BASELINE),
     audit: await mf.unsafeGetDirectURL(AUDIT),
     browser: await mf.unsafeGetDirectURL(BROWSER),
+    oauthPeer: await mf.unsafeGetDirectURL(OAUTH_PEER),
   };
   return { mf, urls, db: await mf.getD1Database("DB", SERVICE) };
 }

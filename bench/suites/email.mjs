@@ -6,6 +6,7 @@ import path from "node:path";
 import { serviceConfig } from "../lib/config.mjs";
 import { bundleDriver, DIRECT, envNumber, OUT, ROOT, SERVICE, serviceWorker } from "../lib/harness.mjs";
 import { measureAlternating } from "../lib/load.mjs";
+import { cpuRow } from "../lib/report.mjs";
 import { applyMigrations, signup } from "../lib/seed.mjs";
 
 const SECONDS = envNumber("BENCH_SECONDS", 3);
@@ -78,7 +79,9 @@ export default {
     const r = await measureAlternating([target("receive"), target("baseline")], { rounds: ROUNDS, seconds: SECONDS });
     for (const [name, x] of Object.entries(r)) {
       check(x.failures === 0, `${name}: ${x.failures} failed requests`);
-      step(`  ${name}: ${Math.round(x.rps)} msg/s, p50 ${x.p50} ms, p99 ${x.p99} ms, ${x.failures} failures`);
+      step(
+        `  ${name}: ${Math.round(x.rps)} msg/s, p50 ${x.p50} ms, p99 ${x.p99} ms, ${x.failures} failures, ${Math.round(x.cpuUs ?? 0)} µs CPU a message`,
+      );
     }
     const stored = await db
       .prepare("SELECT count(*) AS n FROM email_messages WHERE workspace_id = ? AND handling_state = 'received'")
@@ -98,6 +101,7 @@ export default {
         target: "≥ 0.50",
         pass: r.receive.rps / r.baseline.rps >= 0.5,
       },
-    ];
+      cpuRow("inbound email: CPU a message", r.receive, r.baseline, "raw bytes to R2 only", 0.5),
+    ].filter(Boolean);
   },
 };

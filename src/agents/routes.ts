@@ -2,6 +2,7 @@ import type { Context } from "hono";
 import { callerEvent } from "../http/audit";
 import { type AppEnv, requestOrigin } from "../http/context";
 import { type Endpoint, routesOf } from "../http/endpoint";
+import { prefetched } from "../http/guards";
 import { jsonBody, jsonResponse } from "../http/route";
 import { avatarEditRouter } from "./avatar-edit-routes";
 import { avatarRouter } from "./avatar-routes";
@@ -16,7 +17,7 @@ import {
   CreateAgentRequestSchema,
   UpdateAgentRequestSchema,
 } from "./schemas";
-import { listAgents } from "./service";
+import { agentListRead, listAgents } from "./service";
 import { disableAgent, enableAgent, makeDefault } from "./status";
 import { subsetRouter } from "./subset-routes";
 import { suggestRouter } from "./suggest-routes";
@@ -34,10 +35,18 @@ const agentProblem = (description: string) => ({
   content: { "application/problem+json": { schema: AgentRequestProblemSchema } },
 });
 
-route({ scope: "agents:read" }, "GET /v1/agents", "List the workspace's agents", {
-  description: "Default agent first, then enabled agents, then by slug.",
-  responses: { 200: jsonResponse(AgentListSchema, "The agents") },
-}).handle(async (c) => c.json({ agents: await listAgents(c.env, c.var.caller.workspace.id) }, 200));
+route(
+  { scope: "agents:read" },
+  "GET /v1/agents",
+  "List the workspace's agents",
+  {
+    description: "Default agent first, then enabled agents, then by slug.",
+    responses: { 200: jsonResponse(AgentListSchema, "The agents") },
+  },
+  { read: agentListRead },
+).handle(async (c) =>
+  c.json({ agents: await listAgents(c.env, c.var.caller.workspace.id, prefetched(c, agentListRead)) }, 200),
+);
 
 route("admin", "POST /v1/agents", "Create an agent", {
   description:

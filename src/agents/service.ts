@@ -1,5 +1,6 @@
 /** Agents as rows: reading them, the signup's default agent, and the lookups other areas make. */
 import { and, asc, desc, eq, inArray, sql } from "drizzle-orm";
+import type { WorkspaceRead } from "../auth/resolve";
 import { agentHandles, agents, workspaceMcpServers, workspaceSkills } from "../db/schema";
 import { type Db, db, parseJsonArray, preparedFor } from "../platform/db";
 import { newId } from "../platform/ids";
@@ -53,8 +54,12 @@ const statements = preparedFor((d) => ({
     .prepare(),
 }));
 
-export async function listAgents(env: Env, workspaceId: string): Promise<AgentRow[]> {
-  const rows = await statements(env).list.all({ workspaceId });
+/** The read of `listAgents`, which the route's credential check can make in its own D1 batch. */
+export const agentListRead: WorkspaceRead = (env) => statements(env).list;
+
+/** The workspace's agents; `read` when the credential check already read them (see `agentListRead`). */
+export async function listAgents(env: Env, workspaceId: string, read?: unknown): Promise<AgentRow[]> {
+  const rows = (read as AgentRecord[] | undefined) ?? (await statements(env).list.all({ workspaceId }));
   return rows.map(toAgentRow);
 }
 

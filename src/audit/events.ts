@@ -268,10 +268,14 @@ export function preparedAuditInBatch(d: Db, when: InBatch & { from: { workspaceI
   return outboxSelect(d, { ...row, workspaceId: when.from.workspaceId }, when).prepare();
 }
 
-/** The values of an event's row for a `preparedAuditInBatch` statement. */
-export function auditValues(env: Env, event: AuditEventInput) {
+/**
+ * The values of an event's row for a `preparedAuditInBatch` statement. `markLater`: the caller
+ * learns the event's workspace from its batch and marks it for delivery itself (see
+ * `markForDelivery`), which spares the delivery a search of the outbox.
+ */
+export function auditValues(env: Env, event: AuditEventInput, markLater = false) {
   const row = outboxRow(event);
-  markForDelivery(env, event.workspaceId || null);
+  if (!markLater) markForDelivery(env, event.workspaceId || null);
   return { auditId: row.id, auditEvent: row.event, auditAt: row.createdAt };
 }
 

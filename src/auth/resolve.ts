@@ -1,22 +1,29 @@
-import { and, eq, isNull, sql } from "drizzle-orm";
+import { and, eq, isNull, type SQL, sql } from "drizzle-orm";
+import type { SQLiteColumn, SQLitePreparedQuery } from "drizzle-orm/sqlite-core";
 import { apiTokens, sessions, users, workspaces } from "../db/schema";
 import { hashToken } from "../platform/crypto";
-import { parseJsonArray, preparedFor } from "../platform/db";
+import { batchPrepared, type Prepared, parseJsonArray, preparedFor } from "../platform/db";
 import type { Caller } from "./caller";
 import { DEFAULT_GRANT, effectiveScopes, type Role } from "./scopes";
 
 export const PAT_PREFIX = "svc_pat_";
 export const SESSION_COOKIE = "svc_session";
 
+/**
+ * A column under a name no other column of its query has: a credential query may run in a D1
+ * batch (see `WorkspaceRead`), whose rows come back as objects keyed by column name.
+ */
+export const named = <T>(column: SQLiteColumn, name: string): SQL.Aliased<T> => sql<T>`${column}`.as(name);
+
 /** The user and workspace columns every credential query selects (see `toCaller`). */
 export const callerColumns = {
-  userId: users.id,
-  email: users.email,
-  name: users.name,
-  role: users.role,
-  workspaceId: workspaces.id,
-  workspaceName: workspaces.name,
-  workspaceSlug: workspaces.slug,
+  userId: named<string>(users.id, "caller_user_id"),
+  email: named<string | null>(users.email, "caller_email"),
+  name: named<string | null>(users.name, "caller_name"),
+  role: named<Role>(users.role, "caller_role"),
+  workspaceId: named<string>(workspaces.id, "caller_workspace_id"),
+  workspaceName: named<string>(workspaces.name, "caller_workspace_name"),
+  workspaceSlug: named<string>(workspaces.slug, "caller_workspace_slug"),
 };
 
 // One indexed query per credential kind: token hash → credential, user and workspace.
@@ -98,26 +105,61 @@ const TOUCH_INTERVAL_MS = 60_000;
 const stale = (lastUsedAt: string | null, now: number) =>
   !lastUsedAt || now - Date.parse(lastUsedAt) >= TOUCH_INTERVAL_MS;
 
-export type Resolved = { caller: Caller; touch?: () => Promise<unknown> };
+/**
+ * A route's first read when it depends on nothing but the caller's workspace: a prepared query
+ * (built once per isolate) whose one placeholder is `workspaceId`. The credential check sends it
+ * in its own D1 batch (one round trip instead of two) once the isolate has seen the token and
+ * knows its workspace; the route takes the rows with `prefetched`.
+ */
+export type WorkspaceRead = (env: Env) => Prepared;
+
+/** What rode along with a credential check: the read's result, for the workspace it was read in. */
+export type Along = { read: WorkspaceRead; workspaceId: string; result: unknown };
+
+export type Resolved = { caller: Caller; touch?: () => Promise<unknown>; along?: Along };
+
+/** A read to send with a credential's query, in the workspace the token was last seen in. */
+export type AlongRequest = { read: WorkspaceRead; workspaceId: string };
 
 /** A kind of bearer token, recognized by its prefix, resolved to a caller (null when unknown, expired or revoked). */
 export type BearerKind = {
   prefix: string;
-  resolve: (env: Env, token: string, now: number) => Promise<Resolved | null>;
+  resolve: (env: Env, token: string, now: number, along?: AlongRequest) => Promise<Resolved | null>;
 };
+
+type RowOf<Q> = Q extends SQLitePreparedQuery<infer C> ? (C["all"] extends readonly (infer R)[] ? R : never) : never;
+
+/**
+ * The first row of a credential query, and `along`'s result read in the same D1 batch (a
+ * transaction, so both see one state of the database).
+ */
+export async function credentialRow<Q extends Prepared>(
+  env: Env,
+  query: Q,
+  values: Record<string, unknown>,
+  along?: AlongRequest,
+): Promise<{ row: RowOf<Q> | undefined; along?: Along }> {
+  if (!along) return { row: ((await query.all(values)) as RowOf<Q>[])[0] };
+  const [rows, result] = await batchPrepared(env, [query, along.read(env)] as const, {
+    ...values,
+    workspaceId: along.workspaceId,
+  });
+  return { row: (rows as RowOf<Q>[])[0], along: { ...along, result } };
+}
 
 /** Personal access tokens; other kinds (the OAuth access token) come from the areas that issue them. */
 export const PAT_KIND: BearerKind = {
   prefix: PAT_PREFIX,
-  resolve: async (env, token, now) => {
+  resolve: async (env, token, now, alongRequest) => {
     const s = statements(env);
-    const row = await s.pat.get({ hash: hashToken(token) });
+    const { row, along } = await credentialRow(env, s.pat, { hash: hashToken(token) }, alongRequest);
     if (!row || expired(row.expiresAt, now)) return null;
     return {
       caller: toCaller("pat", row, parseJsonArray(row.scopes)),
       touch: stale(row.lastUsedAt, now)
         ? () => s.touchPat.run({ id: row.id, now: new Date(now).toISOString() })
         : undefined,
+      along,
     };
   },
 };
@@ -131,14 +173,32 @@ export async function patStillLive(env: Env, tokenId: string, now = Date.now()):
   return !!row && !expired(row.expiresAt, now);
 }
 
+/**
+ * Per isolate: the workspace of each bearer token (by hash) resolved here, to send a route's
+ * `WorkspaceRead` with the token's next check. A token never changes workspace, and a guess
+ * is only used when the check in the same batch confirms it; safe to lose.
+ */
+const tokenWorkspaces = new Map<string, string>();
+const TOKEN_WORKSPACES_MAX = 10_000;
+
 export async function resolveBearer(
   env: Env,
   kinds: readonly BearerKind[],
   token: string,
   now = Date.now(),
+  read?: WorkspaceRead,
 ): Promise<Resolved | null> {
   const kind = kinds.find((k) => token.startsWith(k.prefix));
-  return kind ? kind.resolve(env, token, now) : null;
+  if (!kind) return null;
+  if (!read) return kind.resolve(env, token, now);
+  const key = hashToken(token);
+  const workspaceId = tokenWorkspaces.get(key);
+  const resolved = await kind.resolve(env, token, now, workspaceId ? { read, workspaceId } : undefined);
+  if (resolved && !workspaceId) {
+    if (tokenWorkspaces.size >= TOKEN_WORKSPACES_MAX) tokenWorkspaces.clear();
+    tokenWorkspaces.set(key, resolved.caller.workspace.id);
+  }
+  return resolved;
 }
 
 /** The token of an `Authorization: Bearer <token>` header (RFC 6750 §2.1), or null. */

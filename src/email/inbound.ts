@@ -1,9 +1,9 @@
 import { and, eq, gt, isNull, or, sql } from "drizzle-orm";
-import { alias } from "drizzle-orm/sqlite-core";
+import { alias, type SQLiteInsertValue } from "drizzle-orm/sqlite-core";
 import type { Email } from "postal-mime";
-import { type AuditEventInput, auditInBatch } from "../audit/events";
+import { type AuditEventInput, auditValues, PREVIOUS_STATEMENT_CHANGED, preparedAuditInBatch } from "../audit/events";
 import { emailEndpoints, emailMessages, emailSlugs } from "../db/schema";
-import { db, preparedFor } from "../platform/db";
+import { batchPrepared, insertSelect, preparedFor } from "../platform/db";
 import { nowIso } from "../platform/env";
 import { newId } from "../platform/ids";
 import { logError } from "../platform/log";
@@ -16,11 +16,34 @@ export type TriageJob = { message_id: string };
 
 type Route = { workspaceId: string; endpointId: string; unrouted: boolean };
 
+/** The columns an inbound message's row is written with; the others take their defaults. */
+const MESSAGE_COLUMNS = [
+  "id",
+  "workspaceId",
+  "endpointId",
+  "direction",
+  "fromAddr",
+  "toAddrs",
+  "subject",
+  "messageIdHeader",
+  "referencesHeader",
+  "rawKey",
+  "size",
+  "unrouted",
+  "autoSubmitted",
+  "dmarc",
+  "handlingState",
+  "occurredAt",
+  "updatedAt",
+] as const;
+
 // The address is `<localpart>-<email slug>@<domain>`; localparts have no hyphen, so the first one
 // splits. A sub-address tag (RFC 5233: `team-acme+orders@`, or `team+orders-acme@`) is ignored.
 const ADDRESS = /^([a-z0-9._]+)(?:\+[^-@]*)?-([a-z0-9-]+)(?:\+[^@]*)?@(.+)$/;
 
-// Mail intake is a hot path (`npm run bench -- email`): the route is prepared once.
+const ph = sql.placeholder;
+
+// Mail intake is a hot path (`npm run bench -- email`): its statements are prepared once.
 const statements = preparedFor((d) => {
   /** The id of the slug's workspace's endpoint whose localpart the placeholder `name` holds. */
   const endpointNamed = (name: string) => {
@@ -28,9 +51,20 @@ const statements = preparedFor((d) => {
     const query = d
       .select({ id: e.id })
       .from(e)
-      .where(and(eq(e.workspaceId, emailSlugs.workspaceId), eq(e.localpart, sql.placeholder(name))));
+      .where(and(eq(e.workspaceId, emailSlugs.workspaceId), eq(e.localpart, ph(name))));
     return sql<string | null>`${query}`;
   };
+  const slugRoutes = and(
+    eq(emailSlugs.slug, ph("slug")),
+    or(isNull(emailSlugs.routesUntil), gt(emailSlugs.routesUntil, ph("now"))),
+  );
+  // The message row, written only where the address still routes as the isolate remembers it.
+  const stillRouted = sql`FROM ${emailSlugs} WHERE ${and(
+    slugRoutes,
+    eq(emailSlugs.workspaceId, ph("workspaceId")),
+    sql`coalesce(${endpointNamed("localpart")}, ${endpointNamed("system")}) = ${ph("endpointId")}`,
+    sql`(${endpointNamed("localpart")} IS NULL) = ${ph("unrouted")}`,
+  )}`;
   return {
     route: d
       .select({
@@ -39,13 +73,19 @@ const statements = preparedFor((d) => {
         systemId: endpointNamed("system"),
       })
       .from(emailSlugs)
-      .where(
-        and(
-          eq(emailSlugs.slug, sql.placeholder("slug")),
-          or(isNull(emailSlugs.routesUntil), gt(emailSlugs.routesUntil, sql.placeholder("now"))),
-        ),
-      )
+      .where(slugRoutes)
       .prepare(),
+    store: [
+      insertSelect(
+        d,
+        emailMessages,
+        Object.fromEntries(MESSAGE_COLUMNS.map((name) => [name, ph(name)])) as SQLiteInsertValue<typeof emailMessages>,
+        stillRouted,
+      ).prepare(),
+      preparedAuditInBatch(d, {
+        from: { source: sql`WHERE ${PREVIOUS_STATEMENT_CHANGED}`, workspaceId: sql`${ph("workspaceId")}` },
+      }),
+    ] as const,
   };
 });
 
@@ -55,15 +95,34 @@ const statements = preparedFor((d) => {
  * mailbox, counted `unrouted`. Null for an address of no workspace.
  */
 export async function routeAddress(env: Env, to: string): Promise<Route | null> {
-  const m = ADDRESS.exec(to.trim().toLowerCase());
+  const address = parseAddress(env, to);
+  return address ? lookUpRoute(env, address) : null;
+}
+
+type Address = { key: string; localpart: string; slug: string };
+
+function parseAddress(env: Env, to: string): Address | null {
+  const key = to.trim().toLowerCase();
+  const m = ADDRESS.exec(key);
   if (!m || m[3] !== emailDomain(env)) return null;
-  const [, localpart, slug] = m as unknown as [string, string, string];
+  return { key, localpart: m[1]!, slug: m[2]! };
+}
+
+async function lookUpRoute(env: Env, { localpart, slug }: Address): Promise<Route | null> {
   const row = await statements(env).route.get({ slug, localpart, system: SYSTEM_LOCALPART, now: nowIso() });
   if (!row) return null;
   const endpointId = row.endpointId ?? row.systemId;
   if (!endpointId) return null;
   return { workspaceId: row.workspaceId, endpointId, unrouted: !row.endpointId };
 }
+
+/**
+ * Per isolate: the route of each address that received mail here. The message's row is
+ * written only where the address still routes so (checked in its own statement), so a stale
+ * entry costs a retry, never a misrouted message; safe to lose.
+ */
+const knownRoutes = new Map<string, Route>();
+const KNOWN_ROUTES_MAX = 1_000;
 
 const header = (email: Email, name: string) =>
   email.headers.find((h) => h.key.toLowerCase() === name)?.value.trim() ?? null;
@@ -108,15 +167,40 @@ export type InboundResult = { ok: true; messageId: string } | { ok: false; reaso
  * Receives one message: refuses unknown workspaces and oversize mail; stores the raw bytes in
  * R2, then the message row and its event in one batch, then queues triage. A queue that
  * refuses leaves the row `received`, which the sweep queues again: nothing is lost once the
- * bytes are stored.
+ * bytes are stored. An address that received mail in this isolate before needs no lookup
+ * first: its row is written only where the address still routes as it did.
  */
 export async function receive(env: Env, mail: Inbound): Promise<InboundResult> {
   if (mail.rawSize > MAX_EMAIL_BYTES) return { ok: false, reason: "Message too large (the limit is 10 MiB)" };
-  const route = await routeAddress(env, mail.to);
+  const address = parseAddress(env, mail.to);
+  if (!address) return { ok: false, reason: "Unknown address" };
+  let route = knownRoutes.get(address.key) ?? (await lookUpRoute(env, address));
   if (!route) return { ok: false, reason: "Unknown address" };
   const raw = new Uint8Array(await new Response(mail.raw).arrayBuffer());
   if (raw.byteLength > MAX_EMAIL_BYTES) return { ok: false, reason: "Message too large (the limit is 10 MiB)" };
+  let id = await store(env, mail, address, route, raw);
+  if (!id) {
+    // The address no longer routes as it did (a renamed slug, a deleted mailbox): look it up again.
+    knownRoutes.delete(address.key);
+    route = await lookUpRoute(env, address);
+    if (route) id = await store(env, mail, address, route, raw);
+    if (!route || !id) return { ok: false, reason: "Unknown address" };
+  }
+  remember(address.key, route);
+  await queueTriage(env, id);
+  return { ok: true, messageId: id };
+}
 
+function remember(key: string, route: Route) {
+  if (knownRoutes.size >= KNOWN_ROUTES_MAX) knownRoutes.clear();
+  knownRoutes.set(key, route);
+}
+
+/**
+ * The raw bytes to R2, then the message row and its event in one batch where the address still
+ * routes to `route`; the message's id, or null (and no bytes kept) where it does not.
+ */
+async function store(env: Env, mail: Inbound, address: Address, route: Route, raw: Uint8Array): Promise<string | null> {
   const id = newId();
   const rawKey = `email/${route.workspaceId}/${id}.eml`;
   await env.FILES.put(rawKey, raw, { httpMetadata: { contentType: "message/rfc822" } });
@@ -125,7 +209,7 @@ export async function receive(env: Env, mail: Inbound): Promise<InboundResult> {
   const now = nowIso();
   const from = (email.from?.address || mail.from).toLowerCase();
   const references = [header(email, "references"), email.inReplyTo].filter(Boolean).join(" ").trim();
-  const row: typeof emailMessages.$inferInsert = {
+  const row = {
     id,
     workspaceId: route.workspaceId,
     endpointId: route.endpointId,
@@ -143,7 +227,7 @@ export async function receive(env: Env, mail: Inbound): Promise<InboundResult> {
     handlingState: "received",
     occurredAt: now,
     updatedAt: now,
-  };
+  } satisfies Record<(typeof MESSAGE_COLUMNS)[number], unknown>;
   const event: AuditEventInput = {
     workspaceId: route.workspaceId,
     kind: "email.receive",
@@ -158,15 +242,23 @@ export async function receive(env: Env, mail: Inbound): Promise<InboundResult> {
       dmarc: row.dmarc,
     },
   };
-  const d = db(env);
+  let written: boolean;
   try {
-    await d.batch([d.insert(emailMessages).values(row), auditInBatch(env, event)]);
+    const [result] = await batchPrepared(env, statements(env).store, {
+      ...row,
+      slug: address.slug,
+      localpart: address.localpart,
+      system: SYSTEM_LOCALPART,
+      now,
+      ...auditValues(env, event),
+    });
+    written = result.meta.changes > 0;
   } catch (error) {
     await env.FILES.delete(rawKey);
     throw error;
   }
-  await queueTriage(env, id);
-  return { ok: true, messageId: id };
+  if (!written) await env.FILES.delete(rawKey);
+  return written ? id : null;
 }
 
 /** Queues a message's triage; a refusal is logged and left to the sweep. */

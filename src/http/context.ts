@@ -1,5 +1,6 @@
 import type { Context } from "hono";
 import type { Caller } from "../auth/caller";
+import type { Along } from "../auth/resolve";
 import { baseUrl } from "../platform/env";
 import type { AreaRegistry } from "./registry";
 
@@ -12,6 +13,8 @@ export type AppEnv = {
     caller: Caller;
     /** What the areas plugged into the app contribute (erasure steps, bearer kinds, ...). */
     areas: AreaRegistry;
+    /** A route's first read, made in the credential check's D1 batch (see `prefetched`). */
+    along?: Along;
   };
 };
 

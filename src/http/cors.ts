@@ -5,8 +5,9 @@ import type { AppEnv } from "./context";
 import { BEARER, SESSION } from "./route";
 
 /**
- * What a browser app may send: its token, JSON, the headers the chat routes read, and the ones
- * the `openai` SDK adds to every request (in a browser too), so it works unmodified.
+ * What a browser app may send: its token, JSON, the headers the chat routes read, its D1
+ * bookmark, and the ones the `openai` SDK adds to every request (in a browser too), so it
+ * works unmodified.
  */
 export const CORS_ALLOW_HEADERS = [
   "Authorization",
@@ -14,6 +15,7 @@ export const CORS_ALLOW_HEADERS = [
   "Idempotency-Key",
   "Last-Event-ID",
   "X-Conversation-Id",
+  "X-D1-Bookmark",
   "X-Stainless-Arch",
   "X-Stainless-Lang",
   "X-Stainless-OS",
@@ -24,7 +26,10 @@ export const CORS_ALLOW_HEADERS = [
   "X-Stainless-Timeout",
 ] as const;
 
-/** What a browser app may read beyond the safelisted headers: stream protocol, challenges, retry hints. */
+/**
+ * What a browser app may read beyond the safelisted headers: stream protocol, challenges, retry
+ * hints, the D1 bookmark to send back.
+ */
 export const CORS_EXPOSE_HEADERS = [
   "Content-Type",
   "Content-Disposition",
@@ -32,6 +37,7 @@ export const CORS_EXPOSE_HEADERS = [
   "WWW-Authenticate",
   "X-Request-Id",
   "X-Conversation-Id",
+  "X-D1-Bookmark",
   "x-vercel-ai-ui-message-stream",
 ] as const;
 

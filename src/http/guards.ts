@@ -1,7 +1,14 @@
 import type { Context, MiddlewareHandler } from "hono";
 import { getCookie } from "hono/cookie";
 import { type Caller, isAdmin } from "../auth/caller";
-import { bearerToken, type Resolved, resolveBearer, resolveSession, SESSION_COOKIE } from "../auth/resolve";
+import {
+  bearerToken,
+  type Resolved,
+  resolveBearer,
+  resolveSession,
+  SESSION_COOKIE,
+  type WorkspaceRead,
+} from "../auth/resolve";
 import { apiResource, resourceMetadataUrl, usableAt } from "../auth/resources";
 import type { Scope } from "../auth/scopes";
 import { baseUrl } from "../platform/env";
@@ -96,12 +103,30 @@ export const authenticate: MiddlewareHandler<AppEnv> = credentials(false);
  */
 export const authenticateWithSession: MiddlewareHandler<AppEnv> = credentials(true);
 
-function credentials(acceptSession: boolean): MiddlewareHandler<AppEnv> {
+/**
+ * `authenticate` (or `authenticateWithSession`) for a route whose first read is `read`: a
+ * bearer token's check carries it in the same D1 batch, and the route takes its rows with
+ * `prefetched`.
+ */
+export function authenticateWithRead(read: WorkspaceRead, acceptSession = false): MiddlewareHandler<AppEnv> {
+  return credentials(acceptSession, read);
+}
+
+/**
+ * The rows of `read` when the credential check carried it for the caller's workspace (see
+ * `authenticateWithRead`), else undefined: the route then reads them itself.
+ */
+export function prefetched(c: Context<AppEnv>, read: WorkspaceRead): unknown {
+  const along = c.get("along");
+  return along?.read === read && along.workspaceId === c.var.caller.workspace.id ? along.result : undefined;
+}
+
+function credentials(acceptSession: boolean, read?: WorkspaceRead): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
     const header = c.req.header("Authorization");
     if (header !== undefined) {
       const token = bearerToken(header);
-      const resolved = token ? await resolveBearer(c.env, c.var.areas.bearerKinds, token) : null;
+      const resolved = token ? await resolveBearer(c.env, c.var.areas.bearerKinds, token, Date.now(), read) : null;
       if (!resolved)
         throw unauthorized(
           c.env,
@@ -159,6 +184,7 @@ export function setCaller(c: Context<AppEnv>, resolved: Resolved): void {
   const touch = resolved.touch;
   if (touch) c.executionCtx.waitUntil(touch().catch((e) => logError("last_used_at update failed", e)));
   c.set("caller", resolved.caller);
+  if (resolved.along) c.set("along", resolved.along);
 }
 
 export function requireScope(scope: Scope): MiddlewareHandler<AppEnv> {

@@ -1,11 +1,19 @@
 import { createRoute, OpenAPIHono, type RouteConfig, type z } from "@hono/zod-openapi";
 import type { MiddlewareHandler } from "hono";
 import { bodyLimit } from "hono/body-limit";
+import type { WorkspaceRead } from "../auth/resolve";
 import type { Scope } from "../auth/scopes";
 import { ApiError, fieldErrors, problemResponse } from "../platform/problem";
 import type { AppEnv } from "./context";
 import { type ErrorFormat, errorHandler, OAuthError } from "./errors";
-import { authenticate, authenticateWithSession, requireAdmin, requireAdminRole, requireScope } from "./guards";
+import {
+  authenticate,
+  authenticateWithRead,
+  authenticateWithSession,
+  requireAdmin,
+  requireAdminRole,
+  requireScope,
+} from "./guards";
 
 /**
  * Who may call a route: public, any authenticated caller, a scope, a workspace admin whose
@@ -88,6 +96,12 @@ export type RouteOptions = {
    * contract then refuses only a declared `Content-Length` above it (see `limitDeclaredBody`).
    */
   streamedBody?: boolean;
+  /**
+   * The route's first read, when it depends only on the caller's workspace: the credential
+   * check makes it in its own D1 batch (see `authenticateWithRead`; the handler takes the rows
+   * with `prefetched`).
+   */
+  read?: WorkspaceRead;
 };
 
 /**
@@ -135,7 +149,13 @@ export function apiRoute<const R extends Omit<RouteConfig, "security" | "middlew
     {
       ...config,
       security: session && security?.length ? [...security, { [SESSION]: [] }] : security,
-      middleware: [...middlewareFor(access, session ? authenticateWithSession : authenticate), ...extraMiddleware],
+      middleware: [
+        ...middlewareFor(
+          access,
+          options.read ? authenticateWithRead(options.read, session) : session ? authenticateWithSession : authenticate,
+        ),
+        ...extraMiddleware,
+      ],
       responses: { ...authErrors(access), ...config.responses },
     },
     options,

@@ -1,5 +1,5 @@
 import { and, eq, isNull, sql } from "drizzle-orm";
-import { type BearerKind, callerColumns, toCaller } from "../auth/resolve";
+import { type BearerKind, callerColumns, credentialRow, named, toCaller } from "../auth/resolve";
 import { oauthClients, oauthGrants, oauthTokens, users, workspaces } from "../db/schema";
 import { hashToken } from "../platform/crypto";
 import { parseJsonArray, preparedFor } from "../platform/db";
@@ -14,7 +14,7 @@ const statements = preparedFor((d) => ({
       grantScopes: oauthGrants.scopes,
       clientId: oauthGrants.clientId,
       resource: oauthGrants.resource,
-      clientScopes: oauthClients.scopes,
+      clientScopes: named<string>(oauthClients.scopes, "client_scopes"),
       ...callerColumns,
     })
     .from(oauthTokens)
@@ -42,11 +42,11 @@ const statements = preparedFor((d) => ({
  */
 export const OAUTH_ACCESS_TOKEN: BearerKind = {
   prefix: ACCESS_TOKEN_PREFIX,
-  resolve: async (env, token, now) => {
-    const row = await statements(env).access.get({ hash: hashToken(token) });
+  resolve: async (env, token, now, alongRequest) => {
+    const { row, along } = await credentialRow(env, statements(env).access, { hash: hashToken(token) }, alongRequest);
     if (!row || Date.parse(row.expiresAt) <= now) return null;
     const clientAllowed = new Set(parseJsonArray(row.clientScopes));
     const granted = parseJsonArray(row.grantScopes).filter((s) => clientAllowed.has(s));
-    return { caller: toCaller("oauth", row, granted, { clientId: row.clientId, resource: row.resource }) };
+    return { caller: toCaller("oauth", row, granted, { clientId: row.clientId, resource: row.resource }), along };
   },
 };

@@ -6,9 +6,14 @@ import { basicCredentials } from "./params";
 import type { AuthMethod } from "./schemas";
 
 /** The client credentials a request presents, and by which method. */
-type Presented = { clientId: string | undefined; method: AuthMethod; secret: string | undefined; usedBasic: boolean };
+export type Presented = {
+  clientId: string | undefined;
+  method: AuthMethod;
+  secret: string | undefined;
+  usedBasic: boolean;
+};
 
-function presentedCredentials(authorization: string | undefined, params: Map<string, string>): Presented {
+export function presentedCredentials(authorization: string | undefined, params: Map<string, string>): Presented {
   const basic = basicCredentials(authorization);
   const bodyId = params.get("client_id");
   const bodySecret = params.get("client_secret");
@@ -25,7 +30,7 @@ function presentedCredentials(authorization: string | undefined, params: Map<str
 }
 
 /** Throws `invalid_client` unless the client used its registered method and, if confidential, its secret. */
-function verifyClient(client: ClientRow, p: Presented): ClientRow {
+export function verifyClient(client: ClientRow, p: Presented): ClientRow {
   if (client.authMethod !== p.method) {
     throw invalidClient(`This client authenticates with ${client.authMethod}, not ${p.method}`, p.usedBasic);
   }

@@ -5,12 +5,12 @@ import { NO_STORE } from "../http/errors";
 import { rateLimit } from "../http/rate-limit";
 import { apiRoute, createRouter, ownBody } from "../http/route";
 import { baseUrl } from "../platform/env";
-import { authenticateClient, revocationClient } from "./client-auth";
+import { authenticateClient, presentedCredentials, revocationClient } from "./client-auth";
 import { exchangeCode } from "./code-exchange";
 import { invalidRequest, invalidTarget, OAuthErrorSchema, tokenRequestError } from "./errors";
 import { introspect } from "./introspection";
 import { readParams } from "./params";
-import { refreshTokens } from "./refresh";
+import { refreshRequest, refreshTokens } from "./refresh";
 import { revokeToken } from "./revocation";
 import { IntrospectionSchema, TokenParamsSchema, TokenRequestSchema, TokenResponseSchema } from "./schemas";
 
@@ -43,16 +43,17 @@ const tokenParamsBody = ownBody(tokenRouter, "TokenParams", TokenParamsSchema, {
 });
 
 /**
- * Reads a client's request (form or JSON, by the rules of params.ts), authenticates the
- * client from it, then parses it with the body's schema: a client that cannot authenticate
+ * Reads a client's request (form or JSON, by the rules of params.ts) unless it was read, authenticates
+ * the client from it, then parses it with the body's schema: a client that cannot authenticate
  * hears `invalid_client` before anything about its parameters.
  */
 async function clientRequest<T, C>(
   c: Context<AppEnv>,
   body: { parse: (input: unknown) => T },
   authenticate: (...args: Parameters<typeof authenticateClient>) => Promise<C>,
+  read?: Map<string, string>,
 ) {
-  const params = await readParams(c.req.raw);
+  const params = read ?? (await readParams(c.req.raw));
   const client = await authenticate(c.env, c.req.header("Authorization"), params, baseUrl(c.env, c.req.url));
   return { client, request: body.parse(Object.fromEntries(params)) };
 }
@@ -88,7 +89,11 @@ tokenRouter.openapi(
     [rateLimit("TOKEN_LIMITER")],
   ),
   async (c) => {
-    const { client, request } = await clientRequest(c, tokenBody, authenticateClient);
+    const params = await readParams(c.req.raw);
+    // The common refresh authenticates its client in the rotation's own batch: one round trip.
+    const refresh = refreshRequest(c.req.header("Authorization"), params, baseUrl(c.env, c.req.url));
+    if (refresh) return c.json((await refreshTokens(c.env, refresh)).body, 200, NO_STORE);
+    const { client, request } = await clientRequest(c, tokenBody, authenticateClient, params);
     let resource: string | null = null;
     if (request.resource !== undefined) {
       resource = canonicalResource(baseUrl(c.env, c.req.url), request.resource);
@@ -102,7 +107,11 @@ tokenRouter.openapi(
             redirectUri: request.redirect_uri!,
             resource,
           })
-        : await refreshTokens(c.env, client.clientId, request.refresh_token!, resource);
+        : await refreshTokens(c.env, {
+            client: { ...presentedCredentials(c.req.header("Authorization"), params), clientId: client.clientId },
+            refreshToken: request.refresh_token!,
+            resource,
+          });
     // The issue or rotation event was written with the tokens (actor: the client; workspace: the grant's).
     return c.json(issued.body, 200, NO_STORE);
   },
