@@ -29,6 +29,7 @@ const PUBLIC: Record<string, string> = {
   "GET /.well-known/oauth-protected-resource/v1/mcp": "OAuth discovery metadata",
   "GET /v1/mcp": "always 405: the MCP server is stateless and opens no stream",
   "DELETE /v1/mcp": "always 405: the MCP server is stateless and keeps no session",
+  "GET /v1/audit/log-key": "the audit log's public verifier key",
 };
 
 /**
@@ -90,6 +91,8 @@ const NOT_TENANT_CHECKED: Record<string, string> = {
   // "A client chat id that happens to be another workspace's conversation id is just a client id
   // in the caller's workspace": 204, nothing runs there (chat.test.ts).
   "/v1/api/chat/{id}/stream": "an AI SDK chat id: any id the client chose, never another workspace's conversation",
+  "/v1/admin/audit/events/{seq}":
+    "a position in the caller's own workspace's log: no seq names another workspace's event",
 };
 
 /** Operations whose cross-workspace answer is not 404, by the spec's own rule. */

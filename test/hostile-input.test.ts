@@ -183,6 +183,7 @@ beforeAll(async () => {
     factEvent({ workspaceId: B.workspace.id, userId: B.user.id }),
   ))!.id;
   own.workspace = A.workspace.id;
+  own.auditSeq = "1";
   foreign.workspace = B.workspace.id;
   for (const [ws, ids] of [
     [A, own],
@@ -263,7 +264,8 @@ function paramKind(
   | "emailEndpoint"
   | "emailReply"
   | "customMcp"
-  | "connector" {
+  | "connector"
+  | "auditSeq" {
   if (path.startsWith("/v1/agents/{id}")) return "agent";
   if (path.startsWith("/v1/api/conversations/{id}")) return "conversation";
   if (path === "/v1/admin/users/{id}/erase") return "user";
@@ -282,6 +284,7 @@ function paramKind(
   if (path === "/v1/api/email/replies/{email_message_id}/review") return "emailReply";
   if (path === "/v1/mcp/custom/{slug}") return "customMcp";
   if (path === "/v1/mcp/connectors/{id}") return "connector";
+  if (path === "/v1/admin/audit/events/{seq}") return "auditSeq";
   throw new Error(`hostile-input.test.ts does not know which resource {${name}} of ${path} names: add it to paramKind`);
 }
 
@@ -473,7 +476,8 @@ function pathCases(op: (typeof OPERATIONS)[number]): Case[] {
         path: fill(op.path, (n) => (n === name ? encodeURIComponent(long) : others(n))),
         ...bodyOf(),
       });
-    if (kind === "skill" || kind === "mcp" || kind === "avatarHash") continue;
+    // A seq is a position in the caller's own log: there is no other workspace's to name.
+    if (kind === "skill" || kind === "mcp" || kind === "avatarHash" || kind === "auditSeq") continue;
     // The avatar download is public by design: another workspace's avatar is served to anyone.
     if (kind === "workspace") continue;
     const unknownValue = kind === "client" ? "svc_client_00000000000000000000000000000000" : UNKNOWN_UUID;

@@ -84,7 +84,7 @@ const position = (name: string, where: "query" | "path", description: string) =>
     .regex(/^\d{1,15}$/, "must be an integer from 1")
     .transform(Number)
     .refine((n) => n >= 1, "must be an integer from 1")
-    .openapi({ param: { name, in: where }, type: "integer", minimum: 1, description });
+    .openapi({ param: { name, in: where }, type: "integer", minimum: 1, maximum: 10 ** 15 - 1, description });
 
 export const EventParamsSchema = z.object({ seq: position("seq", "path", "The event's sequence number") });
 
