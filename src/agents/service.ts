@@ -1,5 +1,5 @@
 /** Agents as rows: reading them, the signup's default agent, and the lookups other areas make. */
-import { and, asc, desc, eq, inArray, sql } from "drizzle-orm";
+import { and, asc, desc, eq, type Placeholder, type SQL, sql } from "drizzle-orm";
 import { agentHandles, agents, workspaceMcpServers, workspaceSkills } from "../db/schema";
 import { type Db, db, parseJsonArray, preparedFor } from "../platform/db";
 import { newId } from "../platform/ids";
@@ -182,11 +182,16 @@ export type AgentByHandle = { id: string; slug: string; handles: string[] };
 
 /** Every handle (slug and aliases) an agent of the workspace holds; empty when there is no such agent. */
 export async function agentHandlesOf(env: Env, workspaceId: string, agentId: string): Promise<string[]> {
-  const rows = await db(env)
+  const rows = await agentHandlesQuery(db(env), workspaceId, agentId);
+  return rows.map((r) => r.handle);
+}
+
+/** The query behind `agentHandlesOf`, for another area's batch or statement (placeholders allowed). */
+export function agentHandlesQuery(d: Db, workspaceId: string | Placeholder, agentId: string | Placeholder) {
+  return d
     .select({ handle: agentHandles.handle })
     .from(agentHandles)
     .where(and(eq(agentHandles.workspaceId, workspaceId), eq(agentHandles.agentId, agentId)));
-  return rows.map((r) => r.handle);
 }
 
 /** The agent of the workspace holding `handle` (enabled or disabled), or null. */
