@@ -114,8 +114,7 @@ export async function resolveAgent(env: Env, workspaceId: string, handle?: strin
 }
 
 /** The queries behind `agentCapabilities`: the skills and the MCP servers installed in the workspace. */
-export function installedQueries(env: Env, workspaceId: string) {
-  const d = db(env);
+export function installedQueries(d: Db, workspaceId: string | Placeholder) {
   return [
     d.select({ slug: workspaceSkills.slug }).from(workspaceSkills).where(eq(workspaceSkills.workspaceId, workspaceId)),
     d
@@ -144,26 +143,34 @@ export function capabilitiesOf(
 }
 
 export async function agentCapabilities(env: Env, agent: AgentRecord): Promise<Capabilities> {
-  const [skills, servers] = await db(env).batch(installedQueries(env, agent.workspaceId));
+  const d = db(env);
+  const [skills, servers] = await d.batch(installedQueries(d, agent.workspaceId));
   return capabilitiesOf(agent, skills, servers);
 }
 
 /**
- * The query for the agent answering to `handle` in the workspace (enabled or not), or, without
- * a handle, for the agent of `conversationId`; `resolveAgent`'s rules apply to its row.
+ * The query for the agent answering to `handle` in the workspace (enabled or not), or, when
+ * `handle` is "", for the agent whose id `ofConversation` selects (the conversation's own);
+ * `resolveAgent`'s rules apply to its row. Placeholders allowed, for a statement prepared once.
  */
-export function turnAgentQuery(env: Env, workspaceId: string, handle: string | undefined, conversationId: string) {
-  const d = db(env);
+export function turnAgentQuery(
+  d: Db,
+  workspaceId: string | Placeholder,
+  handle: string | Placeholder,
+  ofConversation: SQL,
+) {
   const byHandle = d
     .select({ id: agentHandles.agentId })
     .from(agentHandles)
-    .where(and(eq(agentHandles.workspaceId, workspaceId), eq(agentHandles.handle, handle ?? "")));
-  const ofConversation = sql`(SELECT agent_id FROM conversations WHERE id = ${conversationId})`;
+    .where(and(eq(agentHandles.workspaceId, workspaceId), eq(agentHandles.handle, handle)));
   return d
     .select()
     .from(agents)
     .where(
-      and(eq(agents.workspaceId, workspaceId), handle ? inArray(agents.id, byHandle) : eq(agents.id, ofConversation)),
+      and(
+        eq(agents.workspaceId, workspaceId),
+        eq(agents.id, sql`CASE WHEN ${handle} = '' THEN ${ofConversation} ELSE (${byHandle}) END`),
+      ),
     )
     .limit(1);
 }
