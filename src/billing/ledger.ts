@@ -218,6 +218,32 @@ export function debitInsert(env: Env, workspaceId: string, amount: number, refer
   return debitQuery(db(env), debitRow(workspaceId, amount, reference));
 }
 
+/**
+ * `debitInsert` prepared once (see `batchPrepared`), for another area's hot batch; bound from
+ * `debitValues`.
+ */
+export function preparedDebit(d: Db) {
+  return debitQuery(d, {
+    id: sql.placeholder("debitId"),
+    workspaceId: sql.placeholder("workspaceId"),
+    amount: sql.placeholder("debitAmount"),
+    reference: sql.placeholder("debitReference"),
+    createdAt: sql.placeholder("debitAt"),
+  }).prepare();
+}
+
+/** The values of `preparedDebit`'s statement: `amount` credits spent for `reference`. */
+export function debitValues(workspaceId: string, amount: number, reference: string) {
+  const row = debitRow(workspaceId, amount, reference);
+  return {
+    workspaceId,
+    debitId: row.id,
+    debitAmount: row.amount,
+    debitReference: row.reference,
+    debitAt: row.createdAt,
+  };
+}
+
 function debitRow(workspaceId: string, amount: number, reference: string) {
   if (!Number.isSafeInteger(amount) || amount <= 0)
     throw badRequest("invalid_amount", "amount must be a positive integer");

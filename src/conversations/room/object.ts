@@ -14,25 +14,25 @@ import { followTurn } from "./follow";
 import { importFromD1 } from "./import";
 import { LIVE_PING, LIVE_PONG, LIVE_VIEWER_HEADER, type LiveFrame, LiveViewerSchema, liveFrame } from "./live";
 import migrations from "./migrations/migrations.js";
+import type { TurnState } from "./schema";
 import * as schema from "./schema";
-import { type TurnState, turns } from "./schema";
 import { SSE_DONE, type StreamPosition, sseEvent } from "./sse";
 import {
   allMessages,
   appendEvent,
   eventsAfter,
+  insertTurn,
   lastSeq,
   messageById,
   meta,
   pruneEvents,
   type RoomDb,
-  RUNNING,
   releaseStaleKey,
+  runningTurns,
   type TurnRow,
   toMessage,
   turnById,
   turnByKey,
-  turnsInState,
 } from "./store";
 import { runInRoom, settleInterrupted } from "./turn";
 import type { RoomHost, RunningTurn, TurnAnswer, TurnInput } from "./types";
@@ -89,24 +89,21 @@ export abstract class ConversationRoomObject extends DurableObject<Env> implemen
     const claim = this.ctx.storage.transactionSync(() => {
       const claimed = input.regenerate ? claimRegeneration(this.db) : claimNewMessage(this.db, input);
       if (!claimed) return null;
-      this.db
-        .insert(turns)
-        .values({
-          id: turnId,
-          userMessageId: claimed.userMessageId,
-          state: "accepted",
-          idempotencyKey: input.idempotencyKey,
-          requestHash,
-          context: {
-            workspaceId: input.workspace.id,
-            actor: input.actor,
-            agentId: input.agent.id,
-            model: input.agent.model,
-            profile: input.profile,
-          },
-          startedAt: nowIso(),
-        })
-        .run();
+      insertTurn(this.db, {
+        id: turnId,
+        userMessageId: claimed.userMessageId,
+        state: "accepted",
+        idempotencyKey: input.idempotencyKey,
+        requestHash,
+        context: {
+          workspaceId: input.workspace.id,
+          actor: input.actor,
+          agentId: input.agent.id,
+          model: input.agent.model,
+          profile: input.profile,
+        },
+        startedAt: nowIso(),
+      });
       return claimed;
     });
     if (!claim) return { kind: "nothing_to_regenerate" };
@@ -223,7 +220,7 @@ export abstract class ConversationRoomObject extends DurableObject<Env> implemen
 
   /** Turns stored as running that no code runs any more (the room restarted) end as `failed`, billed for what they said. */
   private async recoverInterrupted(): Promise<void> {
-    const orphans = turnsInState(this.db, RUNNING).filter((t) => t.id !== this.running?.turnId);
+    const orphans = runningTurns(this.db).filter((t) => t.id !== this.running?.turnId);
     if (!orphans.length) return;
     for (const turn of orphans) {
       await settleInterrupted(this, turn).catch((e) => logError("room: ending an interrupted turn failed", e));
@@ -235,13 +232,17 @@ export abstract class ConversationRoomObject extends DurableObject<Env> implemen
   /** Stores one stream event and sends it to the turn's followers and the live sockets. */
   emit(running: RunningTurn, chunk: UIMessageChunk): void {
     const seq = ++running.seq;
-    appendEvent(this.db, running.turnId, seq, chunk);
-    const bytes = sseEvent(running.turnId, seq, chunk);
-    for (const f of running.followers) {
-      try {
-        f.enqueue(bytes);
-      } catch {
-        running.followers.delete(f);
+    const json = JSON.stringify(chunk);
+    appendEvent(this.db, running.turnId, seq, json);
+    running.chunks.push(chunk);
+    if (running.followers.size) {
+      const bytes = sseEvent(running.turnId, seq, json);
+      for (const f of running.followers) {
+        try {
+          f.enqueue(bytes);
+        } catch {
+          running.followers.delete(f);
+        }
       }
     }
     this.broadcast(liveFrame.chunk(running.turnId, seq, chunk));
@@ -281,8 +282,10 @@ export abstract class ConversationRoomObject extends DurableObject<Env> implemen
 
   /** Sends a frame to every participant watching on the live socket. */
   broadcast(frame: LiveFrame): void {
+    const sockets = this.ctx.getWebSockets();
+    if (!sockets.length) return;
     const text = JSON.stringify(frame);
-    for (const ws of this.ctx.getWebSockets()) {
+    for (const ws of sockets) {
       try {
         ws.send(text);
       } catch {

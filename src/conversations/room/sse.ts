@@ -1,5 +1,3 @@
-import type { UIMessageChunk } from "ai";
-
 /** Where a client left a turn's stream: `<turn_id>:<seq>` (an SSE `id:` line, sent back as `Last-Event-ID`). */
 export type StreamPosition = { turnId: string; seq: number };
 
@@ -13,9 +11,9 @@ export function parsePosition(value: string): StreamPosition | null {
 
 const encoder = new TextEncoder();
 
-/** One event of the AI SDK UI message stream, with its position as the SSE id. */
-export const sseEvent = (turnId: string, seq: number, chunk: UIMessageChunk) =>
-  encoder.encode(`id: ${turnId}:${seq}\ndata: ${JSON.stringify(chunk)}\n\n`);
+/** One event of the AI SDK UI message stream (its chunk's JSON text), with its position as the SSE id. */
+export const sseEvent = (turnId: string, seq: number, json: string) =>
+  encoder.encode(`id: ${turnId}:${seq}\ndata: ${json}\n\n`);
 
 /** The stream's end, as the AI SDK writes it. */
 export const SSE_DONE = encoder.encode("data: [DONE]\n\n");

@@ -1,20 +1,30 @@
 import { readUIMessageStream, type UIMessage, type UIMessageChunk } from "ai";
-import { eq } from "drizzle-orm";
+import { sql } from "drizzle-orm";
 import { type AgentRecord, toAgentRow } from "../../agents/service";
-import { auditInBatch } from "../../audit/events";
-import { debitInsert } from "../../billing/ledger";
+import { auditValues, preparedAuditInBatch } from "../../audit/events";
+import { debitValues, preparedDebit } from "../../billing/ledger";
 import { modelFailure } from "../../llm/errors";
 import { agentLanguageModel } from "../../llm/model";
-import { db } from "../../platform/db";
+import { batchPrepared, preparedFor } from "../../platform/db";
 import { nowIso } from "../../platform/env";
 import { logError } from "../../platform/log";
 import { turnCredits } from "../../runtime/credits";
 import { estimateTokens } from "../../runtime/history";
 import { runTurn, type ToolCallSummary, type TurnOutcome } from "../../runtime/turn";
-import { messageAdded } from "../directory";
+import { preparedMessageAdded } from "../directory";
 import { liveFrame } from "./live";
-import { type ModelFailure, messages, type StoredPart, type TurnContextRow, turns } from "./schema";
-import { appendEvent, eventsAfter, lastSeq, messageById, type TurnRow, toMessage } from "./store";
+import type { ModelFailure, StoredPart, TurnContextRow } from "./schema";
+import {
+  appendEvent,
+  endTurn,
+  eventsAfter,
+  insertMessage,
+  lastSeq,
+  messageById,
+  setTurnState,
+  type TurnRow,
+  toMessage,
+} from "./store";
 import type { RoomHost, RunningTurn, TurnClaim, TurnInput } from "./types";
 
 /** A participant's stop ends the turn within this long, whatever the model call is doing. */
@@ -36,6 +46,7 @@ export function runInRoom(room: RoomHost, start: Start): RunningTurn {
   const running: RunningTurn = {
     turnId,
     seq: 0,
+    chunks: [],
     followers: new Set(),
     closed: false,
     settled: Promise.resolve(),
@@ -56,12 +67,16 @@ export function runInRoom(room: RoomHost, start: Start): RunningTurn {
   };
 
   running.settled = (async () => {
-    const posted = db(room.env).batch(messageAdded(room.env, input.conversationId, nowIso(), start.messagesAdded));
+    const posted = batchPrepared(room.env, directoryStatements(room.env), {
+      conversationId: input.conversationId,
+      at: nowIso(),
+      added: start.messagesAdded,
+    });
     let outcome: TurnOutcome | null = null;
     let failure: ModelFailure | null = null;
     const pump = (async () => {
       try {
-        room.db.update(turns).set({ state: "streaming" }).where(eq(turns.id, turnId)).run();
+        setTurnState(room.db, turnId, "streaming");
         const turn = await startModel(room, start, stopper.signal);
         const ui = turn.result.toUIMessageStream({
           generateMessageId: () => turnId,
@@ -145,15 +160,11 @@ type Ending = {
  */
 async function settle(room: RoomHost, running: RunningTurn, ending: Ending): Promise<void> {
   const { turnId } = running;
-  const parts = await partsOf(eventsAfter(room.db, turnId, 0).map((e) => e.chunk));
+  const parts = await partsOf(running.chunks);
   const streamedText = textOf(parts);
   const replied = ending.finish !== "failed" && ending.finish !== "interrupted";
   if (!replied && !(ending.finish === "interrupted" && streamedText)) {
-    room.db
-      .update(turns)
-      .set({ state: "failed", failure: ending.failure, endedAt: nowIso() })
-      .where(eq(turns.id, turnId))
-      .run();
+    endTurn(room.db, turnId, "failed", ending.failure, nowIso());
     return;
   }
   const reply = replyOf(ending, parts, streamedText);
@@ -161,37 +172,27 @@ async function settle(room: RoomHost, running: RunningTurn, ending: Ending): Pro
   try {
     await room.delivering(() => commit(room, turnId, ending, reply, at));
   } catch (error) {
-    room.db.update(turns).set({ state: "failed", failure: null, endedAt: nowIso() }).where(eq(turns.id, turnId)).run();
+    endTurn(room.db, turnId, "failed", null, nowIso());
     throw error;
   }
   room.ctx.storage.transactionSync(() => {
-    room.db
-      .insert(messages)
-      .values({
-        id: turnId,
-        role: "assistant",
-        authorUserId: null,
-        agentId: ending.context.agentId,
-        content: reply.text,
-        parts,
-        toolCalls: reply.toolCalls,
-        artifactIds: reply.artifactIds,
-        inputTokens: reply.usage.input_tokens,
-        outputTokens: reply.usage.output_tokens,
-        credits: reply.usage.credits,
-        stopped: ending.finish === "stopped",
-        createdAt: at,
-      })
-      .run();
-    room.db
-      .update(turns)
-      .set({
-        state: ending.finish === "stopped" ? "stopped" : replied ? "completed" : "failed",
-        failure: ending.failure,
-        endedAt: at,
-      })
-      .where(eq(turns.id, turnId))
-      .run();
+    insertMessage(room.db, {
+      id: turnId,
+      role: "assistant",
+      authorUserId: null,
+      agentId: ending.context.agentId,
+      content: reply.text,
+      parts,
+      toolCalls: reply.toolCalls,
+      artifactIds: reply.artifactIds,
+      inputTokens: reply.usage.input_tokens,
+      outputTokens: reply.usage.output_tokens,
+      credits: reply.usage.credits,
+      stopped: ending.finish === "stopped",
+      createdAt: at,
+    });
+    const state = ending.finish === "stopped" ? "stopped" : replied ? "completed" : "failed";
+    endTurn(room.db, turnId, state, ending.failure, at);
   });
   room.broadcast(liveFrame.message(toMessage(room.conversationId, messageById(room.db, turnId)!)));
 }
@@ -231,7 +232,7 @@ async function commit(room: RoomHost, turnId: string, ending: Ending, reply: Rep
   const { env } = room;
   const { context } = ending;
   const conversationId = room.conversationId;
-  const event = auditInBatch(env, {
+  const event = auditValues(env, {
     workspaceId: context.workspaceId,
     kind: "conversation.turn",
     actor: context.actor,
@@ -249,12 +250,23 @@ async function commit(room: RoomHost, turnId: string, ending: Ending, reply: Rep
       credits: reply.usage.credits,
     },
   });
-  await db(env).batch([
-    debitInsert(env, context.workspaceId, reply.usage.credits, turnId),
-    ...messageAdded(env, conversationId, at),
-    event,
-  ]);
+  await batchPrepared(env, endStatements(env), {
+    ...debitValues(context.workspaceId, reply.usage.credits, turnId),
+    conversationId,
+    at,
+    added: 1,
+    ...event,
+  });
 }
+
+// The D1 statements of every turn, prepared once per isolate: the directory's side of a new
+// message (as the turn starts), then the debit, the directory and the event (as it ends).
+const directoryStatements = preparedFor(preparedMessageAdded);
+const endStatements = preparedFor((d) => [
+  preparedDebit(d),
+  ...preparedMessageAdded(d),
+  preparedAuditInBatch(d, { from: { source: sql``, workspaceId: sql`${sql.placeholder("workspaceId")}` } }),
+]);
 
 /**
  * A turn stored as running that no code runs (the room was evicted or restarted mid-turn):
@@ -263,10 +275,12 @@ async function commit(room: RoomHost, turnId: string, ending: Ending, reply: Rep
 export async function settleInterrupted(room: RoomHost, turn: TurnRow): Promise<void> {
   const seq = lastSeq(room.db, turn.id);
   const failure = { status: null, message: "The turn was cut short when its conversation restarted" };
-  appendEvent(room.db, turn.id, seq + 1, { type: "error", errorText: failure.message });
+  const error: UIMessageChunk = { type: "error", errorText: failure.message };
+  appendEvent(room.db, turn.id, seq + 1, JSON.stringify(error));
   const running: RunningTurn = {
     turnId: turn.id,
     seq: seq + 1,
+    chunks: eventsAfter(room.db, turn.id, 0).map((e) => e.chunk),
     followers: new Set(),
     closed: true,
     settled: Promise.resolve(),

@@ -47,6 +47,8 @@ export type RunningTurn = {
   turnId: string;
   /** The last stream event's sequence number. */
   seq: number;
+  /** Its stream events so far, in order (the reply is built from them when the turn ends). */
+  chunks: UIMessageChunk[];
   /** The SSE readers following the turn live. */
   followers: Set<ReadableStreamDefaultController<Uint8Array>>;
   /** The stream has ended (`finish` or `abort` stored): nothing more is sent. */
