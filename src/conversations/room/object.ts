@@ -14,7 +14,7 @@ import { followTurn } from "./follow";
 import { importFromD1 } from "./import";
 import { LIVE_PING, LIVE_PONG, LIVE_VIEWER_HEADER, type LiveFrame, LiveViewerSchema, liveFrame } from "./live";
 import migrations from "./migrations/migrations.js";
-import type { TurnState } from "./schema";
+import type { TurnContextRow, TurnState } from "./schema";
 import * as schema from "./schema";
 import { SSE_DONE, type StreamPosition, sseEvent } from "./sse";
 import {
@@ -26,6 +26,7 @@ import {
   messageById,
   meta,
   pruneEvents,
+  pruneOlderTurns,
   type RoomDb,
   releaseStaleKey,
   runningTurns,
@@ -85,33 +86,36 @@ export abstract class ConversationRoomObject extends DurableObject<Env> implemen
     if (input.userMessageId && !input.regenerate && messageById(this.db, input.userMessageId))
       return { kind: "key_reused" };
     const turnId = newId();
+    const context: TurnContextRow = {
+      workspaceId: input.workspace.id,
+      actor: input.actor,
+      agentId: input.agent.id,
+      model: input.agent.model,
+      profile: input.profile,
+    };
     // The question and the turn are stored together, or neither is.
     const claim = this.ctx.storage.transactionSync(() => {
       const claimed = input.regenerate ? claimRegeneration(this.db) : claimNewMessage(this.db, input);
       if (!claimed) return null;
+      const at = nowIso();
+      context.question = { added: claimed.messagesAdded, at };
       insertTurn(this.db, {
         id: turnId,
         userMessageId: claimed.userMessageId,
         state: "accepted",
         idempotencyKey: input.idempotencyKey,
         requestHash,
-        context: {
-          workspaceId: input.workspace.id,
-          actor: input.actor,
-          agentId: input.agent.id,
-          model: input.agent.model,
-          profile: input.profile,
-        },
-        startedAt: nowIso(),
+        context,
+        startedAt: at,
       });
       return claimed;
     });
     if (!claim) return { kind: "nothing_to_regenerate" };
-    if (!input.regenerate) {
-      const question = messageById(this.db, claim.userMessageId)!;
-      this.broadcast(liveFrame.message(toMessage(input.conversationId, question)));
-    }
-    this.running = runInRoom(this, { input: { ...input, content: claim.prompt }, turnId, ...claim });
+    if (!input.regenerate)
+      this.broadcast(() =>
+        liveFrame.message(toMessage(input.conversationId, messageById(this.db, claim.userMessageId)!)),
+      );
+    this.running = runInRoom(this, { input: { ...input, content: claim.prompt }, turnId, context, ...claim });
     await this.ctx.storage.setAlarm(Date.now() + KEEP_ALIVE_MS);
     return this.answerFor(turnById(this.db, turnId)!, input.stream);
   }
@@ -264,7 +268,7 @@ export abstract class ConversationRoomObject extends DurableObject<Env> implemen
 
   finished(running: RunningTurn): void {
     if (this.running === running) this.running = null;
-    pruneEvents(this.db, Date.now());
+    pruneOlderTurns(this.db);
   }
 
   get conversationId(): string {
@@ -280,11 +284,11 @@ export abstract class ConversationRoomObject extends DurableObject<Env> implemen
     return deliveringAudit(this.env, this.ctx, work);
   }
 
-  /** Sends a frame to every participant watching on the live socket. */
-  broadcast(frame: LiveFrame): void {
+  /** Sends a frame to every participant watching on the live socket (made only when someone watches). */
+  broadcast(frame: LiveFrame | (() => LiveFrame)): void {
     const sockets = this.ctx.getWebSockets();
     if (!sockets.length) return;
-    const text = JSON.stringify(frame);
+    const text = JSON.stringify(typeof frame === "function" ? frame() : frame);
     for (const ws of sockets) {
       try {
         ws.send(text);

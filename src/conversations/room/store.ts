@@ -93,6 +93,11 @@ function prepare(d: RoomDb) {
       .set({ state: sql`${ph("state")}` })
       .where(eq(turns.id, ph("id")))
       .prepare(),
+    questionWritten: d
+      .update(turns)
+      .set({ context: sql`json_remove(${turns.context}, '$.question')` })
+      .where(eq(turns.id, ph("id")))
+      .prepare(),
     // The failure comes as its JSON text, or null.
     endTurn: d
       .update(turns)
@@ -217,6 +222,9 @@ export function insertTurn(d: RoomDb, t: Omit<typeof turns.$inferInsert, "positi
 
 export const setTurnState = (d: RoomDb, id: string, state: TurnState) => statements(d).setTurnState.run({ id, state });
 
+/** The question of the turn has reached the directory (see `TurnContextRow.question`). */
+export const questionWritten = (d: RoomDb, id: string) => statements(d).questionWritten.run({ id });
+
 /** A turn ends in `state`: when, and why the model did not answer (if it did not). */
 export function endTurn(d: RoomDb, id: string, state: TurnState, failure: ModelFailure | null, endedAt: string): void {
   statements(d).endTurn.run({ id, state, failure: failure ? JSON.stringify(failure) : null, endedAt });
@@ -250,6 +258,9 @@ export const lastSeq = (d: RoomDb, turnId: string) => statements(d).lastSeq.get(
  * Keeps the events of the newest 20 turns that ended within 24 h (and of a running turn).
  * Answers when the oldest events kept expire (null when none are left to expire).
  */
+/** The events of turns older than the newest 20 go (as each turn ends; the alarm drops those past 24 h). */
+export const pruneOlderTurns = (d: RoomDb) => statements(d).pruneOlder.run();
+
 export function pruneEvents(d: RoomDb, now: number): number | null {
   const s = statements(d);
   s.pruneOlder.run();

@@ -21,6 +21,7 @@ import {
   insertMessage,
   lastSeq,
   messageById,
+  questionWritten,
   setTurnState,
   type TurnRow,
   toMessage,
@@ -30,13 +31,20 @@ import type { RoomHost, RunningTurn, TurnClaim, TurnInput } from "./types";
 /** A participant's stop ends the turn within this long, whatever the model call is doing. */
 const STOP_GRACE_MS = 1_000;
 
-type Start = TurnClaim & { input: TurnInput; turnId: string };
+/**
+ * How long a turn's question waits to reach the directory (the conversation's message count and
+ * `last_message_at`) with the turn's end, in that one D1 batch; a turn that runs longer writes
+ * it on its own, so the lists show the conversation as active.
+ */
+const QUESTION_WRITE_DELAY_MS = 1_000;
+
+type Start = TurnClaim & { input: TurnInput; turnId: string; context: TurnContextRow };
 
 const TERMINAL = new Set<UIMessageChunk["type"]>(["finish", "abort"]);
 
 /** Runs a turn inside the room: the model loop, its stream stored event by event, then its end. */
 export function runInRoom(room: RoomHost, start: Start): RunningTurn {
-  const { input, turnId } = start;
+  const { turnId } = start;
   const stopper = new AbortController();
   let abandoned = false;
   let stopRequested: (() => void) | null = null;
@@ -66,12 +74,13 @@ export function runInRoom(room: RoomHost, start: Start): RunningTurn {
     if (TERMINAL.has(chunk.type)) running.closed = true;
   };
 
+  const context = start.context;
+  let questionWrite: Promise<void> | null = null;
+  const questionTimer = setTimeout(() => {
+    questionWrite = writeQuestion(room, turnId, context);
+  }, QUESTION_WRITE_DELAY_MS);
+
   running.settled = (async () => {
-    const posted = batchPrepared(room.env, directoryStatements(room.env), {
-      conversationId: input.conversationId,
-      at: nowIso(),
-      added: start.messagesAdded,
-    });
     let outcome: TurnOutcome | null = null;
     let failure: ModelFailure | null = null;
     const pump = (async () => {
@@ -97,11 +106,12 @@ export function runInRoom(room: RoomHost, start: Start): RunningTurn {
     await Promise.race([pump, stopped.then(() => Promise.race([pump, sleep(STOP_GRACE_MS)]))]);
     if (stopper.signal.aborted && !running.closed) emit({ type: "abort" });
     running.closed = true;
-    await posted.catch((e) => logError("room: updating the directory failed", e));
+    clearTimeout(questionTimer);
+    await questionWrite;
     if (abandoned) return;
     const finish = stopper.signal.aborted ? "stopped" : ((outcome as TurnOutcome | null)?.finish ?? "failed");
     await settle(room, running, {
-      context: contextOf(input),
+      context,
       outcome,
       finish,
       failure: failure ?? (outcome as TurnOutcome | null)?.failure ?? null,
@@ -138,13 +148,22 @@ async function startModel(room: RoomHost, start: Start, stopSignal: AbortSignal)
   });
 }
 
-const contextOf = (input: TurnInput): TurnContextRow => ({
-  workspaceId: input.workspace.id,
-  actor: input.actor,
-  agentId: input.agent.id,
-  model: input.agent.model,
-  profile: input.profile,
-});
+/** The question's side of the directory on its own (the turn's end will not carry it). */
+async function writeQuestion(room: RoomHost, turnId: string, context: TurnContextRow): Promise<void> {
+  const question = context.question;
+  if (!question) return;
+  context.question = undefined;
+  try {
+    await batchPrepared(room.env, directoryStatements(room.env), {
+      conversationId: room.conversationId,
+      at: question.at,
+      added: question.added,
+    });
+    questionWritten(room.db, turnId);
+  } catch (e) {
+    logError("room: updating the directory failed", e);
+  }
+}
 
 type Ending = {
   context: TurnContextRow;
@@ -164,6 +183,7 @@ async function settle(room: RoomHost, running: RunningTurn, ending: Ending): Pro
   const streamedText = textOf(parts);
   const replied = ending.finish !== "failed" && ending.finish !== "interrupted";
   if (!replied && !(ending.finish === "interrupted" && streamedText)) {
+    await writeQuestion(room, turnId, ending.context);
     endTurn(room.db, turnId, "failed", ending.failure, nowIso());
     return;
   }
@@ -172,6 +192,7 @@ async function settle(room: RoomHost, running: RunningTurn, ending: Ending): Pro
   try {
     await room.delivering(() => commit(room, turnId, ending, reply, at));
   } catch (error) {
+    await writeQuestion(room, turnId, ending.context);
     endTurn(room.db, turnId, "failed", null, nowIso());
     throw error;
   }
@@ -194,7 +215,7 @@ async function settle(room: RoomHost, running: RunningTurn, ending: Ending): Pro
     const state = ending.finish === "stopped" ? "stopped" : replied ? "completed" : "failed";
     endTurn(room.db, turnId, state, ending.failure, at);
   });
-  room.broadcast(liveFrame.message(toMessage(room.conversationId, messageById(room.db, turnId)!)));
+  room.broadcast(() => liveFrame.message(toMessage(room.conversationId, messageById(room.db, turnId)!)));
 }
 
 type Reply = {
@@ -227,7 +248,10 @@ function replyOf(ending: Ending, parts: StoredPart[], streamedText: string): Rep
   };
 }
 
-/** The D1 side of a turn's end: its debit, the directory's count and the audit event, together. */
+/**
+ * The D1 side of a turn's end: its debit, the directory's count and the audit event, together
+ * (with the question's side of the directory when it is not written yet).
+ */
 async function commit(room: RoomHost, turnId: string, ending: Ending, reply: Reply, at: string) {
   const { env } = room;
   const { context } = ending;
@@ -254,7 +278,7 @@ async function commit(room: RoomHost, turnId: string, ending: Ending, reply: Rep
     ...debitValues(context.workspaceId, reply.usage.credits, turnId),
     conversationId,
     at,
-    added: 1,
+    added: 1 + (context.question?.added ?? 0),
     ...event,
   });
 }

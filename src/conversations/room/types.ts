@@ -71,7 +71,7 @@ export interface RoomHost {
   emit(running: RunningTurn, chunk: UIMessageChunk): void;
   closeFollowers(running: RunningTurn): void;
   finished(running: RunningTurn): void;
-  broadcast(frame: LiveFrame): void;
+  broadcast(frame: LiveFrame | (() => LiveFrame)): void;
   delivering<T>(work: () => Promise<T>): Promise<T>;
 }
 
