@@ -9,6 +9,7 @@ import { type Db, db, parseJsonArray } from "../platform/db";
 import { nowIso } from "../platform/env";
 import { newId } from "../platform/ids";
 import { notFound } from "../platform/problem";
+import { forgetConversation, knownParticipant, rememberParticipant } from "./participants";
 import { conversationRoom } from "./room/client";
 import type { Conversation, Message } from "./schemas";
 
@@ -135,6 +136,17 @@ export async function participantConversation(
   return toConversation(row);
 }
 
+/**
+ * 404 unless `userId` takes part in the conversation, from this isolate's checks of the last
+ * few seconds when it has one (see `participants.ts`): for a resumed stream, which follows
+ * the request that started the turn.
+ */
+export async function requireParticipant(env: Env, workspaceId: string, userId: string, id: string): Promise<void> {
+  if (knownParticipant(workspaceId, userId, id)) return;
+  await participantConversation(env, workspaceId, userId, id);
+  rememberParticipant(workspaceId, userId, id);
+}
+
 export async function createConversation(
   env: Env,
   workspaceId: string,
@@ -243,6 +255,7 @@ export async function deleteConversation(
     ...deletionQueries(env, workspaceId, id),
     auditInBatch(env, event, { onlyIf: PREVIOUS_STATEMENT_CHANGED }),
   ]);
+  forgetConversation(id);
   await conversationRoom(env, id).destroy();
 }
 

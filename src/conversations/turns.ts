@@ -10,6 +10,7 @@ import { agentLanguageModel } from "../llm/model";
 import { batchPrepared, type Db, preparedFor } from "../platform/db";
 import { baseUrl } from "../platform/env";
 import { ApiError, badRequest, conflict } from "../platform/problem";
+import { rememberParticipant } from "./participants";
 import { conversationRoom } from "./room/client";
 import type { Message } from "./schemas";
 import { noSuchConversation, preparedTurnConversation, toConversation } from "./service";
@@ -75,6 +76,7 @@ async function preflight(env: Env, workspaceId: string, userId: string, target: 
     if ("chatId" in target) return null;
     throw noSuchConversation();
   }
+  rememberParticipant(workspaceId, userId, row.id);
   const agent = usableAgent(named, handle);
   return { conversation: toConversation(row), agent, capabilities: capabilitiesOf(agent, skills, servers), balance };
 }
