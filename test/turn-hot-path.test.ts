@@ -1,4 +1,5 @@
 import { env } from "cloudflare:workers";
+import { readUIMessageStream, type UIMessage, type UIMessageChunk } from "ai";
 import { describe, expect, it } from "vitest";
 import { monthlyGrantReference } from "../src/billing/ledger";
 import {
@@ -198,6 +199,41 @@ describe("the directory learns of a turn's messages", () => {
     );
     expect(await roomMessages(c.id)).toHaveLength(1);
     expect((await directory(c.id)).message_count).toBe(1);
+  });
+});
+
+describe("the reply's parts", () => {
+  it("are what an AI SDK client builds from the turn's stream: a tool call with its input and output, then the text", async () => {
+    const ws = await signupWorkspace();
+    const c = await conversationOf(ws.adminToken);
+    script({ tool: "deliver_file", args: { name: "notes.md", content: "# Notes" } }, { text: "Here are your notes." });
+    const res = await call("POST", `/v1/api/conversations/${c.id}/messages`, {
+      token: ws.adminToken,
+      body: { content: "Write my notes" },
+      headers: { Accept: "text/event-stream" },
+    });
+    const chunks = (await res.text())
+      .split("\n\n")
+      .map((block) =>
+        block
+          .split("\n")
+          .find((l) => l.startsWith("data: "))
+          ?.slice(6),
+      )
+      .filter((data): data is string => !!data && data !== "[DONE]")
+      .map((data) => JSON.parse(data) as UIMessageChunk);
+    let built: UIMessage | undefined;
+    const stream = new ReadableStream<UIMessageChunk>({
+      start(controller) {
+        for (const chunk of chunks) controller.enqueue(chunk);
+        controller.close();
+      },
+    });
+    for await (const message of readUIMessageStream({ stream })) built = message;
+    expect(built!.parts.map((p) => p.type)).toEqual(["step-start", "tool-deliver_file", "step-start", "text"]);
+    await eventually(async () => (await roomMessages(c.id)).length === 2);
+    const [, reply] = await roomMessages(c.id);
+    expect(reply!.parts).toEqual(built!.parts);
   });
 });
 

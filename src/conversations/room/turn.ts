@@ -87,15 +87,25 @@ export function runInRoom(room: RoomHost, start: Start): RunningTurn {
       try {
         setTurnState(room.db, turnId, "streaming");
         const turn = await startModel(room, start, stopper.signal);
+        let built: StoredPart[] | undefined;
         const ui = turn.result.toUIMessageStream({
           generateMessageId: () => turnId,
           onError: (error) => modelFailure(room.env, error).message,
           redactToolErrors: false,
+          // The reply's parts as the SDK builds them from this stream, for its end (see `settle`).
+          onFinish: ({ responseMessage }) => {
+            built = responseMessage.parts;
+          },
         });
+        let whole = true;
         for await (const chunk of ui) {
-          if (running.closed) break;
+          if (running.closed) {
+            whole = false;
+            break;
+          }
           emit(chunk);
         }
+        if (whole && !stopper.signal.aborted) running.parts = built;
         outcome = await turn.done;
       } catch (error) {
         failure = modelFailure(room.env, error);
@@ -179,7 +189,8 @@ type Ending = {
  */
 async function settle(room: RoomHost, running: RunningTurn, ending: Ending): Promise<void> {
   const { turnId } = running;
-  const parts = await partsOf(running.chunks);
+  // Built while it streamed when the stream ran whole, else from the events stored (the same chunks).
+  const parts = running.parts ?? (await partsOf(running.chunks));
   const streamedText = textOf(parts);
   const replied = ending.finish !== "failed" && ending.finish !== "interrupted";
   if (!replied && !(ending.finish === "interrupted" && streamedText)) {
