@@ -320,6 +320,19 @@ describe("model wiring", () => {
     expect(agentLanguageModel(env, { runtime_profile: "standard", model: null })).toBeNull();
   });
 
+  it("keeps one chat model per endpoint, key and model id in the isolate, instead of one per turn", () => {
+    const e = { ...env, LLM_BASE_URL: "https://llm.test/v1", LLM_API_KEY: "sk-a" } as Env;
+    const first = agentLanguageModel(e, { runtime_profile: "standard", model: "qwen3-30b" });
+    expect(agentLanguageModel({ ...e } as Env, { runtime_profile: "standard", model: "qwen3-30b" })).toBe(first);
+    expect(agentLanguageModel(e, { runtime_profile: "standard", model: "qwq-32b" })).not.toBe(first);
+    const otherKey = agentLanguageModel({ ...e, LLM_API_KEY: "sk-b" } as Env, {
+      runtime_profile: "standard",
+      model: "qwen3-30b",
+    });
+    expect(otherKey).not.toBe(first);
+    expect(idOf(otherKey)).toBe("qwen3-30b");
+  });
+
   it("the image model needs IMAGE_MODEL and a provider", () => {
     expect(imageModel(env)).toBeNull();
     expect(imageModel({ ...env, IMAGE_MODEL: "img" } as Env)).toBeNull();

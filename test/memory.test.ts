@@ -13,6 +13,7 @@ import type { TurnScope } from "../src/platform/turn-tools";
 import { createAgent } from "./support/agents";
 import { call, expectProblem, parse } from "./support/api";
 import { auditEvents } from "./support/audit";
+import { countingD1 } from "./support/d1-count";
 import { addUser, issueToken, signupWorkspace } from "./support/seed";
 import { unique } from "./support/unique";
 
@@ -337,6 +338,23 @@ describe("the remember and recall tools", () => {
     expect((await freeze(user.token, helper.slug)).status).toBe(200);
     expect(await toolsFor(ws.workspace.id, user.user.id, helper)).toEqual({ tools: {} });
     expect(Object.keys((await toolsFor(ws.workspace.id, user.user.id, assistant)).tools)).toHaveLength(2);
+  });
+
+  it("asks D1 once per turn: the agent's handles and the user's freeze under any of them", async () => {
+    const user = await addUser(ws.adminToken, "member", ["memory:write"]);
+    const alias = `nick-${unique()}`;
+    const agent = await createAgent(ws.adminToken, { slug: `aka-${unique()}`, display_name: "Aka", aliases: [alias] });
+    const d1 = countingD1();
+    const turnOf = (a: AgentRef) => memoryArea.tools!({ ...scopeOf(ws.workspace.id, user.user.id, a), env: d1.env });
+    expect(Object.keys((await turnOf(agent)).tools).sort()).toEqual(["recall", "remember"]);
+    expect(d1.take()).toBe(1);
+    // Frozen under its alias: the agent's slug alone would not find the freeze.
+    expect((await freeze(user.token, alias)).status).toBe(200);
+    await env.DB.prepare("UPDATE memory_freezes SET agent_slug = ?1 WHERE user_id = ?2")
+      .bind(alias, user.user.id)
+      .run();
+    expect(await turnOf(agent)).toEqual({ tools: {} });
+    expect(d1.take()).toBe(1);
   });
 
   it("a freeze after the tools were handed out makes both tools refuse, reading and writing nothing", async () => {

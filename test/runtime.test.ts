@@ -140,6 +140,21 @@ describe("runTurn", () => {
     expect(calls[0]!.tools?.map((t) => t.name)).toEqual(["fine"]);
   });
 
+  it("converts each tool's input schema to JSON Schema once: every turn hands the model the same one", async () => {
+    const LookupInput = z.object({ q: z.string().describe("What to look up") });
+    const provider: ToolProvider = async () => ({
+      tools: { lookup: tool({ inputSchema: LookupInput, execute: async () => "found" }) },
+    });
+    const { model, calls } = scripted(() => say("ok"));
+    for (let i = 0; i < 2; i++) await (await runTurn(request(model, [provider]))).done;
+    const [a, b] = calls.map((c) => c.tools?.find((t) => t.name === "lookup"));
+    expect(a && "inputSchema" in a && a.inputSchema).toMatchObject({
+      type: "object",
+      properties: { q: { type: "string", description: "What to look up" } },
+    });
+    expect(b && "inputSchema" in b && b.inputSchema).toBe(a && "inputSchema" in a && a.inputSchema);
+  });
+
   it("stops at 12 steps with a plain reply", async () => {
     const loop: ToolProvider = async () => ({
       tools: { again: tool({ inputSchema: z.object({}), execute: async () => "more" }) },

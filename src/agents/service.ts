@@ -1,5 +1,5 @@
 /** Agents as rows: reading them, the signup's default agent, and the lookups other areas make. */
-import { and, asc, desc, eq, inArray, sql } from "drizzle-orm";
+import { and, asc, desc, eq, type Placeholder, type SQL, sql } from "drizzle-orm";
 import type { WorkspaceRead } from "../auth/resolve";
 import { agentHandles, agents, workspaceMcpServers, workspaceSkills } from "../db/schema";
 import { type Db, db, parseJsonArray, preparedFor } from "../platform/db";
@@ -119,8 +119,7 @@ export async function resolveAgent(env: Env, workspaceId: string, handle?: strin
 }
 
 /** The queries behind `agentCapabilities`: the skills and the MCP servers installed in the workspace. */
-export function installedQueries(env: Env, workspaceId: string) {
-  const d = db(env);
+export function installedQueries(d: Db, workspaceId: string | Placeholder) {
   return [
     d.select({ slug: workspaceSkills.slug }).from(workspaceSkills).where(eq(workspaceSkills.workspaceId, workspaceId)),
     d
@@ -149,26 +148,34 @@ export function capabilitiesOf(
 }
 
 export async function agentCapabilities(env: Env, agent: AgentRecord): Promise<Capabilities> {
-  const [skills, servers] = await db(env).batch(installedQueries(env, agent.workspaceId));
+  const d = db(env);
+  const [skills, servers] = await d.batch(installedQueries(d, agent.workspaceId));
   return capabilitiesOf(agent, skills, servers);
 }
 
 /**
- * The query for the agent answering to `handle` in the workspace (enabled or not), or, without
- * a handle, for the agent of `conversationId`; `resolveAgent`'s rules apply to its row.
+ * The query for the agent answering to `handle` in the workspace (enabled or not), or, when
+ * `handle` is "", for the agent whose id `ofConversation` selects (the conversation's own);
+ * `resolveAgent`'s rules apply to its row. Placeholders allowed, for a statement prepared once.
  */
-export function turnAgentQuery(env: Env, workspaceId: string, handle: string | undefined, conversationId: string) {
-  const d = db(env);
+export function turnAgentQuery(
+  d: Db,
+  workspaceId: string | Placeholder,
+  handle: string | Placeholder,
+  ofConversation: SQL,
+) {
   const byHandle = d
     .select({ id: agentHandles.agentId })
     .from(agentHandles)
-    .where(and(eq(agentHandles.workspaceId, workspaceId), eq(agentHandles.handle, handle ?? "")));
-  const ofConversation = sql`(SELECT agent_id FROM conversations WHERE id = ${conversationId})`;
+    .where(and(eq(agentHandles.workspaceId, workspaceId), eq(agentHandles.handle, handle)));
   return d
     .select()
     .from(agents)
     .where(
-      and(eq(agents.workspaceId, workspaceId), handle ? inArray(agents.id, byHandle) : eq(agents.id, ofConversation)),
+      and(
+        eq(agents.workspaceId, workspaceId),
+        eq(agents.id, sql`CASE WHEN ${handle} = '' THEN ${ofConversation} ELSE (${byHandle}) END`),
+      ),
     )
     .limit(1);
 }
@@ -187,11 +194,16 @@ export type AgentByHandle = { id: string; slug: string; handles: string[] };
 
 /** Every handle (slug and aliases) an agent of the workspace holds; empty when there is no such agent. */
 export async function agentHandlesOf(env: Env, workspaceId: string, agentId: string): Promise<string[]> {
-  const rows = await db(env)
+  const rows = await agentHandlesQuery(db(env), workspaceId, agentId);
+  return rows.map((r) => r.handle);
+}
+
+/** The query behind `agentHandlesOf`, for another area's batch or statement (placeholders allowed). */
+export function agentHandlesQuery(d: Db, workspaceId: string | Placeholder, agentId: string | Placeholder) {
+  return d
     .select({ handle: agentHandles.handle })
     .from(agentHandles)
     .where(and(eq(agentHandles.workspaceId, workspaceId), eq(agentHandles.agentId, agentId)));
-  return rows.map((r) => r.handle);
 }
 
 /** The agent of the workspace holding `handle` (enabled or disabled), or null. */

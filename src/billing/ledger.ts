@@ -1,6 +1,12 @@
 import { desc, eq, type Placeholder, sql } from "drizzle-orm";
 import type { SQLiteInsertValue } from "drizzle-orm/sqlite-core";
-import { type AuditEventInput, auditInBatch, PREVIOUS_STATEMENT_CHANGED } from "../audit/events";
+import {
+  type AuditEventInput,
+  auditInBatch,
+  auditValues,
+  PREVIOUS_STATEMENT_CHANGED,
+  preparedAuditInBatch,
+} from "../audit/events";
 import { billingAccounts, creditLedger } from "../db/schema";
 import { type Db, db, preparedFor } from "../platform/db";
 import { nowIso } from "../platform/env";
@@ -26,13 +32,22 @@ export function freeMonthlyCredits(env: Env): number {
 /** `free:YYYY-MM` of the calendar month (UTC) of `now`. */
 export const monthlyGrantReference = (now: Date) => `free:${now.toISOString().slice(0, 7)}`;
 
+type Bound<T> = T | Placeholder;
+
 // The grant is made only while the workspace is on the free plan (no billing row means free).
-function grantInsert(d: Db, id: string, workspaceId: string, amount: number, reference: string, now: Date) {
+function grantInsert(
+  d: Db,
+  id: Bound<string>,
+  workspaceId: Bound<string>,
+  amount: Bound<number>,
+  reference: Bound<string>,
+  at: Bound<string>,
+) {
   const plan = sql`(SELECT ${billingAccounts.planSlug} FROM ${billingAccounts} WHERE ${billingAccounts.workspaceId} = ${workspaceId})`;
   return d
     .insert(creditLedger)
     .select(
-      sql`SELECT ${id}, ${workspaceId}, ${amount}, 'monthly_grant', ${reference}, ${now.toISOString()}
+      sql`SELECT ${id}, ${workspaceId}, ${amount}, 'monthly_grant', ${reference}, ${at}
         WHERE ${amount} > 0 AND COALESCE(${plan}, 'free') = 'free'`,
     )
     .onConflictDoNothing()
@@ -74,6 +89,15 @@ const statements = preparedFor((d) => ({
  * grant row was (the first request of the month on the free plan).
  */
 function grantQueries(env: Env, workspaceId: string, now: Date) {
+  const { id, amount, reference, event } = grantOf(env, workspaceId, now);
+  return [
+    grantInsert(db(env), id, workspaceId, amount, reference, now.toISOString()),
+    auditInBatch(env, event, { onlyIf: PREVIOUS_STATEMENT_CHANGED }),
+  ] as const;
+}
+
+/** This month's free grant as a new ledger row, and its event. */
+function grantOf(env: Env, workspaceId: string, now: Date) {
   const id = newId();
   const amount = freeMonthlyCredits(env);
   const reference = monthlyGrantReference(now);
@@ -85,10 +109,7 @@ function grantQueries(env: Env, workspaceId: string, now: Date) {
     intent: "grant",
     details: { ledger_kind: "monthly_grant", amount, reference, plan_slug: "free" },
   };
-  return [
-    grantInsert(db(env), id, workspaceId, amount, reference, now),
-    auditInBatch(env, event, { onlyIf: PREVIOUS_STATEMENT_CHANGED }),
-  ] as const;
+  return { id, amount, reference, event };
 }
 
 /** The workspace's balance: one indexed SUM. */
@@ -125,7 +146,48 @@ export async function grantedBalance(env: Env, workspaceId: string, now = new Da
  * one action each.
  */
 export async function requireCredits(env: Env, workspaceId: string): Promise<number> {
-  const left = await grantedBalance(env, workspaceId);
+  return creditsLeft(env, await grantedBalance(env, workspaceId));
+}
+
+/**
+ * `requireCredits` inside another area's batch of statements prepared once per isolate (see
+ * `batchPrepared`): these three statements (this month's grant, its event, the balance), bound
+ * from `creditCheckValues`; then `creditsLeft` with the balance the last one read.
+ */
+export function preparedCreditCheck(d: Db) {
+  const workspaceId = sql.placeholder("workspaceId");
+  return [
+    grantInsert(
+      d,
+      sql.placeholder("grantId"),
+      workspaceId,
+      sql.placeholder("grantAmount"),
+      sql.placeholder("grantReference"),
+      sql.placeholder("grantAt"),
+    ).prepare(),
+    preparedAuditInBatch(d, {
+      from: { source: sql`WHERE ${PREVIOUS_STATEMENT_CHANGED}`, workspaceId: sql`${workspaceId}` },
+    }),
+    balanceOf(d, workspaceId).prepare(),
+  ] as const;
+}
+
+/** The values of `preparedCreditCheck`'s statements for a workspace. */
+export function creditCheckValues(env: Env, workspaceId: string, now = new Date()) {
+  const { id, amount, reference, event } = grantOf(env, workspaceId, now);
+  return {
+    workspaceId,
+    grantId: id,
+    grantAmount: amount,
+    grantReference: reference,
+    grantAt: now.toISOString(),
+    ...auditValues(env, event),
+  };
+}
+
+/** The balance `preparedCreditCheck` read, or the 402 problem (`insufficient_credits`) when nothing is left. */
+export async function creditsLeft(env: Env, balance: number | { balance: number }[]): Promise<number> {
+  const left = typeof balance === "number" ? balance : (balance[0]?.balance ?? 0);
   if (left > 0) return left;
   throw new ApiError(
     402,
@@ -154,6 +216,32 @@ export async function debit(
 /** `debit` as a query, for a batch that records what the credits paid for (a turn's or a mail's reply). */
 export function debitInsert(env: Env, workspaceId: string, amount: number, reference: string) {
   return debitQuery(db(env), debitRow(workspaceId, amount, reference));
+}
+
+/**
+ * `debitInsert` prepared once (see `batchPrepared`), for another area's hot batch; bound from
+ * `debitValues`.
+ */
+export function preparedDebit(d: Db) {
+  return debitQuery(d, {
+    id: sql.placeholder("debitId"),
+    workspaceId: sql.placeholder("workspaceId"),
+    amount: sql.placeholder("debitAmount"),
+    reference: sql.placeholder("debitReference"),
+    createdAt: sql.placeholder("debitAt"),
+  }).prepare();
+}
+
+/** The values of `preparedDebit`'s statement: `amount` credits spent for `reference`. */
+export function debitValues(workspaceId: string, amount: number, reference: string) {
+  const row = debitRow(workspaceId, amount, reference);
+  return {
+    workspaceId,
+    debitId: row.id,
+    debitAmount: row.amount,
+    debitReference: row.reference,
+    debitAt: row.createdAt,
+  };
 }
 
 function debitRow(workspaceId: string, amount: number, reference: string) {

@@ -9,7 +9,7 @@ import { uiStreamResponse } from "./room/sse";
 import { TAGS } from "./route-parts";
 import { ChatIdParamSchema, ChatRequestSchema, IdempotencyHeaderSchema } from "./schemas";
 import { chatConversation } from "./service";
-import { postMessage, turnContext, turnReady } from "./turns";
+import { postChatMessage, postMessage, turnContext, turnReady } from "./turns";
 
 /** The AI SDK's chat transport, unmodified: `useChat` with `api` pointing here, and `resume: true`. */
 const route = routesOf(TAGS);
@@ -40,24 +40,22 @@ route({ scope: "conversations:write" }, "POST /v1/api/chat", "Chat (AI SDK trans
   const { caller } = c.var;
   const question = questionOf(body.messages);
   const regenerate = body.trigger === "regenerate-message";
-  const known = await chatConversation(c.env, caller.workspace.id, caller.userId, body.id);
-  if (!known && regenerate) throw badRequest("nothing_to_regenerate", "This chat has no question to answer again");
-  // A new chat opens its conversation only when a turn can run in it.
-  if (!known) await turnReady(c.env, caller.workspace.id);
-  const conversation =
-    known ??
-    (await openChat(c.env, caller.workspace.id, caller.userId, body, (created) =>
-      callerEvent(c, conversationCreated(created)),
-    ));
   const key =
     c.req.valid("header")["idempotency-key"] ??
     (regenerate ? (body.messageId ? `regenerate:${body.messageId}` : null) : `message:${question.id}`);
-  const turn = await postMessage(
-    turnContext(c),
-    conversation.id,
-    { content: question.text },
-    { stream: true, idempotencyKey: key, userMessageId: regenerate ? undefined : question.id, regenerate },
-  );
+  const message = { content: question.text };
+  const opts = { stream: true, idempotencyKey: key, userMessageId: regenerate ? undefined : question.id, regenerate };
+  const newChat = async () => {
+    if (regenerate) throw badRequest("nothing_to_regenerate", "This chat has no question to answer again");
+    // A new chat opens its conversation only when a turn can run in it.
+    await turnReady(c.env, caller.workspace.id);
+    const conversation = await openChat(c.env, caller.workspace.id, caller.userId, body, (created) =>
+      callerEvent(c, conversationCreated(created)),
+    );
+    return postMessage(turnContext(c), conversation.id, message, opts);
+  };
+  // A known chat's conversation is read in the turn's own round trip.
+  const turn = (await postChatMessage(turnContext(c), body.id, message, opts)) ?? (await newChat());
   if (turn.kind !== "stream") throw new Error("a streamed turn answered without its stream");
   return uiStreamResponse(turn.stream) as never;
 });

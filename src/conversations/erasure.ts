@@ -2,6 +2,7 @@ import { and, eq, ne, notExists } from "drizzle-orm";
 import { alias } from "drizzle-orm/sqlite-core";
 import { conversationParticipants } from "../db/schema";
 import { db } from "../platform/db";
+import { forgetConversation, forgetUser } from "./participants";
 import { conversationRoom } from "./room/client";
 import { deletionQueries } from "./service";
 
@@ -32,6 +33,8 @@ export async function eraseParticipation(
       : [d.delete(p).where(and(eq(p.conversationId, id), eq(p.userId, userId)))],
   );
   if (queries.length) await d.batch(queries as unknown as Parameters<typeof d.batch>[0]);
+  forgetUser(workspaceId, userId);
+  for (const { id, alone } of results) if (alone) forgetConversation(id);
   for (const { id, alone } of results) if (alone) await conversationRoom(env, id).destroy();
   return { conversations_left: results.length };
 }

@@ -1,14 +1,15 @@
-import { and, desc, eq, exists, isNull, lt, or, sql } from "drizzle-orm";
+import { and, desc, eq, exists, isNull, lt, or, type Placeholder, sql } from "drizzle-orm";
 import { resolveAgent } from "../agents/service";
 import { detachConversationApps } from "../apps/service";
 import { detachConversationArtifacts, visibleArtifactIds } from "../artifacts/service";
 import { type AuditEventInput, auditInBatch, jsonBoolean, PREVIOUS_STATEMENT_CHANGED } from "../audit/events";
 import { agents, conversationParticipants, conversations, messages, users } from "../db/schema";
 import { decodeCursor, encodeCursor } from "../platform/cursor";
-import { db, parseJsonArray } from "../platform/db";
+import { type Db, db, parseJsonArray } from "../platform/db";
 import { nowIso } from "../platform/env";
 import { newId } from "../platform/ids";
 import { notFound } from "../platform/problem";
+import { forgetConversation, knownParticipant, rememberParticipant } from "./participants";
 import { conversationRoom } from "./room/client";
 import type { Conversation, Message } from "./schemas";
 
@@ -33,9 +34,9 @@ export const toConversation = (r: ConversationRow): Conversation => ({
   participant_ids: parseJsonArray(r.participant_ids),
 });
 
-const takesPart = (env: Env, userId: string) =>
+const takesPart = (d: Db, userId: string | Placeholder) =>
   exists(
-    db(env)
+    d
       .select({ one: sql`1` })
       .from(conversationParticipants)
       .where(
@@ -49,7 +50,7 @@ export function participantConversationQuery(env: Env, workspaceId: string, user
     .select(CONVERSATION)
     .from(conversations)
     .innerJoin(agents, eq(agents.id, conversations.agentId))
-    .where(and(eq(conversations.id, id), eq(conversations.workspaceId, workspaceId), takesPart(env, userId)))
+    .where(and(eq(conversations.id, id), eq(conversations.workspaceId, workspaceId), takesPart(db(env), userId)))
     .limit(1);
 }
 
@@ -68,18 +69,57 @@ export async function chatConversation(
     .select(CONVERSATION)
     .from(conversations)
     .innerJoin(agents, eq(agents.id, conversations.agentId))
-    .where(
-      and(
-        eq(conversations.workspaceId, workspaceId),
-        or(
-          and(eq(conversations.id, chatId), takesPart(env, userId)),
-          and(eq(conversations.clientId, chatId), eq(conversations.createdBy, userId)),
-        ),
-      ),
-    )
+    .where(chatConversationOf(db(env), workspaceId, userId, chatId))
     .orderBy(desc(eq(conversations.id, chatId)))
     .limit(1);
   return row ? toConversation(row) : null;
+}
+
+const chatConversationOf = (
+  d: Db,
+  workspaceId: string | Placeholder,
+  userId: string | Placeholder,
+  chatId: string | Placeholder,
+) =>
+  and(
+    eq(conversations.workspaceId, workspaceId),
+    or(
+      and(eq(conversations.id, chatId), takesPart(d, userId)),
+      and(eq(conversations.clientId, chatId), eq(conversations.createdBy, userId)),
+    ),
+  );
+
+/**
+ * The conversation a turn is posted to, as a statement prepared once per isolate (placeholders
+ * `workspaceId`, `userId`, `conversationId`): by its id, which the caller takes part in, or
+ * (`chat`) by an AI SDK chat id as `chatConversation` finds it. With it, the SQL of its agent's
+ * id, for the statement that reads the agent in the same batch.
+ */
+export function preparedTurnConversation(d: Db, by: "id" | "chat") {
+  const workspaceId = sql.placeholder("workspaceId");
+  const userId = sql.placeholder("userId");
+  const id = sql.placeholder("conversationId");
+  const where =
+    by === "id"
+      ? and(eq(conversations.id, id), eq(conversations.workspaceId, workspaceId), takesPart(d, userId))
+      : chatConversationOf(d, workspaceId, userId, id);
+  // The conversation by its id first (a chat id can also be another conversation's client id).
+  const order = by === "id" ? [] : [desc(eq(conversations.id, id))];
+  const conversation = d
+    .select(CONVERSATION)
+    .from(conversations)
+    .innerJoin(agents, eq(agents.id, conversations.agentId))
+    .where(where)
+    .orderBy(...order)
+    .limit(1)
+    .prepare();
+  const agentId = d
+    .select({ id: conversations.agentId })
+    .from(conversations)
+    .where(where)
+    .orderBy(...order)
+    .limit(1);
+  return { conversation, agentId: sql`(${agentId})` };
 }
 
 export const noSuchConversation = () => notFound("No such conversation");
@@ -94,6 +134,17 @@ export async function participantConversation(
   const [row] = await participantConversationQuery(env, workspaceId, userId, id);
   if (!row) throw noSuchConversation();
   return toConversation(row);
+}
+
+/**
+ * 404 unless `userId` takes part in the conversation, from this isolate's checks of the last
+ * few seconds when it has one (see `participants.ts`): for a resumed stream, which follows
+ * the request that started the turn.
+ */
+export async function requireParticipant(env: Env, workspaceId: string, userId: string, id: string): Promise<void> {
+  if (knownParticipant(workspaceId, userId, id)) return;
+  await participantConversation(env, workspaceId, userId, id);
+  rememberParticipant(workspaceId, userId, id);
 }
 
 export async function createConversation(
@@ -204,6 +255,7 @@ export async function deleteConversation(
     ...deletionQueries(env, workspaceId, id),
     auditInBatch(env, event, { onlyIf: PREVIOUS_STATEMENT_CHANGED }),
   ]);
+  forgetConversation(id);
   await conversationRoom(env, id).destroy();
 }
 

@@ -8,7 +8,7 @@ import { LIVE_VIEWER_HEADER, type LiveViewer } from "./room/live";
 import { parsePosition, uiStreamResponse } from "./room/sse";
 import { idErrors, notParticipant, params, TAGS } from "./route-parts";
 import { LastEventIdHeaderSchema, StopResponseSchema, StreamQuerySchema } from "./schemas";
-import { participantConversation } from "./service";
+import { participantConversation, requireParticipant } from "./service";
 
 /** A running turn from outside its request: resume its stream, watch the conversation live, stop it. */
 const route = routesOf(TAGS);
@@ -33,7 +33,7 @@ route({ scope: "conversations:read" }, "GET /v1/api/conversations/{id}/stream", 
   const after = raw === undefined ? null : parsePosition(raw);
   if (raw !== undefined && !after)
     throw badRequest("invalid_position", "Last-Event-ID and `after` take `<turn_id>:<seq>` as the stream sent it");
-  await participantConversation(c.env, c.var.caller.workspace.id, c.var.caller.userId, id);
+  await requireParticipant(c.env, c.var.caller.workspace.id, c.var.caller.userId, id);
   const stream = await conversationRoom(c.env, id).stream(id, c.var.caller.workspace.id, after);
   return stream ? (uiStreamResponse(stream) as never) : c.body(null, 204);
 });

@@ -1,17 +1,19 @@
+import { sql } from "drizzle-orm";
 import type { Context } from "hono";
 import { type AgentRecord, capabilitiesOf, installedQueries, turnAgentQuery, usableAgent } from "../agents/service";
 import type { AuditActor } from "../audit/events";
-import { requireCredits } from "../billing/ledger";
+import { creditCheckValues, creditsLeft, preparedCreditCheck, requireCredits } from "../billing/ledger";
 import { callerActor } from "../http/audit";
 import type { AppEnv } from "../http/context";
 import { modelError } from "../llm/errors";
 import { agentLanguageModel } from "../llm/model";
-import { db } from "../platform/db";
+import { batchPrepared, type Db, preparedFor } from "../platform/db";
 import { baseUrl } from "../platform/env";
 import { ApiError, badRequest, conflict } from "../platform/problem";
+import { rememberParticipant } from "./participants";
 import { conversationRoom } from "./room/client";
 import type { Message } from "./schemas";
-import { noSuchConversation, participantConversationQuery, toConversation } from "./service";
+import { noSuchConversation, preparedTurnConversation, toConversation } from "./service";
 
 export type TurnContext = {
   env: Env;
@@ -33,24 +35,50 @@ export const turnContext = (c: Context<AppEnv>): TurnContext => ({
 /** Fast-mode conversations run on the fast lane whatever the agent's own profile. */
 const profileFor = (mode: "standard" | "fast", agent: AgentRecord) => (mode === "fast" ? "fast" : agent.runtimeProfile);
 
+// Built once per isolate: built on every turn, these queries cost more than running them.
+const preflights = {
+  id: preparedFor((d) => preflightStatements(d, "id")),
+  chat: preparedFor((d) => preflightStatements(d, "chat")),
+};
+
+function preflightStatements(d: Db, by: "id" | "chat") {
+  const workspaceId = sql.placeholder("workspaceId");
+  const [skills, servers] = installedQueries(d, workspaceId);
+  const { conversation, agentId } = preparedTurnConversation(d, by);
+  return [
+    conversation,
+    // The agent named in the message, else ("" for no handle) the conversation's own.
+    turnAgentQuery(d, workspaceId, sql.placeholder("handle"), agentId).prepare(),
+    skills.prepare(),
+    servers.prepare(),
+    ...preparedCreditCheck(d),
+  ] as const;
+}
+
+/** Where a message goes: a conversation by its id, or the one an AI SDK chat id names. */
+type Target = { conversationId: string } | { chatId: string };
+
 /**
  * Everything a turn needs from D1, in one round trip: the conversation (the caller takes part
- * in it), the agent that answers (the one named, else the conversation's own) and what it may
- * use. The credit check runs beside it.
+ * in it), the agent that answers (the one named, else the conversation's own), what it may use,
+ * and the credits left (this month's free grant made first). Null when a chat id names no
+ * conversation of the caller yet.
  */
-async function preflight(env: Env, workspaceId: string, userId: string, conversationId: string, handle?: string) {
-  const [[conversation], [agent], skills, servers] = await db(env).batch([
-    participantConversationQuery(env, workspaceId, userId, conversationId),
-    turnAgentQuery(env, workspaceId, handle, conversationId),
-    ...installedQueries(env, workspaceId),
-  ]);
-  if (!conversation) throw noSuchConversation();
-  const usable = usableAgent(agent, handle);
-  return {
-    conversation: toConversation(conversation),
-    agent: usable,
-    capabilities: capabilitiesOf(usable, skills, servers),
-  };
+async function preflight(env: Env, workspaceId: string, userId: string, target: Target, handle?: string) {
+  const statements = "chatId" in target ? preflights.chat(env) : preflights.id(env);
+  const [[row], [named], skills, servers, , , balance] = await batchPrepared(env, statements, {
+    ...creditCheckValues(env, workspaceId),
+    userId,
+    conversationId: "chatId" in target ? target.chatId : target.conversationId,
+    handle: handle ?? "",
+  });
+  if (!row) {
+    if ("chatId" in target) return null;
+    throw noSuchConversation();
+  }
+  rememberParticipant(workspaceId, userId, row.id);
+  const agent = usableAgent(named, handle);
+  return { conversation: toConversation(row), agent, capabilities: capabilitiesOf(agent, skills, servers), balance };
 }
 
 export const modelNotConfigured = () =>
@@ -59,6 +87,19 @@ export const modelNotConfigured = () =>
 export type PostedTurn =
   | { kind: "stream"; turnId: string; stream: ReadableStream<Uint8Array> }
   | { kind: "reply"; userMessage: Message; reply: Message };
+
+type TurnMessage = { content: string; agent_slug?: string };
+
+type TurnOptions = {
+  stream: boolean;
+  idempotencyKey?: string | null;
+  /** The client's id for the user message (AI SDK ids), kept as given. */
+  userMessageId?: string;
+  /** Answer the last question again, replacing the last reply. */
+  regenerate?: boolean;
+  /** The earlier messages as the client sends them (OpenAI-compatible clients); else the room's. */
+  history?: { role: "user" | "assistant"; content: string }[];
+};
 
 /**
  * Posts a member's message; the conversation's room runs the agent's turn. 503 without a
@@ -69,28 +110,30 @@ export type PostedTurn =
 export async function postMessage(
   ctx: TurnContext,
   conversationId: string,
-  input: { content: string; agent_slug?: string },
-  opts: {
-    stream: boolean;
-    idempotencyKey?: string | null;
-    /** The client's id for the user message (AI SDK ids), kept as given. */
-    userMessageId?: string;
-    /** Answer the last question again, replacing the last reply. */
-    regenerate?: boolean;
-    /** The earlier messages as the client sends them (OpenAI-compatible clients); else the room's. */
-    history?: { role: "user" | "assistant"; content: string }[];
-  },
+  input: TurnMessage,
+  opts: TurnOptions,
 ): Promise<PostedTurn> {
+  return (await postTo(ctx, { conversationId }, input, opts))!;
+}
+
+/**
+ * `postMessage` to the conversation an AI SDK chat id names (`chatConversation`'s rule), read in
+ * the turn's own round trip; null when the caller has none by that id yet (nothing is stored).
+ */
+export function postChatMessage(
+  ctx: TurnContext,
+  chatId: string,
+  input: TurnMessage,
+  opts: TurnOptions,
+): Promise<PostedTurn | null> {
+  return postTo(ctx, { chatId }, input, opts);
+}
+
+async function postTo(ctx: TurnContext, target: Target, input: TurnMessage, opts: TurnOptions) {
   const { env, workspace } = ctx;
-  const credits = requireCredits(env, workspace.id);
-  credits.catch(() => undefined); // awaited below, once the conversation is known to be the caller's
-  const { conversation, agent, capabilities } = await preflight(
-    env,
-    workspace.id,
-    ctx.userId,
-    conversationId,
-    input.agent_slug,
-  );
+  const found = await preflight(env, workspace.id, ctx.userId, target, input.agent_slug);
+  if (!found) return null;
+  const { conversation, agent, capabilities } = found;
   const profile = profileFor(conversation.mode, agent);
   const model = agentLanguageModel(env, {
     runtime_profile: profile,
@@ -98,15 +141,15 @@ export async function postMessage(
   });
   if (!model) throw modelNotConfigured();
   // Out of credits, a repeat of a turn already paid for still gets its answer.
-  const noCredits = await credits.then(
+  const noCredits = await creditsLeft(env, found.balance).then(
     () => null,
     (e: unknown) => {
       if (e instanceof ApiError && e.status === 402 && opts.idempotencyKey) return e;
       throw e;
     },
   );
-  const answer = await conversationRoom(env, conversationId).startTurn({
-    conversationId,
+  const answer = await conversationRoom(env, conversation.id).startTurn({
+    conversationId: conversation.id,
     workspace,
     userId: ctx.userId,
     actor: ctx.actor,

@@ -7,24 +7,39 @@ import { effectiveModel } from "./models";
 export const WORKERS_AI_DEFAULT_MODEL = "@cf/meta/llama-3.3-70b-instruct-fp8-fast";
 
 type Provider = ReturnType<typeof createOpenAICompatible>;
-/** Providers kept per isolate, by endpoint and key: building one per turn costs more than the turn's own work. */
-const providers = new Map<string, Provider>();
+/**
+ * Providers kept per isolate, by endpoint and key, with their chat models by id: building a
+ * provider or a model (its response schemas) per turn costs more than the turn's own work.
+ */
+const providers = new Map<string, { provider: Provider; chatModels: Map<string, LanguageModel> }>();
 
-function openAiCompatible(env: Env): Provider {
+function openAiCompatible(env: Env) {
   const key = `${env.LLM_BASE_URL}\n${env.LLM_API_KEY ?? ""}`;
-  let provider = providers.get(key);
-  if (!provider) {
-    provider = createOpenAICompatible({
+  let entry = providers.get(key);
+  if (!entry) {
+    const provider = createOpenAICompatible({
       name: "llm",
       baseURL: env.LLM_BASE_URL!.replace(/\/+$/, ""),
       apiKey: env.LLM_API_KEY,
       // Structured output (email triage, profile enrichment) as a JSON schema the provider enforces.
       supportsStructuredOutputs: true,
     });
+    entry = { provider, chatModels: new Map() };
     if (providers.size >= 8) providers.clear();
-    providers.set(key, provider);
+    providers.set(key, entry);
   }
-  return provider;
+  return entry;
+}
+
+function openAiCompatibleChatModel(env: Env, modelId: string): LanguageModel {
+  const { provider, chatModels } = openAiCompatible(env);
+  let model = chatModels.get(modelId);
+  if (!model) {
+    model = provider.chatModel(modelId);
+    if (chatModels.size >= 64) chatModels.clear();
+    chatModels.set(modelId, model);
+  }
+  return model;
 }
 
 /**
@@ -34,7 +49,7 @@ function openAiCompatible(env: Env): Provider {
  * `modelId` is a provider model id, used as given.
  */
 export function languageModel(env: Env, modelId?: string | null): LanguageModel | null {
-  if (env.LLM_BASE_URL) return openAiCompatible(env).chatModel(modelId || env.LLM_MODEL || "default");
+  if (env.LLM_BASE_URL) return openAiCompatibleChatModel(env, modelId || env.LLM_MODEL || "default");
   if (env.AI) {
     const workersAi = createWorkersAI({ binding: env.AI });
     return workersAi((modelId || env.LLM_MODEL || WORKERS_AI_DEFAULT_MODEL) as Parameters<typeof workersAi>[0]);
@@ -67,7 +82,7 @@ export function agentLanguageModel(
  */
 export function imageModel(env: Env): ImageModel | null {
   if (!env.IMAGE_MODEL) return null;
-  if (env.LLM_BASE_URL) return openAiCompatible(env).imageModel(env.IMAGE_MODEL);
+  if (env.LLM_BASE_URL) return openAiCompatible(env).provider.imageModel(env.IMAGE_MODEL);
   if (env.AI) return createWorkersAI({ binding: env.AI }).image(env.IMAGE_MODEL);
   return null;
 }

@@ -1,8 +1,8 @@
-import { and, desc, eq, exists, inArray, not, notInArray, sql } from "drizzle-orm";
-import { findAgentByHandle } from "../agents/service";
+import { and, desc, eq, exists, inArray, not, notInArray, or, sql } from "drizzle-orm";
+import { agentHandlesQuery, findAgentByHandle } from "../agents/service";
 import { type AuditEventInput, auditInBatch, jsonBoolean, PREVIOUS_STATEMENT_CHANGED } from "../audit/events";
 import { memoryFacts, memoryFreezes } from "../db/schema";
-import { type Db, db } from "../platform/db";
+import { batchPrepared, type Db, db, preparedFor } from "../platform/db";
 import { nowIso } from "../platform/env";
 import { newId } from "../platform/ids";
 import { notFound } from "../platform/problem";
@@ -133,9 +133,42 @@ export async function factsForAgent(env: Env, owner: MemoryOwner, agent: AskingA
   return freeze.length ? null : rows.map(toFact);
 }
 
-/** Whether the user froze the agent under any of its handles. */
-export async function isFrozen(env: Env, owner: MemoryOwner, agent: AskingAgent): Promise<boolean> {
-  return (await freezeOf(db(env), owner, agent)).length > 0;
+// A turn's question: the agent's handles, and whether the user froze it under any of them.
+const turnStatements = preparedFor((d) => {
+  const handles = agentHandlesQuery(d, sql.placeholder("workspaceId"), sql.placeholder("agentId"));
+  return [
+    handles.prepare(),
+    d
+      .select({ agentSlug: memoryFreezes.agentSlug })
+      .from(memoryFreezes)
+      .where(
+        and(
+          eq(memoryFreezes.workspaceId, sql.placeholder("workspaceId")),
+          eq(memoryFreezes.userId, sql.placeholder("userId")),
+          or(eq(memoryFreezes.agentSlug, sql.placeholder("slug")), inArray(memoryFreezes.agentSlug, handles)),
+        ),
+      )
+      .limit(1)
+      .prepare(),
+  ] as const;
+});
+
+/**
+ * The agent a turn runs as, with every handle it holds, and whether the user froze it: one
+ * round trip, on every turn.
+ */
+export async function askingAgentOf(
+  env: Env,
+  owner: MemoryOwner,
+  agent: { id: string; slug: string },
+): Promise<{ agent: AskingAgent; frozen: boolean }> {
+  const [handles, freeze] = await batchPrepared(env, turnStatements(env), {
+    workspaceId: owner.workspaceId,
+    userId: owner.userId,
+    agentId: agent.id,
+    slug: agent.slug,
+  });
+  return { agent: { slug: agent.slug, handles: handles.map((h) => h.handle) }, frozen: freeze.length > 0 };
 }
 
 // ---- ranking ----

@@ -1,10 +1,9 @@
 import { type ToolSet, tool } from "ai";
 import { z } from "zod";
-import { agentHandlesOf } from "../agents/service";
 import type { AuditEventInput } from "../audit/events";
 import type { ToolProvider } from "../platform/turn-tools";
 import { FACT_MAX_LENGTH } from "./schemas";
-import { type AskingAgent, factsForAgent, isFrozen, type MemoryOwner, rankFacts, rememberFact } from "./service";
+import { type AskingAgent, askingAgentOf, factsForAgent, type MemoryOwner, rankFacts, rememberFact } from "./service";
 
 /** Most facts one `recall` hands the model. */
 export const RECALL_LIMIT = 8;
@@ -34,6 +33,18 @@ const rememberedEvent =
     details: { agent_slug: agent.slug },
   });
 
+const RememberInputSchema = z.object({
+  content: z
+    .string()
+    .transform(oneLine)
+    .pipe(z.string().min(1).max(FACT_MAX_LENGTH))
+    .describe(`The fact, in one sentence (at most ${FACT_MAX_LENGTH} characters)`),
+});
+
+const RecallInputSchema = z.object({
+  query: z.string().max(500).describe("Keywords or a question about the user"),
+});
+
 /** `remember` and `recall` for one agent acting for one user; both re-check the freeze when they run. */
 export function memoryToolSet(
   env: Env,
@@ -44,13 +55,7 @@ export function memoryToolSet(
   return {
     remember: tool({
       description: "Store one lasting fact about the user (a preference, their role, an ongoing project).",
-      inputSchema: z.object({
-        content: z
-          .string()
-          .transform(oneLine)
-          .pipe(z.string().min(1).max(FACT_MAX_LENGTH))
-          .describe(`The fact, in one sentence (at most ${FACT_MAX_LENGTH} characters)`),
-      }),
+      inputSchema: RememberInputSchema,
       execute: async (input) => {
         // Parsed by the schema already when the AI SDK calls it; bounded again for any other caller.
         const content = oneLine(input.content);
@@ -62,9 +67,7 @@ export function memoryToolSet(
     }),
     recall: tool({
       description: `Find what you know about the user: the facts most relevant to the query, at most ${RECALL_LIMIT}.`,
-      inputSchema: z.object({
-        query: z.string().max(500).describe("Keywords or a question about the user"),
-      }),
+      inputSchema: RecallInputSchema,
       execute: async ({ query }) => {
         const facts = await factsForAgent(env, owner, agent);
         if (!facts) return { facts: [], error: FROZEN };
@@ -79,11 +82,8 @@ export function memoryToolSet(
 /** The memory area's tools for a turn: none when the user froze the agent. */
 export const memoryTools: ToolProvider = async (scope) => {
   const owner = { workspaceId: scope.workspaceId, userId: scope.userId };
-  const agent = {
-    slug: scope.agent.slug,
-    handles: await agentHandlesOf(scope.env, scope.workspaceId, scope.agent.id),
-  };
-  if (await isFrozen(scope.env, owner, agent)) return { tools: {} };
+  const { agent, frozen } = await askingAgentOf(scope.env, owner, scope.agent);
+  if (frozen) return { tools: {} };
   const turn = { agentId: scope.agent.id, conversationId: scope.conversationId };
   return { tools: memoryToolSet(scope.env, owner, agent, turn), instructions: [MEMORY_INSTRUCTIONS] };
 };

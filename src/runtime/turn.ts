@@ -1,4 +1,4 @@
-import { isStepCount, type LanguageModel, type StepResult, streamText, type ToolSet } from "ai";
+import { asSchema, isStepCount, type LanguageModel, type StepResult, streamText, type ToolSet } from "ai";
 import { logModelFailure, type ModelFailure, modelFailure } from "../llm/errors";
 import { composeSystemPrompt, type PromptAgent } from "../llm/system-prompt";
 import { logError } from "../platform/log";
@@ -44,17 +44,35 @@ export type TurnOutcome = {
   failure: ModelFailure | null;
 };
 
+type InputSchema = ToolSet[string]["inputSchema"];
+/**
+ * Per isolate: each tool input schema (a module's zod schema) as the AI SDK's schema, whose
+ * JSON Schema is computed once; the SDK would convert the zod schema again on every call.
+ */
+const schemas = new WeakMap<object, InputSchema>();
+
+function convertedOnce(schema: InputSchema): InputSchema {
+  if (typeof schema !== "object" || schema === null) return schema;
+  let converted = schemas.get(schema);
+  if (!converted) {
+    converted = asSchema(schema) as InputSchema;
+    schemas.set(schema, converted);
+  }
+  return converted;
+}
+
 /** A tool that fails, or takes longer than 30 s, answers the model with an error instead of failing the turn. */
 function withDeadline(tools: ToolSet): ToolSet {
   const out: ToolSet = {};
   for (const [name, t] of Object.entries(tools)) {
     const execute = t.execute;
     if (!execute) {
-      out[name] = t;
+      out[name] = { ...t, inputSchema: convertedOnce(t.inputSchema) } as (typeof tools)[string];
       continue;
     }
     out[name] = {
       ...t,
+      inputSchema: convertedOnce(t.inputSchema),
       execute: async (input: unknown, options: Parameters<typeof execute>[1]) => {
         // The tool's own work is told to stop too (a fetch in flight), not only abandoned.
         const stop = new AbortController();

@@ -11,6 +11,15 @@ import { webSearch } from "./search";
 /** The turn's deadline and the runtime's per-call one, whichever comes first. */
 const callSignal = (scope: TurnScope, own?: AbortSignal) => (own ? AbortSignal.any([scope.signal, own]) : scope.signal);
 
+// The tools' input schemas, built once (a turn only binds them to its scope).
+const SearchInputSchema = z.object({ query: z.string().min(1).max(400).describe("What to search for") });
+const ReadUrlInputSchema = z.object({ url: z.string().min(1).max(2000).describe("The page's https URL") });
+const ReadDocumentInputSchema = z.object({ artifact_id: z.string().min(1).max(100).describe("The artifact's id") });
+const GenerateImageInputSchema = z.object({
+  prompt: z.string().min(1).max(4000).describe("A full description of the image"),
+});
+const ResearchInputSchema = z.object({ question: z.string().min(1).max(2000).describe("The question to research") });
+
 type SkillTools = { instructions: string; tools(scope: TurnScope, models: ModelSource): ToolSet };
 
 /** Catalogue skill slug → the tools it offers a turn. `code-interpreter` has none (no sandbox). */
@@ -21,7 +30,7 @@ export const SKILL_TOOLS: Readonly<Record<string, SkillTools>> = {
     tools: (scope) => ({
       web_search: tool({
         description: "Search the public web. Answers up to 8 results, each with title, url and snippet.",
-        inputSchema: z.object({ query: z.string().min(1).max(400).describe("What to search for") }),
+        inputSchema: SearchInputSchema,
         execute: async ({ query }, { abortSignal }) => ({
           results: await webSearch(scope.env, query, { signal: callSignal(scope, abortSignal), origin: scope.origin }),
         }),
@@ -35,7 +44,7 @@ export const SKILL_TOOLS: Readonly<Record<string, SkillTools>> = {
       read_url: tool({
         description:
           "Fetch a public web page by its https URL and answer its main text (headings, paragraphs, lists), its title and final URL.",
-        inputSchema: z.object({ url: z.string().min(1).max(2000).describe("The page's https URL") }),
+        inputSchema: ReadUrlInputSchema,
         execute: async ({ url }, { abortSignal }) =>
           readUrl(scope.env, url, { signal: callSignal(scope, abortSignal), origin: scope.origin }),
       }),
@@ -48,7 +57,7 @@ export const SKILL_TOOLS: Readonly<Record<string, SkillTools>> = {
       read_document: tool({
         description:
           "Read the text of a file of this conversation by its artifact id: text, Markdown, CSV, JSON, HTML (main text), PDF (text of each page), Word .docx (paragraphs, tables by tabs) or Excel .xlsx (each sheet as CSV).",
-        inputSchema: z.object({ artifact_id: z.string().min(1).max(100).describe("The artifact's id") }),
+        inputSchema: ReadDocumentInputSchema,
         execute: async ({ artifact_id }) => readDocument(scope.env, scope, artifact_id),
       }),
     }),
@@ -60,7 +69,7 @@ export const SKILL_TOOLS: Readonly<Record<string, SkillTools>> = {
       generate_image: tool({
         description:
           "Create an image from a description. The image is stored as a file of the conversation; answers its artifact_id and download_url.",
-        inputSchema: z.object({ prompt: z.string().min(1).max(4000).describe("A full description of the image") }),
+        inputSchema: GenerateImageInputSchema,
         execute: async ({ prompt }, { abortSignal }) => {
           const model = models.image(scope.env);
           if (!model) throw new Error("Image generation is not configured in this deployment");
@@ -76,7 +85,7 @@ export const SKILL_TOOLS: Readonly<Record<string, SkillTools>> = {
       research: tool({
         description:
           "Investigate a question across several web pages (searching and reading) and write a sourced Markdown report, stored as a file. Answers artifact_id, download_url and a summary.",
-        inputSchema: z.object({ question: z.string().min(1).max(2000).describe("The question to research") }),
+        inputSchema: ResearchInputSchema,
         execute: async ({ question }, { abortSignal }) => {
           const model = models.language(scope.env);
           if (!model) throw new Error("Research needs a language model, and none is configured");

@@ -2,27 +2,25 @@ import { and, eq, gt } from "drizzle-orm";
 import { nowIso } from "../../platform/env";
 import { newId } from "../../platform/ids";
 import { messages } from "./schema";
-import { lastMessage, type RoomDb, recentHistory } from "./store";
+import { insertMessage, lastMessage, type RoomDb, recentHistory } from "./store";
 import type { TurnClaim, TurnInput } from "./types";
 
 /** A new turn's question: the member's message, stored; the history is what came before it. */
 export function claimNewMessage(db: RoomDb, input: TurnInput): TurnClaim {
   const history = input.history ?? recentHistory(db);
-  db.insert(messages)
-    .values({
-      id: input.userMessageId ?? newId(),
-      role: "user",
-      authorUserId: input.userId,
-      agentId: null,
-      content: input.content,
-      parts: [{ type: "text", text: input.content }],
-      toolCalls: [],
-      artifactIds: [],
-      createdAt: nowIso(),
-    })
-    .run();
-  const stored = lastMessage(db)!;
-  return { userMessageId: stored.id, prompt: stored.content, history, messagesAdded: 1 };
+  const id = input.userMessageId ?? newId();
+  insertMessage(db, {
+    id,
+    role: "user",
+    authorUserId: input.userId,
+    agentId: null,
+    content: input.content,
+    parts: [{ type: "text", text: input.content }],
+    toolCalls: [],
+    artifactIds: [],
+    createdAt: nowIso(),
+  });
+  return { userMessageId: id, prompt: input.content, history, messagesAdded: 1 };
 }
 
 /**

@@ -1,5 +1,5 @@
 import { SSE_DONE, sseEvent } from "./sse";
-import { eventsAfter, type RoomDb, type TurnRow } from "./store";
+import { eventTextsAfter, type RoomDb, type TurnRow } from "./store";
 import type { RunningTurn } from "./types";
 
 /**
@@ -17,7 +17,7 @@ export function followTurn(
   let follower: ReadableStreamDefaultController<Uint8Array> | null = null;
   return new ReadableStream<Uint8Array>({
     start: (controller) => {
-      for (const e of eventsAfter(db, turn.id, seq)) controller.enqueue(sseEvent(turn.id, e.seq, e.chunk));
+      for (const e of eventTextsAfter(db, turn.id, seq)) controller.enqueue(sseEvent(turn.id, e.seq, e.json));
       if (live && !live.closed) {
         follower = controller;
         live.followers.add(controller);

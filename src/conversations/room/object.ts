@@ -14,25 +14,26 @@ import { followTurn } from "./follow";
 import { importFromD1 } from "./import";
 import { LIVE_PING, LIVE_PONG, LIVE_VIEWER_HEADER, type LiveFrame, LiveViewerSchema, liveFrame } from "./live";
 import migrations from "./migrations/migrations.js";
+import type { TurnContextRow, TurnState } from "./schema";
 import * as schema from "./schema";
-import { type TurnState, turns } from "./schema";
 import { SSE_DONE, type StreamPosition, sseEvent } from "./sse";
 import {
   allMessages,
   appendEvent,
   eventsAfter,
+  insertTurn,
   lastSeq,
   messageById,
   meta,
   pruneEvents,
+  pruneOlderTurns,
   type RoomDb,
-  RUNNING,
   releaseStaleKey,
+  runningTurns,
   type TurnRow,
   toMessage,
   turnById,
   turnByKey,
-  turnsInState,
 } from "./store";
 import { runInRoom, settleInterrupted } from "./turn";
 import type { RoomHost, RunningTurn, TurnAnswer, TurnInput } from "./types";
@@ -85,36 +86,36 @@ export abstract class ConversationRoomObject extends DurableObject<Env> implemen
     if (input.userMessageId && !input.regenerate && messageById(this.db, input.userMessageId))
       return { kind: "key_reused" };
     const turnId = newId();
+    const context: TurnContextRow = {
+      workspaceId: input.workspace.id,
+      actor: input.actor,
+      agentId: input.agent.id,
+      model: input.agent.model,
+      profile: input.profile,
+    };
     // The question and the turn are stored together, or neither is.
     const claim = this.ctx.storage.transactionSync(() => {
       const claimed = input.regenerate ? claimRegeneration(this.db) : claimNewMessage(this.db, input);
       if (!claimed) return null;
-      this.db
-        .insert(turns)
-        .values({
-          id: turnId,
-          userMessageId: claimed.userMessageId,
-          state: "accepted",
-          idempotencyKey: input.idempotencyKey,
-          requestHash,
-          context: {
-            workspaceId: input.workspace.id,
-            actor: input.actor,
-            agentId: input.agent.id,
-            model: input.agent.model,
-            profile: input.profile,
-          },
-          startedAt: nowIso(),
-        })
-        .run();
+      const at = nowIso();
+      context.question = { added: claimed.messagesAdded, at };
+      insertTurn(this.db, {
+        id: turnId,
+        userMessageId: claimed.userMessageId,
+        state: "accepted",
+        idempotencyKey: input.idempotencyKey,
+        requestHash,
+        context,
+        startedAt: at,
+      });
       return claimed;
     });
     if (!claim) return { kind: "nothing_to_regenerate" };
-    if (!input.regenerate) {
-      const question = messageById(this.db, claim.userMessageId)!;
-      this.broadcast(liveFrame.message(toMessage(input.conversationId, question)));
-    }
-    this.running = runInRoom(this, { input: { ...input, content: claim.prompt }, turnId, ...claim });
+    if (!input.regenerate)
+      this.broadcast(() =>
+        liveFrame.message(toMessage(input.conversationId, messageById(this.db, claim.userMessageId)!)),
+      );
+    this.running = runInRoom(this, { input: { ...input, content: claim.prompt }, turnId, context, ...claim });
     await this.ctx.storage.setAlarm(Date.now() + KEEP_ALIVE_MS);
     return this.answerFor(turnById(this.db, turnId)!, input.stream);
   }
@@ -223,7 +224,7 @@ export abstract class ConversationRoomObject extends DurableObject<Env> implemen
 
   /** Turns stored as running that no code runs any more (the room restarted) end as `failed`, billed for what they said. */
   private async recoverInterrupted(): Promise<void> {
-    const orphans = turnsInState(this.db, RUNNING).filter((t) => t.id !== this.running?.turnId);
+    const orphans = runningTurns(this.db).filter((t) => t.id !== this.running?.turnId);
     if (!orphans.length) return;
     for (const turn of orphans) {
       await settleInterrupted(this, turn).catch((e) => logError("room: ending an interrupted turn failed", e));
@@ -235,13 +236,17 @@ export abstract class ConversationRoomObject extends DurableObject<Env> implemen
   /** Stores one stream event and sends it to the turn's followers and the live sockets. */
   emit(running: RunningTurn, chunk: UIMessageChunk): void {
     const seq = ++running.seq;
-    appendEvent(this.db, running.turnId, seq, chunk);
-    const bytes = sseEvent(running.turnId, seq, chunk);
-    for (const f of running.followers) {
-      try {
-        f.enqueue(bytes);
-      } catch {
-        running.followers.delete(f);
+    const json = JSON.stringify(chunk);
+    appendEvent(this.db, running.turnId, seq, json);
+    running.chunks.push(chunk);
+    if (running.followers.size) {
+      const bytes = sseEvent(running.turnId, seq, json);
+      for (const f of running.followers) {
+        try {
+          f.enqueue(bytes);
+        } catch {
+          running.followers.delete(f);
+        }
       }
     }
     this.broadcast(liveFrame.chunk(running.turnId, seq, chunk));
@@ -263,7 +268,7 @@ export abstract class ConversationRoomObject extends DurableObject<Env> implemen
 
   finished(running: RunningTurn): void {
     if (this.running === running) this.running = null;
-    pruneEvents(this.db, Date.now());
+    pruneOlderTurns(this.db);
   }
 
   get conversationId(): string {
@@ -279,10 +284,12 @@ export abstract class ConversationRoomObject extends DurableObject<Env> implemen
     return deliveringAudit(this.env, this.ctx, work);
   }
 
-  /** Sends a frame to every participant watching on the live socket. */
-  broadcast(frame: LiveFrame): void {
-    const text = JSON.stringify(frame);
-    for (const ws of this.ctx.getWebSockets()) {
+  /** Sends a frame to every participant watching on the live socket (made only when someone watches). */
+  broadcast(frame: LiveFrame | (() => LiveFrame)): void {
+    const sockets = this.ctx.getWebSockets();
+    if (!sockets.length) return;
+    const text = JSON.stringify(typeof frame === "function" ? frame() : frame);
+    for (const ws of sockets) {
       try {
         ws.send(text);
       } catch {

@@ -18,6 +18,11 @@ export type TurnContextRow = {
   agentId: string;
   model: string | null;
   profile: string;
+  /**
+   * The question's side of the directory (its message count change and time) while not written
+   * yet: it goes in the batch of the turn's end, or on its own once the turn runs longer.
+   */
+  question?: { added: number; at: string };
 };
 
 /** Every message in the order it was posted; `position` orders, `id` names. */

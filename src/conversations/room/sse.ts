@@ -13,9 +13,9 @@ export function parsePosition(value: string): StreamPosition | null {
 
 const encoder = new TextEncoder();
 
-/** One event of the AI SDK UI message stream, with its position as the SSE id. */
-export const sseEvent = (turnId: string, seq: number, chunk: UIMessageChunk) =>
-  encoder.encode(`id: ${turnId}:${seq}\ndata: ${JSON.stringify(chunk)}\n\n`);
+/** One event of the AI SDK UI message stream (its chunk's JSON text), with its position as the SSE id. */
+export const sseEvent = (turnId: string, seq: number, json: string) =>
+  encoder.encode(`id: ${turnId}:${seq}\ndata: ${json}\n\n`);
 
 /** The stream's end, as the AI SDK writes it. */
 export const SSE_DONE = encoder.encode("data: [DONE]\n\n");

@@ -1,9 +1,8 @@
-import type { UIMessageChunk } from "ai";
 import { and, desc, eq, gt, inArray, lt, notInArray, sql } from "drizzle-orm";
 import type { DrizzleSqliteDODatabase } from "drizzle-orm/durable-sqlite";
 import type { Message } from "../schemas";
 import type * as schema from "./schema";
-import { messages, roomMeta, streamEvents, type TurnState, turns } from "./schema";
+import { type ModelFailure, messages, roomMeta, streamEvents, type TurnState, turns } from "./schema";
 
 export type RoomDb = DrizzleSqliteDODatabase<typeof schema>;
 export type MessageRow = typeof messages.$inferSelect;
@@ -18,6 +17,161 @@ export const IDEMPOTENCY_TTL_MS = 24 * 3600_000;
 const HISTORY_ROWS = 200;
 
 export const RUNNING: readonly TurnState[] = ["accepted", "streaming"];
+
+const ph = sql.placeholder;
+
+/**
+ * The statements a turn runs, prepared once per room: built on every use, the queries cost
+ * more than SQLite takes to run them (a turn runs a dozen, and one per stream event).
+ */
+function prepare(d: RoomDb) {
+  const since = ph("since");
+  const newest = d.select({ id: turns.id }).from(turns).orderBy(desc(turns.position)).limit(KEPT_TURNS);
+  return {
+    meta: d
+      .select()
+      .from(roomMeta)
+      .where(eq(roomMeta.key, ph("key")))
+      .prepare(),
+    messageById: d
+      .select()
+      .from(messages)
+      .where(eq(messages.id, ph("id")))
+      .prepare(),
+    lastMessage: d.select().from(messages).orderBy(desc(messages.position)).limit(1).prepare(),
+    lastOfRole: d
+      .select()
+      .from(messages)
+      .where(eq(messages.role, ph("role")))
+      .orderBy(desc(messages.position))
+      .limit(1)
+      .prepare(),
+    history: d
+      .select({ role: messages.role, content: messages.content })
+      .from(messages)
+      .where(lt(messages.position, ph("before")))
+      .orderBy(desc(messages.position))
+      .limit(HISTORY_ROWS)
+      .prepare(),
+    insertMessage: d
+      .insert(messages)
+      .values({
+        id: ph("id"),
+        role: ph("role"),
+        authorUserId: ph("authorUserId"),
+        agentId: ph("agentId"),
+        content: ph("content"),
+        parts: ph("parts"),
+        toolCalls: ph("toolCalls"),
+        artifactIds: ph("artifactIds"),
+        inputTokens: ph("inputTokens"),
+        outputTokens: ph("outputTokens"),
+        credits: ph("credits"),
+        stopped: ph("stopped"),
+        createdAt: ph("createdAt"),
+      })
+      .prepare(),
+    turnById: d
+      .select()
+      .from(turns)
+      .where(eq(turns.id, ph("id")))
+      .prepare(),
+    insertTurn: d
+      .insert(turns)
+      .values({
+        id: ph("id"),
+        userMessageId: ph("userMessageId"),
+        state: ph("state"),
+        idempotencyKey: ph("idempotencyKey"),
+        requestHash: ph("requestHash"),
+        context: ph("context"),
+        startedAt: ph("startedAt"),
+      })
+      .prepare(),
+    setTurnState: d
+      .update(turns)
+      .set({ state: sql`${ph("state")}` })
+      .where(eq(turns.id, ph("id")))
+      .prepare(),
+    questionWritten: d
+      .update(turns)
+      .set({ context: sql`json_remove(${turns.context}, '$.question')` })
+      .where(eq(turns.id, ph("id")))
+      .prepare(),
+    // The failure comes as its JSON text, or null.
+    endTurn: d
+      .update(turns)
+      .set({ state: sql`${ph("state")}`, failure: sql`${ph("failure")}`, endedAt: sql`${ph("endedAt")}` })
+      .where(eq(turns.id, ph("id")))
+      .prepare(),
+    running: d
+      .select()
+      .from(turns)
+      .where(inArray(turns.state, [...RUNNING]))
+      .prepare(),
+    turnByKey: d
+      .select()
+      .from(turns)
+      .where(and(eq(turns.idempotencyKey, ph("key")), gt(turns.startedAt, since)))
+      .prepare(),
+    releaseKey: d
+      .update(turns)
+      .set({ idempotencyKey: null })
+      .where(and(eq(turns.idempotencyKey, ph("key")), lt(turns.startedAt, since)))
+      .prepare(),
+    // The chunk comes as its JSON text, the one the stream sends.
+    appendEvent: d
+      .insert(streamEvents)
+      .values({ turnId: ph("turnId"), seq: ph("seq"), chunk: sql`${ph("chunk")}` })
+      .prepare(),
+    eventsAfter: d
+      .select({ seq: streamEvents.seq, chunk: streamEvents.chunk })
+      .from(streamEvents)
+      .where(and(eq(streamEvents.turnId, ph("turnId")), gt(streamEvents.seq, ph("seq"))))
+      .orderBy(streamEvents.seq)
+      .prepare(),
+    eventTextsAfter: d
+      .select({ seq: streamEvents.seq, json: sql<string>`${streamEvents.chunk}` })
+      .from(streamEvents)
+      .where(and(eq(streamEvents.turnId, ph("turnId")), gt(streamEvents.seq, ph("seq"))))
+      .orderBy(streamEvents.seq)
+      .prepare(),
+    lastSeq: d
+      .select({ seq: sql<number>`coalesce(max(${streamEvents.seq}), 0)` })
+      .from(streamEvents)
+      .where(eq(streamEvents.turnId, ph("turnId")))
+      .prepare(),
+    pruneOlder: d.delete(streamEvents).where(notInArray(streamEvents.turnId, newest)).prepare(),
+    pruneExpired: d
+      .delete(streamEvents)
+      .where(
+        inArray(
+          streamEvents.turnId,
+          d
+            .select({ id: turns.id })
+            .from(turns)
+            .where(and(lt(turns.endedAt, ph("expired")), notInArray(turns.state, [...RUNNING]))),
+        ),
+      )
+      .prepare(),
+    oldestKept: d
+      .select({ endedAt: sql<string | null>`min(${turns.endedAt})` })
+      .from(turns)
+      .where(inArray(turns.id, d.selectDistinct({ id: streamEvents.turnId }).from(streamEvents)))
+      .prepare(),
+  };
+}
+
+const prepared = new WeakMap<RoomDb, ReturnType<typeof prepare>>();
+
+function statements(d: RoomDb) {
+  let s = prepared.get(d);
+  if (!s) {
+    s = prepare(d);
+    prepared.set(d, s);
+  }
+  return s;
+}
 
 export function toMessage(conversationId: string, r: MessageRow): Message {
   return {
@@ -36,108 +190,81 @@ export function toMessage(conversationId: string, r: MessageRow): Message {
   };
 }
 
-export const meta = (d: RoomDb, key: string) => d.select().from(roomMeta).where(eq(roomMeta.key, key)).get()?.value;
+export const meta = (d: RoomDb, key: string) => statements(d).meta.get({ key })?.value;
 export const setMeta = (d: RoomDb, key: string, value: string) =>
   d.insert(roomMeta).values({ key, value }).onConflictDoUpdate({ target: roomMeta.key, set: { value } }).run();
 
 export const allMessages = (d: RoomDb) => d.select().from(messages).orderBy(messages.position).all();
-export const messageById = (d: RoomDb, id: string) => d.select().from(messages).where(eq(messages.id, id)).get();
+export const messageById = (d: RoomDb, id: string) => statements(d).messageById.get({ id });
 
 export const lastMessage = (d: RoomDb, role?: "user" | "assistant") =>
-  d
-    .select()
-    .from(messages)
-    .where(role ? eq(messages.role, role) : undefined)
-    .orderBy(desc(messages.position))
-    .limit(1)
-    .get();
+  role ? statements(d).lastOfRole.get({ role }) : statements(d).lastMessage.get();
 
 /** The newest messages (before `position`, when given), oldest first, as the model's history. */
 export function recentHistory(d: RoomDb, before?: number): { role: "user" | "assistant"; content: string }[] {
-  return d
-    .select({ role: messages.role, content: messages.content })
-    .from(messages)
-    .where(before === undefined ? undefined : lt(messages.position, before))
-    .orderBy(desc(messages.position))
-    .limit(HISTORY_ROWS)
-    .all()
+  return statements(d)
+    .history.all({ before: before ?? Number.MAX_SAFE_INTEGER })
     .reverse();
 }
 
-export const turnById = (d: RoomDb, id: string) => d.select().from(turns).where(eq(turns.id, id)).get();
-export const turnsInState = (d: RoomDb, states: readonly TurnState[]) =>
-  d
-    .select()
-    .from(turns)
-    .where(inArray(turns.state, [...states]))
-    .all();
+type NewMessage = Omit<typeof messages.$inferInsert, "position">;
+
+/** Stores a message (the last one: `position` follows the others). */
+export function insertMessage(d: RoomDb, m: NewMessage): void {
+  statements(d).insertMessage.run({ inputTokens: 0, outputTokens: 0, credits: 0, stopped: false, ...m });
+}
+
+export const turnById = (d: RoomDb, id: string) => statements(d).turnById.get({ id });
+
+export function insertTurn(d: RoomDb, t: Omit<typeof turns.$inferInsert, "position" | "failure" | "endedAt">): void {
+  statements(d).insertTurn.run({ idempotencyKey: null, requestHash: null, ...t });
+}
+
+export const setTurnState = (d: RoomDb, id: string, state: TurnState) => statements(d).setTurnState.run({ id, state });
+
+/** The question of the turn has reached the directory (see `TurnContextRow.question`). */
+export const questionWritten = (d: RoomDb, id: string) => statements(d).questionWritten.run({ id });
+
+/** A turn ends in `state`: when, and why the model did not answer (if it did not). */
+export function endTurn(d: RoomDb, id: string, state: TurnState, failure: ModelFailure | null, endedAt: string): void {
+  statements(d).endTurn.run({ id, state, failure: failure ? JSON.stringify(failure) : null, endedAt });
+}
+/** The turns stored as running (`accepted` or `streaming`). */
+export const runningTurns = (d: RoomDb) => statements(d).running.all();
 
 export function turnByKey(d: RoomDb, key: string, now: number): TurnRow | undefined {
-  const since = new Date(now - IDEMPOTENCY_TTL_MS).toISOString();
-  return d
-    .select()
-    .from(turns)
-    .where(and(eq(turns.idempotencyKey, key), gt(turns.startedAt, since)))
-    .get();
+  return statements(d).turnByKey.get({ key, since: new Date(now - IDEMPOTENCY_TTL_MS).toISOString() });
 }
 
 /** A key older than 24 h is free again: its old turn lets go of it. */
 export function releaseStaleKey(d: RoomDb, key: string, now: number): void {
-  const since = new Date(now - IDEMPOTENCY_TTL_MS).toISOString();
-  d.update(turns)
-    .set({ idempotencyKey: null })
-    .where(and(eq(turns.idempotencyKey, key), lt(turns.startedAt, since)))
-    .run();
+  statements(d).releaseKey.run({ key, since: new Date(now - IDEMPOTENCY_TTL_MS).toISOString() });
 }
 
-export function appendEvent(d: RoomDb, turnId: string, seq: number, chunk: UIMessageChunk): void {
-  d.insert(streamEvents).values({ turnId, seq, chunk }).run();
+/** Stores a stream event; `json` is the chunk's JSON text (`JSON.stringify(chunk)`). */
+export function appendEvent(d: RoomDb, turnId: string, seq: number, json: string): void {
+  statements(d).appendEvent.run({ turnId, seq, chunk: json });
 }
 
-export const eventsAfter = (d: RoomDb, turnId: string, seq: number) =>
-  d
-    .select({ seq: streamEvents.seq, chunk: streamEvents.chunk })
-    .from(streamEvents)
-    .where(and(eq(streamEvents.turnId, turnId), gt(streamEvents.seq, seq)))
-    .orderBy(streamEvents.seq)
-    .all();
+export const eventsAfter = (d: RoomDb, turnId: string, seq: number) => statements(d).eventsAfter.all({ turnId, seq });
 
-export const lastSeq = (d: RoomDb, turnId: string) =>
-  d
-    .select({ seq: sql<number>`coalesce(max(${streamEvents.seq}), 0)` })
-    .from(streamEvents)
-    .where(eq(streamEvents.turnId, turnId))
-    .get()?.seq ?? 0;
+/** `eventsAfter` with each chunk as its stored JSON text, as a replay sends it. */
+export const eventTextsAfter = (d: RoomDb, turnId: string, seq: number) =>
+  statements(d).eventTextsAfter.all({ turnId, seq });
+
+export const lastSeq = (d: RoomDb, turnId: string) => statements(d).lastSeq.get({ turnId })?.seq ?? 0;
 
 /**
  * Keeps the events of the newest 20 turns that ended within 24 h (and of a running turn).
  * Answers when the oldest events kept expire (null when none are left to expire).
  */
+/** The events of turns older than the newest 20 go (as each turn ends; the alarm drops those past 24 h). */
+export const pruneOlderTurns = (d: RoomDb) => statements(d).pruneOlder.run();
+
 export function pruneEvents(d: RoomDb, now: number): number | null {
-  const kept = d
-    .select({ id: turns.id })
-    .from(turns)
-    .orderBy(desc(turns.position))
-    .limit(KEPT_TURNS)
-    .all()
-    .map((t) => t.id);
-  const expired = new Date(now - EVENTS_TTL_MS).toISOString();
-  d.delete(streamEvents).where(notInArray(streamEvents.turnId, kept)).run();
-  d.delete(streamEvents)
-    .where(
-      inArray(
-        streamEvents.turnId,
-        d
-          .select({ id: turns.id })
-          .from(turns)
-          .where(and(lt(turns.endedAt, expired), notInArray(turns.state, [...RUNNING]))),
-      ),
-    )
-    .run();
-  const oldest = d
-    .select({ endedAt: sql<string | null>`min(${turns.endedAt})` })
-    .from(turns)
-    .where(inArray(turns.id, d.selectDistinct({ id: streamEvents.turnId }).from(streamEvents)))
-    .get()?.endedAt;
+  const s = statements(d);
+  s.pruneOlder.run();
+  s.pruneExpired.run({ expired: new Date(now - EVENTS_TTL_MS).toISOString() });
+  const oldest = s.oldestKept.get()?.endedAt;
   return oldest ? Date.parse(oldest) + EVENTS_TTL_MS : null;
 }

@@ -1,32 +1,50 @@
 import { readUIMessageStream, type UIMessage, type UIMessageChunk } from "ai";
-import { eq } from "drizzle-orm";
+import { sql } from "drizzle-orm";
 import { type AgentRecord, toAgentRow } from "../../agents/service";
-import { auditInBatch } from "../../audit/events";
-import { debitInsert } from "../../billing/ledger";
+import { auditValues, preparedAuditInBatch } from "../../audit/events";
+import { debitValues, preparedDebit } from "../../billing/ledger";
 import { modelFailure } from "../../llm/errors";
 import { agentLanguageModel } from "../../llm/model";
-import { db } from "../../platform/db";
+import { batchPrepared, preparedFor } from "../../platform/db";
 import { nowIso } from "../../platform/env";
 import { logError } from "../../platform/log";
 import { turnCredits } from "../../runtime/credits";
 import { estimateTokens } from "../../runtime/history";
 import { runTurn, type ToolCallSummary, type TurnOutcome } from "../../runtime/turn";
-import { messageAdded } from "../directory";
+import { preparedMessageAdded } from "../directory";
 import { liveFrame } from "./live";
-import { type ModelFailure, messages, type StoredPart, type TurnContextRow, turns } from "./schema";
-import { appendEvent, eventsAfter, lastSeq, messageById, type TurnRow, toMessage } from "./store";
+import type { ModelFailure, StoredPart, TurnContextRow } from "./schema";
+import {
+  appendEvent,
+  endTurn,
+  eventsAfter,
+  insertMessage,
+  lastSeq,
+  messageById,
+  questionWritten,
+  setTurnState,
+  type TurnRow,
+  toMessage,
+} from "./store";
 import type { RoomHost, RunningTurn, TurnClaim, TurnInput } from "./types";
 
 /** A participant's stop ends the turn within this long, whatever the model call is doing. */
 const STOP_GRACE_MS = 1_000;
 
-type Start = TurnClaim & { input: TurnInput; turnId: string };
+/**
+ * How long a turn's question waits to reach the directory (the conversation's message count and
+ * `last_message_at`) with the turn's end, in that one D1 batch; a turn that runs longer writes
+ * it on its own, so the lists show the conversation as active.
+ */
+const QUESTION_WRITE_DELAY_MS = 1_000;
+
+type Start = TurnClaim & { input: TurnInput; turnId: string; context: TurnContextRow };
 
 const TERMINAL = new Set<UIMessageChunk["type"]>(["finish", "abort"]);
 
 /** Runs a turn inside the room: the model loop, its stream stored event by event, then its end. */
 export function runInRoom(room: RoomHost, start: Start): RunningTurn {
-  const { input, turnId } = start;
+  const { turnId } = start;
   const stopper = new AbortController();
   let abandoned = false;
   let stopRequested: (() => void) | null = null;
@@ -36,6 +54,7 @@ export function runInRoom(room: RoomHost, start: Start): RunningTurn {
   const running: RunningTurn = {
     turnId,
     seq: 0,
+    chunks: [],
     followers: new Set(),
     closed: false,
     settled: Promise.resolve(),
@@ -55,23 +74,38 @@ export function runInRoom(room: RoomHost, start: Start): RunningTurn {
     if (TERMINAL.has(chunk.type)) running.closed = true;
   };
 
+  const context = start.context;
+  let questionWrite: Promise<void> | null = null;
+  const questionTimer = setTimeout(() => {
+    questionWrite = writeQuestion(room, turnId, context);
+  }, QUESTION_WRITE_DELAY_MS);
+
   running.settled = (async () => {
-    const posted = db(room.env).batch(messageAdded(room.env, input.conversationId, nowIso(), start.messagesAdded));
     let outcome: TurnOutcome | null = null;
     let failure: ModelFailure | null = null;
     const pump = (async () => {
       try {
-        room.db.update(turns).set({ state: "streaming" }).where(eq(turns.id, turnId)).run();
+        setTurnState(room.db, turnId, "streaming");
         const turn = await startModel(room, start, stopper.signal);
+        let built: StoredPart[] | undefined;
         const ui = turn.result.toUIMessageStream({
           generateMessageId: () => turnId,
           onError: (error) => modelFailure(room.env, error).message,
           redactToolErrors: false,
+          // The reply's parts as the SDK builds them from this stream, for its end (see `settle`).
+          onFinish: ({ responseMessage }) => {
+            built = responseMessage.parts;
+          },
         });
+        let whole = true;
         for await (const chunk of ui) {
-          if (running.closed) break;
+          if (running.closed) {
+            whole = false;
+            break;
+          }
           emit(chunk);
         }
+        if (whole && !stopper.signal.aborted) running.parts = built;
         outcome = await turn.done;
       } catch (error) {
         failure = modelFailure(room.env, error);
@@ -82,11 +116,12 @@ export function runInRoom(room: RoomHost, start: Start): RunningTurn {
     await Promise.race([pump, stopped.then(() => Promise.race([pump, sleep(STOP_GRACE_MS)]))]);
     if (stopper.signal.aborted && !running.closed) emit({ type: "abort" });
     running.closed = true;
-    await posted.catch((e) => logError("room: updating the directory failed", e));
+    clearTimeout(questionTimer);
+    await questionWrite;
     if (abandoned) return;
     const finish = stopper.signal.aborted ? "stopped" : ((outcome as TurnOutcome | null)?.finish ?? "failed");
     await settle(room, running, {
-      context: contextOf(input),
+      context,
       outcome,
       finish,
       failure: failure ?? (outcome as TurnOutcome | null)?.failure ?? null,
@@ -123,13 +158,22 @@ async function startModel(room: RoomHost, start: Start, stopSignal: AbortSignal)
   });
 }
 
-const contextOf = (input: TurnInput): TurnContextRow => ({
-  workspaceId: input.workspace.id,
-  actor: input.actor,
-  agentId: input.agent.id,
-  model: input.agent.model,
-  profile: input.profile,
-});
+/** The question's side of the directory on its own (the turn's end will not carry it). */
+async function writeQuestion(room: RoomHost, turnId: string, context: TurnContextRow): Promise<void> {
+  const question = context.question;
+  if (!question) return;
+  context.question = undefined;
+  try {
+    await batchPrepared(room.env, directoryStatements(room.env), {
+      conversationId: room.conversationId,
+      at: question.at,
+      added: question.added,
+    });
+    questionWritten(room.db, turnId);
+  } catch (e) {
+    logError("room: updating the directory failed", e);
+  }
+}
 
 type Ending = {
   context: TurnContextRow;
@@ -145,15 +189,13 @@ type Ending = {
  */
 async function settle(room: RoomHost, running: RunningTurn, ending: Ending): Promise<void> {
   const { turnId } = running;
-  const parts = await partsOf(eventsAfter(room.db, turnId, 0).map((e) => e.chunk));
+  // Built while it streamed when the stream ran whole, else from the events stored (the same chunks).
+  const parts = running.parts ?? (await partsOf(running.chunks));
   const streamedText = textOf(parts);
   const replied = ending.finish !== "failed" && ending.finish !== "interrupted";
   if (!replied && !(ending.finish === "interrupted" && streamedText)) {
-    room.db
-      .update(turns)
-      .set({ state: "failed", failure: ending.failure, endedAt: nowIso() })
-      .where(eq(turns.id, turnId))
-      .run();
+    await writeQuestion(room, turnId, ending.context);
+    endTurn(room.db, turnId, "failed", ending.failure, nowIso());
     return;
   }
   const reply = replyOf(ending, parts, streamedText);
@@ -161,39 +203,30 @@ async function settle(room: RoomHost, running: RunningTurn, ending: Ending): Pro
   try {
     await room.delivering(() => commit(room, turnId, ending, reply, at));
   } catch (error) {
-    room.db.update(turns).set({ state: "failed", failure: null, endedAt: nowIso() }).where(eq(turns.id, turnId)).run();
+    await writeQuestion(room, turnId, ending.context);
+    endTurn(room.db, turnId, "failed", null, nowIso());
     throw error;
   }
   room.ctx.storage.transactionSync(() => {
-    room.db
-      .insert(messages)
-      .values({
-        id: turnId,
-        role: "assistant",
-        authorUserId: null,
-        agentId: ending.context.agentId,
-        content: reply.text,
-        parts,
-        toolCalls: reply.toolCalls,
-        artifactIds: reply.artifactIds,
-        inputTokens: reply.usage.input_tokens,
-        outputTokens: reply.usage.output_tokens,
-        credits: reply.usage.credits,
-        stopped: ending.finish === "stopped",
-        createdAt: at,
-      })
-      .run();
-    room.db
-      .update(turns)
-      .set({
-        state: ending.finish === "stopped" ? "stopped" : replied ? "completed" : "failed",
-        failure: ending.failure,
-        endedAt: at,
-      })
-      .where(eq(turns.id, turnId))
-      .run();
+    insertMessage(room.db, {
+      id: turnId,
+      role: "assistant",
+      authorUserId: null,
+      agentId: ending.context.agentId,
+      content: reply.text,
+      parts,
+      toolCalls: reply.toolCalls,
+      artifactIds: reply.artifactIds,
+      inputTokens: reply.usage.input_tokens,
+      outputTokens: reply.usage.output_tokens,
+      credits: reply.usage.credits,
+      stopped: ending.finish === "stopped",
+      createdAt: at,
+    });
+    const state = ending.finish === "stopped" ? "stopped" : replied ? "completed" : "failed";
+    endTurn(room.db, turnId, state, ending.failure, at);
   });
-  room.broadcast(liveFrame.message(toMessage(room.conversationId, messageById(room.db, turnId)!)));
+  room.broadcast(() => liveFrame.message(toMessage(room.conversationId, messageById(room.db, turnId)!)));
 }
 
 type Reply = {
@@ -226,12 +259,15 @@ function replyOf(ending: Ending, parts: StoredPart[], streamedText: string): Rep
   };
 }
 
-/** The D1 side of a turn's end: its debit, the directory's count and the audit event, together. */
+/**
+ * The D1 side of a turn's end: its debit, the directory's count and the audit event, together
+ * (with the question's side of the directory when it is not written yet).
+ */
 async function commit(room: RoomHost, turnId: string, ending: Ending, reply: Reply, at: string) {
   const { env } = room;
   const { context } = ending;
   const conversationId = room.conversationId;
-  const event = auditInBatch(env, {
+  const event = auditValues(env, {
     workspaceId: context.workspaceId,
     kind: "conversation.turn",
     actor: context.actor,
@@ -249,12 +285,23 @@ async function commit(room: RoomHost, turnId: string, ending: Ending, reply: Rep
       credits: reply.usage.credits,
     },
   });
-  await db(env).batch([
-    debitInsert(env, context.workspaceId, reply.usage.credits, turnId),
-    ...messageAdded(env, conversationId, at),
-    event,
-  ]);
+  await batchPrepared(env, endStatements(env), {
+    ...debitValues(context.workspaceId, reply.usage.credits, turnId),
+    conversationId,
+    at,
+    added: 1 + (context.question?.added ?? 0),
+    ...event,
+  });
 }
+
+// The D1 statements of every turn, prepared once per isolate: the directory's side of a new
+// message (as the turn starts), then the debit, the directory and the event (as it ends).
+const directoryStatements = preparedFor(preparedMessageAdded);
+const endStatements = preparedFor((d) => [
+  preparedDebit(d),
+  ...preparedMessageAdded(d),
+  preparedAuditInBatch(d, { from: { source: sql``, workspaceId: sql`${sql.placeholder("workspaceId")}` } }),
+]);
 
 /**
  * A turn stored as running that no code runs (the room was evicted or restarted mid-turn):
@@ -263,10 +310,12 @@ async function commit(room: RoomHost, turnId: string, ending: Ending, reply: Rep
 export async function settleInterrupted(room: RoomHost, turn: TurnRow): Promise<void> {
   const seq = lastSeq(room.db, turn.id);
   const failure = { status: null, message: "The turn was cut short when its conversation restarted" };
-  appendEvent(room.db, turn.id, seq + 1, { type: "error", errorText: failure.message });
+  const error: UIMessageChunk = { type: "error", errorText: failure.message };
+  appendEvent(room.db, turn.id, seq + 1, JSON.stringify(error));
   const running: RunningTurn = {
     turnId: turn.id,
     seq: seq + 1,
+    chunks: eventsAfter(room.db, turn.id, 0).map((e) => e.chunk),
     followers: new Set(),
     closed: true,
     settled: Promise.resolve(),

@@ -4,7 +4,7 @@ import type { AuditActor } from "../../audit/events";
 import type { ToolProvider } from "../../platform/turn-tools";
 import type { Message } from "../schemas";
 import type { LiveFrame } from "./live";
-import type { ModelFailure } from "./schema";
+import type { ModelFailure, StoredPart } from "./schema";
 import type { RoomDb } from "./store";
 
 /** What the Worker hands the room once it has checked the caller, the conversation and the agent. */
@@ -47,6 +47,10 @@ export type RunningTurn = {
   turnId: string;
   /** The last stream event's sequence number. */
   seq: number;
+  /** Its stream events so far, in order (the reply is built from them when the turn ends). */
+  chunks: UIMessageChunk[];
+  /** The reply's parts as the AI SDK built them from the stream, once it ran whole (not stopped). */
+  parts?: StoredPart[];
   /** The SSE readers following the turn live. */
   followers: Set<ReadableStreamDefaultController<Uint8Array>>;
   /** The stream has ended (`finish` or `abort` stored): nothing more is sent. */
@@ -69,7 +73,7 @@ export interface RoomHost {
   emit(running: RunningTurn, chunk: UIMessageChunk): void;
   closeFollowers(running: RunningTurn): void;
   finished(running: RunningTurn): void;
-  broadcast(frame: LiveFrame): void;
+  broadcast(frame: LiveFrame | (() => LiveFrame)): void;
   delivering<T>(work: () => Promise<T>): Promise<T>;
 }
 
