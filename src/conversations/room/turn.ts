@@ -155,6 +155,7 @@ async function startModel(room: RoomHost, start: Start, stopSignal: AbortSignal)
     history: start.history,
     prompt: input.content,
     stopSignal,
+    prefetched: input.prefetched,
   });
 }
 

@@ -30,6 +30,8 @@ export type TurnInput = {
   hasCredits: boolean;
   /** The caller reads the stream; otherwise the answer waits for the stored reply. */
   stream: boolean;
+  /** What the Worker read for the areas' tools in its own batch (see `TurnScope.prefetched`). */
+  prefetched?: Record<string, unknown>;
 };
 
 export type TurnAnswer =
