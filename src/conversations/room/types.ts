@@ -47,6 +47,8 @@ export type TurnAnswer =
 
 export type RunningTurn = {
   turnId: string;
+  /** Its place among the conversation's turns (1 for the first). */
+  position: number;
   /** The last stream event's sequence number. */
   seq: number;
   /** Its stream events so far, in order (the reply is built from them when the turn ends). */
