@@ -6,7 +6,7 @@ import { ErasureSummarySchema } from "../src/admin/erase-schemas";
 import { AgentListSchema } from "../src/agents/schemas";
 import { memoryArea } from "../src/memory";
 import { type Fact, FactListSchema, FreezeListSchema, FreezeSchema, UnfreezeSchema } from "../src/memory/schemas";
-import { FACTS_PER_USER, rankFacts, tokenize } from "../src/memory/service";
+import { ASKING_AGENT, type AskingAgentState, FACTS_PER_USER, rankFacts, tokenize } from "../src/memory/service";
 import { MEMORY_INSTRUCTIONS, RECALL_LIMIT } from "../src/memory/tools";
 import { newId } from "../src/platform/ids";
 import type { TurnScope } from "../src/platform/turn-tools";
@@ -355,6 +355,25 @@ describe("the remember and recall tools", () => {
       .run();
     expect(await turnOf(agent)).toEqual({ tools: {} });
     expect(d1.take()).toBe(1);
+  });
+
+  it("takes the handles and the freeze the turn's caller read in its own batch: no round trip of its own", async () => {
+    const user = await addUser(ws.adminToken, "member", ["memory:write"]);
+    const d1 = countingD1();
+    const scope = (state: AskingAgentState) => ({
+      ...scopeOf(ws.workspace.id, user.user.id, helper),
+      env: d1.env,
+      prefetched: { [ASKING_AGENT]: state },
+    });
+    const offered = await memoryArea.tools!(
+      scope({ agent: { slug: helper.slug, handles: [helper.slug] }, frozen: false }),
+    );
+    expect(Object.keys(offered.tools).sort()).toEqual(["recall", "remember"]);
+    const frozen = await memoryArea.tools!(
+      scope({ agent: { slug: helper.slug, handles: [helper.slug] }, frozen: true }),
+    );
+    expect(frozen).toEqual({ tools: {} });
+    expect(d1.take()).toBe(0);
   });
 
   it("a freeze after the tools were handed out makes both tools refuse, reading and writing nothing", async () => {

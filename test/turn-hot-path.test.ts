@@ -136,6 +136,28 @@ describe("a turn's D1 round trips before its room", () => {
     expect(row).toBeNull();
   });
 
+  it("that round trip also tells the memory tools the agent's handles and the user's freeze, an alias's included", async () => {
+    const ws = await signupWorkspace();
+    const c = await conversationOf(ws.adminToken);
+    const alias = `nick-${unique()}`;
+    const agent = await createAgent(ws.adminToken, { slug: `aka-${unique()}`, display_name: "Aka", aliases: [alias] });
+    const model = script({ text: "ok" });
+    const offered = (i: number) => (model.requests[i]!.tools ?? []).map((t) => t.function.name);
+    const ask = () =>
+      call("POST", `/v1/api/conversations/${c.id}/messages`, {
+        token: ws.adminToken,
+        body: { content: "hi", agent_slug: agent.slug },
+      }).then((res) => parse(res, TurnResponseSchema));
+    await ask();
+    expect(offered(0)).toEqual(expect.arrayContaining(["recall", "remember"]));
+    // A freeze kept under the agent's alias (not its slug) still freezes it.
+    expect((await call("PUT", `/v1/memory/freeze/${alias}`, { token: ws.adminToken, body: {} })).status).toBe(200);
+    await env.DB.prepare("UPDATE memory_freezes SET agent_slug = ?1 WHERE user_id = ?2").bind(alias, ws.user.id).run();
+    await ask();
+    expect(offered(1)).not.toContain("recall");
+    expect(offered(1)).not.toContain("remember");
+  });
+
   it("this month's free grant rides in that round trip: made once, with its billing.credit event", async () => {
     const ws = await signupWorkspace();
     const c = await conversationOf(ws.adminToken);

@@ -164,21 +164,30 @@ export function turnAgentQuery(
   handle: string | Placeholder,
   ofConversation: SQL,
 ) {
+  return d
+    .select()
+    .from(agents)
+    .where(and(eq(agents.workspaceId, workspaceId), eq(agents.id, turnAgentId(d, workspaceId, handle, ofConversation))))
+    .limit(1);
+}
+
+/** The id of `turnAgentQuery`'s agent as SQL, for another statement of the same batch. */
+export function turnAgentId(
+  d: Db,
+  workspaceId: string | Placeholder,
+  handle: string | Placeholder,
+  ofConversation: SQL,
+) {
   const byHandle = d
     .select({ id: agentHandles.agentId })
     .from(agentHandles)
     .where(and(eq(agentHandles.workspaceId, workspaceId), eq(agentHandles.handle, handle)));
-  return d
-    .select()
-    .from(agents)
-    .where(
-      and(
-        eq(agents.workspaceId, workspaceId),
-        eq(agents.id, sql`CASE WHEN ${handle} = '' THEN ${ofConversation} ELSE (${byHandle}) END`),
-      ),
-    )
-    .limit(1);
+  return sql`CASE WHEN ${handle} = '' THEN ${ofConversation} ELSE (${byHandle}) END`;
 }
+
+/** The slug of the agent whose id `agentId` selects, as SQL. */
+export const agentSlugOf = (agentId: SQL) =>
+  sql`(SELECT ${agents.slug} FROM ${agents} WHERE ${agents.id} = ${agentId})`;
 
 /** 404 for no agent, 400 `agent_disabled` for a disabled one. */
 export function usableAgent(agent: AgentRecord | undefined, handle?: string): AgentRecord {
@@ -199,7 +208,7 @@ export async function agentHandlesOf(env: Env, workspaceId: string, agentId: str
 }
 
 /** The query behind `agentHandlesOf`, for another area's batch or statement (placeholders allowed). */
-export function agentHandlesQuery(d: Db, workspaceId: string | Placeholder, agentId: string | Placeholder) {
+export function agentHandlesQuery(d: Db, workspaceId: string | Placeholder, agentId: string | Placeholder | SQL) {
   return d
     .select({ handle: agentHandles.handle })
     .from(agentHandles)

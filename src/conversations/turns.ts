@@ -1,12 +1,21 @@
 import { sql } from "drizzle-orm";
 import type { Context } from "hono";
-import { type AgentRecord, capabilitiesOf, installedQueries, turnAgentQuery, usableAgent } from "../agents/service";
+import {
+  type AgentRecord,
+  agentSlugOf,
+  capabilitiesOf,
+  installedQueries,
+  turnAgentId,
+  turnAgentQuery,
+  usableAgent,
+} from "../agents/service";
 import type { AuditActor } from "../audit/events";
 import { creditCheckValues, creditsLeft, preparedCreditCheck, requireCredits } from "../billing/ledger";
 import { callerActor } from "../http/audit";
 import type { AppEnv } from "../http/context";
 import { modelError } from "../llm/errors";
 import { agentLanguageModel } from "../llm/model";
+import { ASKING_AGENT, askingAgentFrom, preparedAskingAgent } from "../memory/service";
 import { batchPrepared, type Db, preparedFor } from "../platform/db";
 import { baseUrl } from "../platform/env";
 import { ApiError, badRequest, conflict } from "../platform/problem";
@@ -43,15 +52,19 @@ const preflights = {
 
 function preflightStatements(d: Db, by: "id" | "chat") {
   const workspaceId = sql.placeholder("workspaceId");
+  const handle = sql.placeholder("handle");
   const [skills, servers] = installedQueries(d, workspaceId);
   const { conversation, agentId } = preparedTurnConversation(d, by);
+  const agent = turnAgentId(d, workspaceId, handle, agentId);
   return [
     conversation,
     // The agent named in the message, else ("" for no handle) the conversation's own.
-    turnAgentQuery(d, workspaceId, sql.placeholder("handle"), agentId).prepare(),
+    turnAgentQuery(d, workspaceId, handle, agentId).prepare(),
     skills.prepare(),
     servers.prepare(),
     ...preparedCreditCheck(d),
+    // What the memory tools ask before the model: here, so that they ask nothing in the room.
+    ...preparedAskingAgent(d, { id: agent, slug: agentSlugOf(agent) }),
   ] as const;
 }
 
@@ -61,12 +74,13 @@ type Target = { conversationId: string } | { chatId: string };
 /**
  * Everything a turn needs from D1, in one round trip: the conversation (the caller takes part
  * in it), the agent that answers (the one named, else the conversation's own), what it may use,
- * and the credits left (this month's free grant made first). Null when a chat id names no
- * conversation of the caller yet.
+ * the credits left (this month's free grant made first) and what the memory tools need to know
+ * (the agent's handles, the user's freeze). Null when a chat id names no conversation of the
+ * caller yet.
  */
 async function preflight(env: Env, workspaceId: string, userId: string, target: Target, handle?: string) {
   const statements = "chatId" in target ? preflights.chat(env) : preflights.id(env);
-  const [[row], [named], skills, servers, , , balance] = await batchPrepared(env, statements, {
+  const [[row], [named], skills, servers, , , balance, handles, freeze] = await batchPrepared(env, statements, {
     ...creditCheckValues(env, workspaceId),
     userId,
     conversationId: "chatId" in target ? target.chatId : target.conversationId,
@@ -78,7 +92,13 @@ async function preflight(env: Env, workspaceId: string, userId: string, target: 
   }
   rememberParticipant(workspaceId, userId, row.id);
   const agent = usableAgent(named, handle);
-  return { conversation: toConversation(row), agent, capabilities: capabilitiesOf(agent, skills, servers), balance };
+  return {
+    conversation: toConversation(row),
+    agent,
+    capabilities: capabilitiesOf(agent, skills, servers),
+    balance,
+    prefetched: { [ASKING_AGENT]: askingAgentFrom(agent.slug, handles, freeze) },
+  };
 }
 
 export const modelNotConfigured = () =>
@@ -164,6 +184,7 @@ async function postTo(ctx: TurnContext, target: Target, input: TurnMessage, opts
     history: opts.history,
     hasCredits: !noCredits,
     stream: opts.stream,
+    prefetched: found.prefetched,
   });
   switch (answer.kind) {
     case "busy":

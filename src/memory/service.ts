@@ -1,4 +1,4 @@
-import { and, desc, eq, exists, inArray, not, notInArray, or, sql } from "drizzle-orm";
+import { and, desc, eq, exists, inArray, not, notInArray, or, type SQL, sql } from "drizzle-orm";
 import { agentHandlesQuery, findAgentByHandle } from "../agents/service";
 import { type AuditEventInput, auditInBatch, jsonBoolean, PREVIOUS_STATEMENT_CHANGED } from "../audit/events";
 import { memoryFacts, memoryFreezes } from "../db/schema";
@@ -133,9 +133,14 @@ export async function factsForAgent(env: Env, owner: MemoryOwner, agent: AskingA
   return freeze.length ? null : rows.map(toFact);
 }
 
-// A turn's question: the agent's handles, and whether the user froze it under any of them.
-const turnStatements = preparedFor((d) => {
-  const handles = agentHandlesQuery(d, sql.placeholder("workspaceId"), sql.placeholder("agentId"));
+/**
+ * A turn's question as statements for a batch prepared once (placeholders `workspaceId` and
+ * `userId`): the handles of the agent `agent` selects, and a freeze of it by the user under any
+ * of them. Read with `askingAgentFrom`.
+ */
+export function preparedAskingAgent(d: Db, agent: { id: SQL; slug: SQL }) {
+  const workspaceId = sql.placeholder("workspaceId");
+  const handles = agentHandlesQuery(d, workspaceId, agent.id);
   return [
     handles.prepare(),
     d
@@ -143,32 +148,48 @@ const turnStatements = preparedFor((d) => {
       .from(memoryFreezes)
       .where(
         and(
-          eq(memoryFreezes.workspaceId, sql.placeholder("workspaceId")),
+          eq(memoryFreezes.workspaceId, workspaceId),
           eq(memoryFreezes.userId, sql.placeholder("userId")),
-          or(eq(memoryFreezes.agentSlug, sql.placeholder("slug")), inArray(memoryFreezes.agentSlug, handles)),
+          or(eq(memoryFreezes.agentSlug, agent.slug), inArray(memoryFreezes.agentSlug, handles)),
         ),
       )
       .limit(1)
       .prepare(),
   ] as const;
+}
+
+/** What the memory tools of a turn need: the agent with every handle it holds, and whether the user froze it. */
+export type AskingAgentState = { agent: AskingAgent; frozen: boolean };
+
+/** `preparedAskingAgent`'s results, for the agent whose slug is `slug`. */
+export const askingAgentFrom = (slug: string, handles: { handle: string }[], freeze: unknown[]): AskingAgentState => ({
+  agent: { slug, handles: handles.map((h) => h.handle) },
+  frozen: freeze.length > 0,
 });
 
 /**
- * The agent a turn runs as, with every handle it holds, and whether the user froze it: one
- * round trip, on every turn.
+ * Where a turn's caller puts `askingAgentFrom`'s answer in the turn's `prefetched` (read in the
+ * caller's own batch, before the room), so the tools ask D1 nothing more.
  */
+export const ASKING_AGENT = "memory.askingAgent";
+
+const turnStatements = preparedFor((d) =>
+  preparedAskingAgent(d, { id: sql`${sql.placeholder("agentId")}`, slug: sql`${sql.placeholder("slug")}` }),
+);
+
+/** `preparedAskingAgent` on its own: one round trip. */
 export async function askingAgentOf(
   env: Env,
   owner: MemoryOwner,
   agent: { id: string; slug: string },
-): Promise<{ agent: AskingAgent; frozen: boolean }> {
+): Promise<AskingAgentState> {
   const [handles, freeze] = await batchPrepared(env, turnStatements(env), {
     workspaceId: owner.workspaceId,
     userId: owner.userId,
     agentId: agent.id,
     slug: agent.slug,
   });
-  return { agent: { slug: agent.slug, handles: handles.map((h) => h.handle) }, frozen: freeze.length > 0 };
+  return askingAgentFrom(agent.slug, handles, freeze);
 }
 
 // ---- ranking ----

@@ -3,7 +3,16 @@ import { z } from "zod";
 import type { AuditEventInput } from "../audit/events";
 import type { ToolProvider } from "../platform/turn-tools";
 import { FACT_MAX_LENGTH } from "./schemas";
-import { type AskingAgent, askingAgentOf, factsForAgent, type MemoryOwner, rankFacts, rememberFact } from "./service";
+import {
+  ASKING_AGENT,
+  type AskingAgent,
+  type AskingAgentState,
+  askingAgentOf,
+  factsForAgent,
+  type MemoryOwner,
+  rankFacts,
+  rememberFact,
+} from "./service";
 
 /** Most facts one `recall` hands the model. */
 export const RECALL_LIMIT = 8;
@@ -82,7 +91,9 @@ export function memoryToolSet(
 /** The memory area's tools for a turn: none when the user froze the agent. */
 export const memoryTools: ToolProvider = async (scope) => {
   const owner = { workspaceId: scope.workspaceId, userId: scope.userId };
-  const { agent, frozen } = await askingAgentOf(scope.env, owner, scope.agent);
+  // Read in the turn's own batch when its caller did so; else here.
+  const known = scope.prefetched?.[ASKING_AGENT] as AskingAgentState | undefined;
+  const { agent, frozen } = known ?? (await askingAgentOf(scope.env, owner, scope.agent));
   if (frozen) return { tools: {} };
   const turn = { agentId: scope.agent.id, conversationId: scope.conversationId };
   return { tools: memoryToolSet(scope.env, owner, agent, turn), instructions: [MEMORY_INSTRUCTIONS] };

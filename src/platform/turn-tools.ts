@@ -27,6 +27,11 @@ export type TurnScope = {
   artifactIds: string[];
   /** Aborted when the turn's deadline passes. */
   signal: AbortSignal;
+  /**
+   * What the turn's caller already read for an area's tools in its own D1 batch, under a key
+   * the area names; an area reads D1 itself when its entry is missing.
+   */
+  prefetched?: Readonly<Record<string, unknown>>;
 };
 
 /** An area's tools for one turn (AI SDK tools), and instructions it adds to the system prompt. */

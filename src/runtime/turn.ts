@@ -28,6 +28,8 @@ export type TurnRequest = {
   prompt: string;
   /** Aborted when a participant stops the turn. */
   stopSignal?: AbortSignal;
+  /** What the caller read for the areas' tools (see `TurnScope.prefetched`). */
+  prefetched?: Readonly<Record<string, unknown>>;
 };
 
 export type ToolCallSummary = { name: string; ok: boolean };
@@ -148,6 +150,7 @@ export async function runTurn(req: TurnRequest) {
     origin: req.origin,
     artifactIds: [],
     signal,
+    prefetched: req.prefetched,
   };
   const { tools, instructions } = await gatherTools(scope, req.providers);
   let failure: unknown = null;

@@ -1,5 +1,5 @@
 import { SSE_DONE, sseEvent } from "./sse";
-import { eventTextsAfter, type RoomDb, type TurnRow } from "./store";
+import { eventTextsAfter, type RoomDb } from "./store";
 import type { RunningTurn } from "./types";
 
 /**
@@ -9,15 +9,15 @@ import type { RunningTurn } from "./types";
  */
 export function followTurn(
   db: RoomDb,
-  turn: TurnRow,
+  turnId: string,
   seq: number,
   running: RunningTurn | null,
 ): ReadableStream<Uint8Array> {
-  const live = running?.turnId === turn.id && !running.closed ? running : null;
+  const live = running?.turnId === turnId && !running.closed ? running : null;
   let follower: ReadableStreamDefaultController<Uint8Array> | null = null;
   return new ReadableStream<Uint8Array>({
     start: (controller) => {
-      for (const e of eventTextsAfter(db, turn.id, seq)) controller.enqueue(sseEvent(turn.id, e.seq, e.json));
+      for (const e of eventTextsAfter(db, turnId, seq)) controller.enqueue(sseEvent(turnId, e.seq, e.json));
       if (live && !live.closed) {
         follower = controller;
         live.followers.add(controller);

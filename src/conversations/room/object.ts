@@ -22,6 +22,7 @@ import {
   appendEvent,
   eventsAfter,
   insertTurn,
+  KEPT_TURNS,
   lastSeq,
   messageById,
   meta,
@@ -30,7 +31,6 @@ import {
   type RoomDb,
   releaseStaleKey,
   runningTurns,
-  type TurnRow,
   toMessage,
   turnById,
   turnByKey,
@@ -57,6 +57,8 @@ export abstract class ConversationRoomObject extends DurableObject<Env> implemen
   running: RunningTurn | null = null;
   private identity: { conversationId: string; workspaceId: string } | null = null;
   private importing: Promise<void> | null = null;
+  /** Turns a restart cut short were looked for since this instance started. */
+  private recovered = false;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -70,7 +72,8 @@ export abstract class ConversationRoomObject extends DurableObject<Env> implemen
    */
   async startTurn(input: TurnInput): Promise<TurnAnswer> {
     await this.ready(input.conversationId, input.workspace.id);
-    await this.recoverInterrupted();
+    // Only a restart leaves turns that no code runs: once per instance (the alarm looks too).
+    if (!this.recovered) await this.recoverInterrupted();
     // From here to the claim nothing awaits: of two requests, one starts the turn and the
     // other sees it (as a repeat of its key, or as the turn in progress).
     const now = Date.now();
@@ -79,7 +82,7 @@ export abstract class ConversationRoomObject extends DurableObject<Env> implemen
       releaseStaleKey(this.db, input.idempotencyKey, now);
       const earlier = turnByKey(this.db, input.idempotencyKey, now);
       if (earlier)
-        return earlier.requestHash === requestHash ? this.answerFor(earlier, input.stream) : { kind: "key_reused" };
+        return earlier.requestHash === requestHash ? this.answerFor(earlier.id, input.stream) : { kind: "key_reused" };
     }
     if (!input.hasCredits) return { kind: "no_credits" };
     if (this.running) return { kind: "busy" };
@@ -99,7 +102,7 @@ export abstract class ConversationRoomObject extends DurableObject<Env> implemen
       if (!claimed) return null;
       const at = nowIso();
       context.question = { added: claimed.messagesAdded, at };
-      insertTurn(this.db, {
+      const position = insertTurn(this.db, {
         id: turnId,
         userMessageId: claimed.userMessageId,
         state: "accepted",
@@ -108,7 +111,7 @@ export abstract class ConversationRoomObject extends DurableObject<Env> implemen
         context,
         startedAt: at,
       });
-      return claimed;
+      return { ...claimed, position };
     });
     if (!claim) return { kind: "nothing_to_regenerate" };
     if (!input.regenerate)
@@ -117,14 +120,14 @@ export abstract class ConversationRoomObject extends DurableObject<Env> implemen
       );
     this.running = runInRoom(this, { input: { ...input, content: claim.prompt }, turnId, context, ...claim });
     await this.ctx.storage.setAlarm(Date.now() + KEEP_ALIVE_MS);
-    return this.answerFor(turnById(this.db, turnId)!, input.stream);
+    return this.answerFor(turnId, input.stream);
   }
 
   /** The stream of a turn from its start (or the stored reply, once it has ended). */
-  private async answerFor(turn: TurnRow, stream: boolean): Promise<TurnAnswer> {
-    if (stream) return { kind: "stream", turnId: turn.id, stream: followTurn(this.db, turn, 0, this.running) };
-    if (this.running?.turnId === turn.id) await this.running.settled;
-    const ended = turnById(this.db, turn.id)!;
+  private async answerFor(turnId: string, stream: boolean): Promise<TurnAnswer> {
+    if (stream) return { kind: "stream", turnId, stream: followTurn(this.db, turnId, 0, this.running) };
+    if (this.running?.turnId === turnId) await this.running.settled;
+    const ended = turnById(this.db, turnId)!;
     const reply = messageById(this.db, ended.id);
     const userMessage = messageById(this.db, ended.userMessageId);
     if (!reply || !userMessage) return ended.failure ? { kind: "failed", failure: ended.failure } : { kind: "error" };
@@ -147,7 +150,7 @@ export abstract class ConversationRoomObject extends DurableObject<Env> implemen
     if (!turn) return null;
     const live = this.running?.turnId === turn.id;
     if (!live && lastSeq(this.db, turn.id) <= (after?.seq ?? 0)) return null;
-    return followTurn(this.db, turn, after?.seq ?? 0, this.running);
+    return followTurn(this.db, turn.id, after?.seq ?? 0, this.running);
   }
 
   /** Stops the running turn: its model call is aborted, its partial reply kept and billed. */
@@ -224,6 +227,7 @@ export abstract class ConversationRoomObject extends DurableObject<Env> implemen
 
   /** Turns stored as running that no code runs any more (the room restarted) end as `failed`, billed for what they said. */
   private async recoverInterrupted(): Promise<void> {
+    this.recovered = true;
     const orphans = runningTurns(this.db).filter((t) => t.id !== this.running?.turnId);
     if (!orphans.length) return;
     for (const turn of orphans) {
@@ -268,7 +272,7 @@ export abstract class ConversationRoomObject extends DurableObject<Env> implemen
 
   finished(running: RunningTurn): void {
     if (this.running === running) this.running = null;
-    pruneOlderTurns(this.db);
+    if (running.position > KEPT_TURNS) pruneOlderTurns(this.db);
   }
 
   get conversationId(): string {

@@ -87,6 +87,7 @@ function prepare(d: RoomDb) {
         context: ph("context"),
         startedAt: ph("startedAt"),
       })
+      .returning({ position: turns.position })
       .prepare(),
     setTurnState: d
       .update(turns)
@@ -216,8 +217,9 @@ export function insertMessage(d: RoomDb, m: NewMessage): void {
 
 export const turnById = (d: RoomDb, id: string) => statements(d).turnById.get({ id });
 
-export function insertTurn(d: RoomDb, t: Omit<typeof turns.$inferInsert, "position" | "failure" | "endedAt">): void {
-  statements(d).insertTurn.run({ idempotencyKey: null, requestHash: null, ...t });
+/** Stores a new turn; answers its position (1 for a conversation's first turn). */
+export function insertTurn(d: RoomDb, t: Omit<typeof turns.$inferInsert, "position" | "failure" | "endedAt">): number {
+  return statements(d).insertTurn.get({ idempotencyKey: null, requestHash: null, ...t })!.position;
 }
 
 export const setTurnState = (d: RoomDb, id: string, state: TurnState) => statements(d).setTurnState.run({ id, state });

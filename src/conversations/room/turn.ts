@@ -38,7 +38,7 @@ const STOP_GRACE_MS = 1_000;
  */
 const QUESTION_WRITE_DELAY_MS = 1_000;
 
-type Start = TurnClaim & { input: TurnInput; turnId: string; context: TurnContextRow };
+type Start = TurnClaim & { input: TurnInput; turnId: string; position: number; context: TurnContextRow };
 
 const TERMINAL = new Set<UIMessageChunk["type"]>(["finish", "abort"]);
 
@@ -53,6 +53,7 @@ export function runInRoom(room: RoomHost, start: Start): RunningTurn {
   });
   const running: RunningTurn = {
     turnId,
+    position: start.position,
     seq: 0,
     chunks: [],
     followers: new Set(),
@@ -155,6 +156,7 @@ async function startModel(room: RoomHost, start: Start, stopSignal: AbortSignal)
     history: start.history,
     prompt: input.content,
     stopSignal,
+    prefetched: input.prefetched,
   });
 }
 
@@ -314,6 +316,7 @@ export async function settleInterrupted(room: RoomHost, turn: TurnRow): Promise<
   appendEvent(room.db, turn.id, seq + 1, JSON.stringify(error));
   const running: RunningTurn = {
     turnId: turn.id,
+    position: turn.position,
     seq: seq + 1,
     chunks: eventsAfter(room.db, turn.id, 0).map((e) => e.chunk),
     followers: new Set(),

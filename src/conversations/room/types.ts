@@ -30,6 +30,8 @@ export type TurnInput = {
   hasCredits: boolean;
   /** The caller reads the stream; otherwise the answer waits for the stored reply. */
   stream: boolean;
+  /** What the Worker read for the areas' tools in its own batch (see `TurnScope.prefetched`). */
+  prefetched?: Record<string, unknown>;
 };
 
 export type TurnAnswer =
@@ -45,6 +47,8 @@ export type TurnAnswer =
 
 export type RunningTurn = {
   turnId: string;
+  /** Its place among the conversation's turns (1 for the first). */
+  position: number;
   /** The last stream event's sequence number. */
   seq: number;
   /** Its stream events so far, in order (the reply is built from them when the turn ends). */
