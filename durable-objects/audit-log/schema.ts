@@ -50,3 +50,23 @@ export const treeNodes = sqliteTable(
   },
   (t) => [primaryKey({ columns: [t.level, t.idx] })],
 );
+
+/**
+ * Per witness (by its verifier key): the latest checkpoint it cosigned (the `old` size of the
+ * next add-checkpoint) and its cosignature line, or the size it answered when it refused ours.
+ */
+export const witnesses = sqliteTable("witnesses", {
+  witness: text("witness").primaryKey(),
+  size: integer("size").notNull().default(0),
+  root: text("root"),
+  cosignature: text("cosignature"),
+  /** Set while the witness refuses our checkpoints (409: it saw another history). */
+  conflictSize: integer("conflict_size"),
+  conflictAt: text("conflict_at"),
+});
+
+/** One row: when the workspace's last witness round was queued (rounds run at most once a minute). */
+export const witnessRounds = sqliteTable("witness_rounds", {
+  id: integer("id").primaryKey(),
+  queuedAt: integer("queued_at").notNull(),
+});

@@ -72,3 +72,16 @@ export type VerifyResult = {
 /** RFC 9162 proofs; hashes base64, in the RFC's order. */
 export type InclusionProof = { leaf_index: number; tree_size: number; hashes: string[] };
 export type ConsistencyProof = { from: number; to: number; hashes: string[] };
+
+/** What a witness (named by its verifier key) holds of the log: its latest cosignature, or its refusal. */
+export type WitnessRecord = {
+  witness: string;
+  size: number;
+  root: string | null;
+  cosignature: string | null;
+  conflict_size: number | null;
+  conflict_at: string | null;
+};
+
+/** The tree head for a checkpoint, what the witnesses hold, and whether a witness round is due now. */
+export type CheckpointHead = { size: number; root: string; witnesses: WitnessRecord[]; round_due: boolean };

@@ -2,8 +2,9 @@ import { auditLog } from "../../durable-objects/audit-log/client";
 import { deliverOutbox, deliverWorkspace } from "../audit/outbox";
 import type { Area } from "../http/area";
 import { auditRouter } from "./routes";
+import { consumeWitnessRounds, WITNESS_QUEUE } from "./witnessing";
 
-/** The workspace's audit chain: reading and verifying it, redaction on erasure, outbox delivery. */
+/** The workspace's audit chain: reading and verifying it, redaction on erasure, outbox delivery, witnesses. */
 export const auditArea: Area = {
   name: "audit",
   router: auditRouter,
@@ -16,4 +17,6 @@ export const auditArea: Area = {
   },
   // Whatever a Worker left in the outbox.
   crons: [(env) => deliverOutbox(env)],
+  // Witness rounds, queued by the checkpoint route.
+  queues: { [WITNESS_QUEUE]: consumeWitnessRounds },
 };

@@ -4,7 +4,7 @@ import { deliverNow } from "../audit/delivery";
 import { routesOf } from "../http/endpoint";
 import { jsonResponse } from "../http/route";
 import { badRequest, notFound, problemResponse } from "../platform/problem";
-import { auditSigner, logOrigin, signedCheckpoint } from "./checkpoint";
+import { auditSigner, checkpointBody, logOrigin } from "./checkpoint";
 import {
   AuditEventWithLeafSchema,
   AuditListSchema,
@@ -17,7 +17,9 @@ import {
   VerifyQuerySchema,
   VerifyResultSchema,
 } from "./schemas";
-import { verifierKey } from "./signed-note";
+import { signNote, verifierKey } from "./signed-note";
+import { configuredWitnesses } from "./witness-config";
+import { cosignatures, queueWitnessRound } from "./witnessing";
 
 const route = routesOf(["Audit"]);
 const TEXT = "text/plain; charset=utf-8";
@@ -80,18 +82,37 @@ route("public", "GET /v1/audit/log-key", "The audit log's checkpoint verifier ke
 
 route("admin", "GET /v1/admin/audit/checkpoint", "The workspace audit log's latest signed checkpoint", {
   description:
-    "A C2SP tlog-checkpoint as a C2SP signed note: `<origin>\\n<tree size>\\n<base64 root hash>\\n`, a blank line, then the signature line `— <key name> <base64(key id ‖ Ed25519 signature)>`. The origin is `<BASE_URL host>/audit/<workspace id>`; the tree is RFC 9162's over the workspace's events in sequence order.",
+    "A C2SP tlog-checkpoint as a C2SP signed note: `<origin>\\n<tree size>\\n<base64 root hash>\\n`, a blank line, then the signature line `— <key name> <base64(key id ‖ Ed25519 signature)>`, then one C2SP tlog-cosignature line `— <witness name> <base64(key id ‖ time ‖ signature)>` per configured witness (`AUDIT_WITNESSES`) that has cosigned exactly this checkpoint. The origin is `<BASE_URL host>/audit/<workspace id>`; the tree is RFC 9162's over the workspace's events in sequence order. With witnesses configured, the header `Audit-Witness-State` says `cosigned` (every witness's line is here), `pending` (a witness has not cosigned this size yet; rounds run at most once a minute) or `witness_conflict` (a witness refused a checkpoint of this log: it saw another history; an `audit.witness.conflict` event records it). The checkpoint is served in every state.",
   responses: {
-    200: text("The signed checkpoint"),
-    503: problemResponse("No signing key is configured"),
+    200: {
+      ...text("The signed checkpoint, with the witnesses' cosignature lines"),
+      headers: z.object({
+        "Audit-Witness-State": z
+          .enum(["cosigned", "pending", "witness_conflict"])
+          .optional()
+          .openapi({ description: "What the configured witnesses hold of this log (absent without witnesses)" }),
+      }),
+    },
+    503: problemResponse("No signing key is configured, or AUDIT_WITNESSES is invalid"),
   },
 }).handle(async (c) => {
   const workspaceId = c.var.caller.workspace.id;
+  const witnesses = await configuredWitnesses(c.env);
   await deliverNow(c.env, workspaceId);
   const signer = await auditSigner(c.env, c.req.url);
-  const { size, root } = await auditLog(c.env, workspaceId).treeHead();
-  const note = await signedCheckpoint(signer, logOrigin(c.env, c.req.url, workspaceId), size, root);
-  return c.text(note, 200, { "Content-Type": TEXT });
+  const head = await auditLog(c.env, workspaceId).checkpointHead(
+    witnesses.map((w) => w.verifierKey),
+    Date.now(),
+  );
+  const body = checkpointBody(logOrigin(c.env, c.req.url, workspaceId), head.size, head.root);
+  const note = await signNote(signer, body);
+  if (!witnesses.length) return c.text(note, 200, { "Content-Type": TEXT });
+  if (head.round_due)
+    c.executionCtx.waitUntil(
+      queueWitnessRound(c.env, { workspace_id: workspaceId, request_origin: new URL(c.req.url).origin }),
+    );
+  const { lines, state } = await cosignatures(witnesses, head, body);
+  return c.text(note + lines, 200, { "Content-Type": TEXT, "Audit-Witness-State": state });
 });
 
 route("admin", "GET /v1/admin/audit/events/{seq}", "One audit event with its Merkle leaf bytes", {

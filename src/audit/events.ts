@@ -187,6 +187,8 @@ export const AUDIT_EVENTS = {
   "oauth.token.reuse": details({ client_id: text, token_kind: text, family_revoked: flag }),
   "oauth.token.issue": details({ client_id: text, scope: text }),
   "oauth.token.refresh": details({ client_id: text, scope: text }),
+  // the audit log itself: a witness refused a checkpoint (it saw another history of the log)
+  "audit.witness.conflict": details({ witness: text, witness_size: count, size: count }),
 } as const satisfies Record<string, z.ZodObject>;
 
 export type AuditKind = keyof typeof AUDIT_EVENTS;

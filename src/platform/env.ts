@@ -37,6 +37,8 @@ declare global {
     CONNECTOR_CA_KEY_PEM?: string;
     /** The audit log's checkpoint signer: a `PRIVATE+KEY+<name>+<key id>+<base64>` Ed25519 signed-note key. */
     AUDIT_SIGNING_KEY?: string;
+    /** Witnesses that cosign audit checkpoints: `<verifier key> <URL>` entries, separated by commas or newlines. */
+    AUDIT_WITNESSES?: string;
   }
 }
 
