@@ -22,6 +22,7 @@ describe("tools/*.mjs --help", () => {
     ["tools/start.mjs", /^usage: npm start \[-- <wrangler dev options>\]/],
     ["tools/complete-lockfile.mjs", /^usage: node tools\/complete-lockfile\.mjs/],
     ["tools/docs-assets.mjs", /^usage: node tools\/docs-assets\.mjs/],
+    ["tools/audit-verify/cli.mjs", /^usage: npm run audit:verify -- --url/],
   ])("%s answers --help and -h with its usage, exit 0", (script, usage) => {
     const lockfile = readFileSync(path.join(ROOT, "package-lock.json"), "utf8");
     for (const flag of ["--help", "-h"]) {
