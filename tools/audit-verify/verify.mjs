@@ -148,7 +148,7 @@ export async function parseVerifierKey(text) {
  * @returns {Promise<{ origin: string, size: number, root: Uint8Array, text: string } | { error: string }>}
  */
 export async function openCheckpoint(note, vkey) {
-  const split = note.indexOf("\n\n");
+  const split = note.lastIndexOf("\n\n");
   if (split < 0) return { error: "not a signed note (no blank line before the signatures)" };
   const text = note.slice(0, split + 1);
   const lines = text.slice(0, -1).split("\n");
