@@ -147,3 +147,49 @@ export type CommandOutcome =
       error: string;
       message: string;
     };
+
+/**
+ * A client's (extension's or bridge's) handling of one text frame from the server: a command is
+ * checked, run and answered with a success or error frame; an event is logged; anything else is
+ * answered with `unknown command` when it names an id. `run` may throw an Error named
+ * TimeoutError or NotAllowedError for the matching error code.
+ */
+export async function answerCommand(
+  text: string,
+  run: (method: Method, params: Params<Method>) => Promise<Record<string, unknown>>,
+  send: (frame: object) => void,
+  log: (line: string) => void,
+): Promise<void> {
+  let data: unknown;
+  try {
+    data = JSON.parse(text);
+  } catch {
+    return log("ignored a non-JSON frame");
+  }
+  if (data && typeof data === "object" && "type" in data && data.type === "event") {
+    return log(`server event ${JSON.stringify(data)}`);
+  }
+  const frame = CommandFrameSchema.safeParse(data);
+  if (!frame.success) {
+    const id = data && typeof data === "object" && "id" in data && Number.isInteger(data.id) ? data.id : null;
+    if (id !== null)
+      send({ type: "error", id, error: "unknown command", message: frame.error.message.slice(0, 1_000) });
+    return;
+  }
+  const { id, method, params } = frame.data;
+  const checked = PARAMS[method].safeParse(params);
+  if (!checked.success)
+    return send({ type: "error", id, error: "invalid argument", message: checked.error.message.slice(0, 1_000) });
+  try {
+    send({ type: "success", id, result: await run(method, checked.data as Params<Method>) });
+  } catch (e) {
+    const error = e instanceof Error ? clientErrorCode(e) : "unknown error";
+    send({ type: "error", id, error, message: String(e instanceof Error ? e.message : e).slice(0, 1_000) });
+  }
+}
+
+function clientErrorCode(e: Error): string {
+  if (e.name === "TimeoutError") return "timeout";
+  if (e.name === "NotAllowedError") return "not allowed";
+  return "unknown error";
+}

@@ -5,10 +5,9 @@
  * with back-off except after 4001 (replaced) or 4003 (ended by the server).
  */
 import {
+  answerCommand,
   CLOSE,
-  CommandFrameSchema,
   type Method,
-  PARAMS,
   type Params,
   PING_FRAME,
   PONG_FRAME,
@@ -75,7 +74,14 @@ export function openConnection(options: ConnectionOptions): Connection {
     ws.addEventListener("message", (event) => {
       if (typeof event.data !== "string" || event.data === PONG_FRAME) return;
       const text = event.data;
-      queue = queue.then(() => handle(ws, text, options.run, log));
+      queue = queue.then(() =>
+        answerCommand(
+          text,
+          (method, params) => withTimeout(options.run(method, params), COMMAND_TIMEOUT_MS, method),
+          (frame) => reply(ws, frame),
+          log,
+        ),
+      );
     });
     ws.addEventListener("close", (event) => {
       clearInterval(pinger);
@@ -115,42 +121,6 @@ export function openConnection(options: ConnectionOptions): Connection {
 
 function reply(ws: WebSocket, frame: object) {
   if (ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify(frame));
-}
-
-async function handle(ws: WebSocket, text: string, run: ConnectionOptions["run"], log: (line: string) => void) {
-  let data: unknown;
-  try {
-    data = JSON.parse(text);
-  } catch {
-    return log("ignored a non-JSON frame");
-  }
-  if (data && typeof data === "object" && "type" in data && data.type === "event") {
-    return log(`server event ${JSON.stringify(data)}`);
-  }
-  const frame = CommandFrameSchema.safeParse(data);
-  if (!frame.success) {
-    const id = data && typeof data === "object" && "id" in data && Number.isInteger(data.id) ? data.id : null;
-    if (id !== null)
-      reply(ws, { type: "error", id, error: "unknown command", message: frame.error.message.slice(0, 1_000) });
-    return;
-  }
-  const { id, method, params } = frame.data;
-  const checked = PARAMS[method].safeParse(params);
-  if (!checked.success)
-    return reply(ws, { type: "error", id, error: "invalid argument", message: checked.error.message.slice(0, 1_000) });
-  try {
-    const result = await withTimeout(run(method, checked.data as Params<Method>), COMMAND_TIMEOUT_MS, method);
-    reply(ws, { type: "success", id, result });
-  } catch (e) {
-    const error = e instanceof Error ? errorCode(e) : "unknown error";
-    reply(ws, { type: "error", id, error, message: String(e instanceof Error ? e.message : e).slice(0, 1_000) });
-  }
-}
-
-function errorCode(e: Error): string {
-  if (e.name === "TimeoutError") return "timeout";
-  if (e.name === "NotAllowedError") return "not allowed";
-  return "unknown error";
 }
 
 function withTimeout<T>(work: Promise<T>, ms: number, what: string): Promise<T> {

@@ -17,10 +17,9 @@ import { pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
 import { chromium } from "playwright-core";
 import {
+  answerCommand,
   CLOSE,
-  CommandFrameSchema,
   LIMITS,
-  PARAMS,
   PING_FRAME,
   PONG_FRAME,
   SUBPROTOCOL_PREFIX,
@@ -82,7 +81,15 @@ export async function startBridge(options) {
     });
     ws.addEventListener("message", (event) => {
       if (typeof event.data !== "string" || event.data === PONG_FRAME) return;
-      queue = queue.then(() => handle(ws, event.data));
+      const text = event.data;
+      queue = queue.then(() =>
+        answerCommand(
+          text,
+          (method, params) => run(page, method, params),
+          (frame) => reply(ws, frame),
+          log,
+        ),
+      );
     });
     ws.addEventListener("close", (event) => {
       clearInterval(pinger);
@@ -102,43 +109,6 @@ export async function startBridge(options) {
     ws.addEventListener("error", () => {
       // A refused handshake (403, 426) surfaces as an error followed by close 1006; back-off handles it.
     });
-  };
-
-  /** @param {WebSocket} ws @param {string} text */
-  const handle = async (ws, text) => {
-    /** @type {unknown} */
-    let data;
-    try {
-      data = JSON.parse(text);
-    } catch {
-      return log(`ignored a non-JSON frame`);
-    }
-    if (data && typeof data === "object" && "type" in data && data.type === "event") {
-      return log(`server event ${JSON.stringify(data)}`);
-    }
-    const frame = CommandFrameSchema.safeParse(data);
-    if (!frame.success) {
-      const id = data && typeof data === "object" && "id" in data && Number.isInteger(data.id) ? data.id : null;
-      if (id !== null)
-        reply(ws, { type: "error", id, error: "unknown command", message: frame.error.message.slice(0, 1_000) });
-      return;
-    }
-    const { id, method, params } = frame.data;
-    const checked = PARAMS[method].safeParse(params);
-    if (!checked.success)
-      return reply(ws, {
-        type: "error",
-        id,
-        error: "invalid argument",
-        message: checked.error.message.slice(0, 1_000),
-      });
-    try {
-      const result = await run(page, method, checked.data);
-      reply(ws, { type: "success", id, result });
-    } catch (e) {
-      const error = e instanceof Error && e.name === "TimeoutError" ? "timeout" : "unknown error";
-      reply(ws, { type: "error", id, error, message: String(e instanceof Error ? e.message : e).slice(0, 1_000) });
-    }
   };
 
   connect();
