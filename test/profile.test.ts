@@ -16,6 +16,7 @@ import { checkDomain } from "../src/profile/domain";
 import { inRefreshWindow, refreshProfiles } from "../src/profile/refresh";
 import { ALLOW_ALL, DISALLOW_ALL, parseRobots, robotsAllow } from "../src/profile/robots";
 import { BusinessProfileSchema } from "../src/profile/schemas";
+import { NO_PROFILE } from "../src/profile/service";
 import { FIXTURES } from "./fixtures/profile";
 import { call, expectProblem, parse } from "./support/api";
 import { auditEvents } from "./support/audit";
@@ -424,20 +425,9 @@ describe("GET and PUT /v1/api/business-profile", () => {
 
   it("answers an empty profile before anything is set, to any member", async () => {
     const member = await addUser(ws.adminToken, "member", ["agents:read"]);
-    expect(await getProfile(member.token)).toEqual({
-      domain: null,
-      summary: null,
-      palette: [],
-      fonts: [],
-      logo_url: null,
-      crawl_status: "never",
-      last_error: null,
-      crawled_at: null,
-      enrichment: { industry: null, segment: null, size_hint: null },
-      technologies: [],
-      overridden_fields: [],
-      sources: {},
-    });
+    const empty = await getProfile(member.token);
+    expect(empty).toEqual(NO_PROFILE);
+    expect(empty).toMatchObject({ domain: null, summary: null, crawl_status: "never", sources: {} });
     await expectProblem(await putProfile(member.token, { summary: "x" }), 403);
     await expectProblem(await call("GET", "/v1/api/business-profile"), 401);
   });
