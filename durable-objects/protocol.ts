@@ -193,3 +193,56 @@ function clientErrorCode(e: Error): string {
   if (e.name === "NotAllowedError") return "not allowed";
   return "unknown error";
 }
+
+/** What the extension and the bridge need of their WebSocket (the DOM's and Node's alike). */
+type ClientSocket = {
+  readonly readyState: number;
+  send(data: string): void;
+  addEventListener(type: "message", listener: (event: { data: unknown }) => void): void;
+  addEventListener(type: "open" | "close", listener: () => void): void;
+};
+
+const SOCKET_OPEN = 1;
+
+/**
+ * A client's side of one connection: once open, it announces `computer.ready` and pings every
+ * 20 s; it answers each command in arrival order (`answerCommand`); the pings stop on close.
+ */
+export function serveCommands(
+  ws: ClientSocket,
+  userAgent: string,
+  run: Parameters<typeof answerCommand>[1],
+  log: (line: string) => void,
+): void {
+  let pinger: ReturnType<typeof setInterval> | undefined;
+  let queue = Promise.resolve();
+  const send = (frame: string) => ws.readyState === SOCKET_OPEN && ws.send(frame);
+  ws.addEventListener("open", () => {
+    send(JSON.stringify({ type: "event", method: "computer.ready", params: { user_agent: userAgent } }));
+    pinger = setInterval(() => send(PING_FRAME), 20_000);
+  });
+  ws.addEventListener("message", (event) => {
+    const text = event.data;
+    if (typeof text !== "string" || text === PONG_FRAME) return;
+    queue = queue.then(() => answerCommand(text, run, (frame) => send(JSON.stringify(frame)), log));
+  });
+  ws.addEventListener("close", () => clearInterval(pinger));
+}
+
+/**
+ * What a client does after a close it did not ask for: after 4001 (another client took over) or
+ * 4003 (the server ended the session) it stops, since reconnecting would only fight that;
+ * otherwise it reconnects after a jittered back-off for its `attempt`-th try (0, 1, ...).
+ */
+export function afterClose(
+  event: { code: number; reason: string },
+  attempt: number,
+): { reconnectInMs: number | null; line: string } {
+  if (event.code === CLOSE.replaced || event.code === CLOSE.ended)
+    return { reconnectInMs: null, line: `closed by the server (${event.code} ${event.reason}); not reconnecting` };
+  const delay = Math.min(30_000, 500 * 2 ** attempt) * (0.75 + Math.random() / 2);
+  return {
+    reconnectInMs: delay,
+    line: `disconnected (${event.code}${event.reason ? ` ${event.reason}` : ""}); reconnecting in ${Math.round(delay)} ms`,
+  };
+}
