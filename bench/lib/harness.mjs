@@ -58,11 +58,24 @@ export function benchScript(npmScript, machineNote = "") {
   };
 }
 
-/** A plain-JavaScript Worker of bench/baselines/ as Miniflare modules. */
+/** A plain-JavaScript Worker of bench/baselines/ as Miniflare modules (with common.mjs, which they may import). */
 export const baselineModules = (file) => ({
-  modules: [{ type: "ESModule", path: path.join(BASELINES, file) }],
+  modules: [file, "common.mjs"].map((name) => ({ type: "ESModule", path: path.join(BASELINES, name) })),
   modulesRoot: BASELINES,
 });
+
+/** A Worker bundled by `bundleDriver` (its answer, `file`) as Miniflare modules. */
+export const driverModules = (file) => ({ modules: [{ type: "ESModule", path: file }], modulesRoot: OUT });
+
+/** What a Worker beside the service takes from wrangler.toml (`config`): its compatibility settings; and a direct socket. */
+export const besideService = (config) => ({
+  compatibilityDate: config.compatibilityDate,
+  compatibilityFlags: config.compatibilityFlags,
+  unsafeDirectSockets: DIRECT,
+});
+
+/** The id of wrangler.toml's D1 database, for a Worker that shares the service's. */
+export const d1IdOf = (config) => config.d1Databases?.DB?.id ?? config.d1Databases?.DB;
 
 /**
  * Bundles a driver Worker of bench/baselines/ (TypeScript importing the service's own modules)

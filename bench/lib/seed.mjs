@@ -33,6 +33,16 @@ export async function signup(serviceUrl, workspaceName) {
   return { token: body.token, workspaceId: body.workspace.id, userId: body.user.id };
 }
 
+/** Credits for every paid action of a bench run: one `adjustment` ledger row of a billion. */
+export async function creditWorkspace(db, workspaceId) {
+  await db
+    .prepare(
+      "INSERT INTO credit_ledger (id, workspace_id, amount, kind, reference, created_at) VALUES (?, ?, 1000000000, 'adjustment', 'bench', ?)",
+    )
+    .bind(randomUUID(), workspaceId, new Date().toISOString())
+    .run();
+}
+
 /**
  * Adds agents straight into D1 (the agents creation API is another area's work): a mix of
  * enabled and disabled, with instructions and JSON arrays, so the list is a realistic size.

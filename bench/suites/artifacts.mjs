@@ -5,7 +5,7 @@ import { createHash, randomUUID } from "node:crypto";
 import path from "node:path";
 import { performance } from "node:perf_hooks";
 import { serviceConfig } from "../lib/config.mjs";
-import { baselineModules, DIRECT, envNumber, ROOT, SERVICE, serviceWorker } from "../lib/harness.mjs";
+import { baselineModules, besideService, envNumber, ROOT, SERVICE, serviceWorker } from "../lib/harness.mjs";
 import { applyMigrations, signup } from "../lib/seed.mjs";
 
 const ROUNDS = envNumber("BENCH_ROUNDS", 5);
@@ -51,11 +51,9 @@ export default {
       serviceWorker(bundle, config),
       {
         name: "bench-artifacts-baseline",
-        compatibilityDate: config.compatibilityDate,
-        compatibilityFlags: config.compatibilityFlags,
+        ...besideService(config),
         ...baselineModules("artifacts-baseline-worker.mjs"),
         r2Buckets: { FILES: bucket },
-        unsafeDirectSockets: DIRECT,
       },
     ]);
     const urls = {

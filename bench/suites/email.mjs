@@ -4,7 +4,15 @@
 // both in one workerd of the suite's own, alternating rounds.
 import path from "node:path";
 import { serviceConfig } from "../lib/config.mjs";
-import { bundleDriver, DIRECT, envNumber, OUT, ROOT, SERVICE, serviceWorker } from "../lib/harness.mjs";
+import {
+  besideService,
+  bundleDriver,
+  driverModules,
+  envNumber,
+  ROOT,
+  SERVICE,
+  serviceWorker,
+} from "../lib/harness.mjs";
 import { measureAlternating } from "../lib/load.mjs";
 import { cpuRow } from "../lib/report.mjs";
 import { applyMigrations, signup } from "../lib/seed.mjs";
@@ -27,12 +35,9 @@ export default {
     const mf = await ctx.start([
       serviceWorker(bundle, config),
       {
-        compatibilityDate: config.compatibilityDate,
-        compatibilityFlags: config.compatibilityFlags,
+        ...besideService(config),
         name: "bench-email-driver",
-        modules: [{ type: "ESModule", path: driverFile }],
-        modulesRoot: OUT,
-        unsafeDirectSockets: DIRECT,
+        ...driverModules(driverFile),
         bindings: { EMAIL_DOMAIN: "mail.localhost" },
         d1Databases: config.d1Databases,
         r2Buckets: config.r2Buckets,

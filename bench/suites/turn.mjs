@@ -15,17 +15,18 @@ import { performance } from "node:perf_hooks";
 import { serviceConfig } from "../lib/config.mjs";
 import {
   baselineModules,
+  besideService,
   bundleDriver,
-  DIRECT,
+  d1IdOf,
+  driverModules,
   envNumber,
-  OUT,
   ROOT,
   SERVICE,
   serviceWorker,
 } from "../lib/harness.mjs";
 import { measureAlternating } from "../lib/load.mjs";
 import { DRIP, HOLD, MODEL, REPLY, SLOW, startMockModel, USAGE } from "../lib/mock-model.mjs";
-import { applyMigrations, signup } from "../lib/seed.mjs";
+import { applyMigrations, creditWorkspace, signup } from "../lib/seed.mjs";
 import { openSse } from "../lib/sse-client.mjs";
 import { dropAndResume, measureFirstEvent, position, readUntil, sseBody, textOf } from "../lib/turn-resume.mjs";
 
@@ -179,16 +180,6 @@ const EXPECTED_ROWS = {
   raw: (r, t) => r.user === t && r.assistant === t && r.replies === t,
 };
 
-/** Credits for every turn of the bench: one ledger row. */
-async function credit(db, workspaceId) {
-  await db
-    .prepare(
-      "INSERT INTO credit_ledger (id, workspace_id, amount, kind, reference, created_at) VALUES (?, ?, 1000000000, 'adjustment', 'bench', ?)",
-    )
-    .bind(crypto.randomUUID(), workspaceId, new Date().toISOString())
-    .run();
-}
-
 /** Every usage debit of a workspace, by reference. */
 async function debitsByReference(db, workspaceId) {
   const { results } = await db
@@ -216,19 +207,14 @@ async function start(ctx, mock) {
   const aisdkFile = bundleDriver("turn-aisdk-baseline-worker.mjs", ["--conditions=workerd,worker,browser"]);
   const llmVars = { LLM_BASE_URL: mock.baseUrl, LLM_API_KEY: "sk-bench", LLM_MODEL: MODEL };
   const config = serviceConfig(ROOT);
-  const d1Id = config.d1Databases?.DB?.id ?? config.d1Databases?.DB;
-  const common = {
-    compatibilityDate: config.compatibilityDate,
-    compatibilityFlags: config.compatibilityFlags,
-    unsafeDirectSockets: DIRECT,
-  };
+  const d1Id = d1IdOf(config);
+  const common = besideService(config);
   const mf = await ctx.start([
     serviceWorker(bundle, config, llmVars),
     {
       ...common,
       name: AISDK,
-      modules: [{ type: "ESModule", path: aisdkFile }],
-      modulesRoot: OUT,
+      ...driverModules(aisdkFile),
       d1Databases: { DB: d1Id },
       bindings: llmVars,
     },
@@ -254,7 +240,7 @@ async function start(ctx, mock) {
   const ws = {};
   for (const name of [...TARGETS, "drop"]) {
     ws[name] = await signup(urls.ours, `Turn bench (${name})`);
-    await credit(db, ws[name].workspaceId);
+    await creditWorkspace(db, ws[name].workspaceId);
   }
   return {
     ctx,
