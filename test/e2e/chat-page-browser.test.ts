@@ -8,17 +8,16 @@ import { spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import path from "node:path";
-import { type Browser, chromium, type Page } from "playwright-core";
+import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { FACT, SLOW, startChatDev } from "./chat-model";
-import { apiJson, type DevServer, signupToken } from "./server";
+import { apiJson, type DevServer, launchChromium, signupToken } from "./server";
 
 const ROOT = path.resolve(import.meta.dirname, "../..");
 const DIST = path.join(ROOT, "examples/chat/dist");
 const PORT = Number(process.env.E2E_CHAT_PAGE_PORT ?? 8812);
 const PAGE_PORT = Number(process.env.E2E_CHAT_PAGE_ORIGIN_PORT ?? 5174);
 const PAGE_ORIGIN = `http://localhost:${PAGE_PORT}`;
-const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 
 let dev: DevServer;
 let model: Server;
@@ -58,10 +57,7 @@ beforeAll(async () => {
   if (build.status !== 0) throw new Error(`example build failed:\n${build.stdout}\n${build.stderr}`);
   site = await staticSite();
   ({ dev, model } = await startChatDev(PORT, "chat-page-e2e", PAGE_ORIGIN));
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run"],
-  });
+  browser = await launchChromium();
   token = await signupToken(dev.origin, "Chat Page E2E");
 });
 

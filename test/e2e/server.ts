@@ -8,6 +8,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import type { IncomingMessage } from "node:http";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import { chromium } from "playwright-core";
 
 const ROOT = path.resolve(import.meta.dirname, "../..");
 
@@ -119,3 +120,17 @@ export async function apiJson<T>(origin: string, token: string, path: string, js
   if (!res.ok) throw new Error(`${path}: ${res.status} ${await res.text()}`);
   return (await res.json()) as T;
 }
+
+/** Headless Chromium as the browser tests run it ($CHROMIUM_PATH, else /usr/bin/chromium). */
+export const launchChromium = () =>
+  chromium.launch({
+    executablePath: process.env.CHROMIUM_PATH ?? "/usr/bin/chromium",
+    args: [
+      "--headless",
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--no-first-run",
+    ],
+  });
