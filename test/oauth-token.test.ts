@@ -57,26 +57,21 @@ const refresh = (client: Client, refreshToken: string, opts: TokenCallOpts = {})
     },
     opts,
   );
-const introspect = (client: Client, token: string | undefined, opts: TokenCallOpts = {}) =>
-  oauthPost(
-    "/v1/oauth/introspect",
-    {
-      token,
-      client_id: opts.basic ? undefined : client.client_id,
-      client_secret: opts.basic ? undefined : client.client_secret,
-    },
-    opts,
-  );
-const revoke = (client: Client, token: string | undefined, opts: TokenCallOpts = {}) =>
-  oauthPost(
-    "/v1/oauth/revoke",
-    {
-      token,
-      client_id: opts.basic ? undefined : client.client_id,
-      client_secret: opts.basic ? undefined : client.client_secret,
-    },
-    opts,
-  );
+/** A POST of `token` to an endpoint the client authenticates at, in the body or (`opts.basic`) with Basic. */
+const tokenPost =
+  (path: string) =>
+  (client: Client, token: string | undefined, opts: TokenCallOpts = {}) =>
+    oauthPost(
+      path,
+      {
+        token,
+        client_id: opts.basic ? undefined : client.client_id,
+        client_secret: opts.basic ? undefined : client.client_secret,
+      },
+      opts,
+    );
+const introspect = tokenPost("/v1/oauth/introspect");
+const revoke = tokenPost("/v1/oauth/revoke");
 
 function expectNoStore(res: Response) {
   expect(res.headers.get("Cache-Control")).toBe("no-store");

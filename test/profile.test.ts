@@ -20,6 +20,7 @@ import { NO_PROFILE } from "../src/profile/service";
 import { FIXTURES } from "./fixtures/profile";
 import { call, expectProblem, parse } from "./support/api";
 import { auditEvents } from "./support/audit";
+import { mockTextReply } from "./support/scripted-llm";
 import { addUser, signupWorkspace } from "./support/seed";
 
 // ---- the outside world: each site as its server would answer ----
@@ -122,15 +123,7 @@ afterEach(() => {
 });
 afterAll(() => server.close());
 
-const reply = (text: string) => ({
-  content: [{ type: "text" as const, text }],
-  finishReason: { unified: "stop" as const, raw: "stop" },
-  usage: {
-    inputTokens: { total: 10, noCache: 10, cacheRead: 0, cacheWrite: 0 },
-    outputTokens: { total: 5, text: 5, reasoning: 0 },
-  },
-  warnings: [],
-});
+const reply = mockTextReply;
 
 async function crawlOk(domain: string, options: Parameters<typeof crawlSite>[2] = {}) {
   const result = await crawlSite(env, domain, options);
