@@ -6,6 +6,7 @@ import os from "node:os";
 import path from "node:path";
 import { performance } from "node:perf_hooks";
 import { convertV4MiniflareOptions, Log, LogLevel, Miniflare } from "miniflare";
+import { serviceConfig } from "./config.mjs";
 
 export const ROOT = path.resolve(import.meta.dirname, "..", "..");
 export const OUT = path.join(ROOT, "bench", ".out");
@@ -73,6 +74,9 @@ export const besideService = (config) => ({
   compatibilityFlags: config.compatibilityFlags,
   unsafeDirectSockets: DIRECT,
 });
+
+/** wrangler.toml's options for the service, as Miniflare takes them (see config.mjs). */
+export const wranglerConfig = () => serviceConfig(ROOT);
 
 /** The id of wrangler.toml's D1 database, for a Worker that shares the service's. */
 export const d1IdOf = (config) => config.d1Databases?.DB?.id ?? config.d1Databases?.DB;

@@ -3,6 +3,7 @@ import { randomUUID } from "node:crypto";
 import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { unstable_splitSqlQuery } from "wrangler";
+import { ROOT, SERVICE } from "./harness.mjs";
 
 /** Applies migrations/*.sql in order, as `wrangler d1 migrations apply` would. */
 export async function applyMigrations(db, migrationsDir) {
@@ -14,6 +15,13 @@ export async function applyMigrations(db, migrationsDir) {
     await db.batch(queries.map((q) => db.prepare(q)));
   }
   return files;
+}
+
+/** The service's D1 database in the Miniflare instance, with the migrations applied. */
+export async function migratedDb(mf) {
+  const db = await mf.getD1Database("DB", SERVICE);
+  await applyMigrations(db, path.join(ROOT, "migrations"));
+  return db;
 }
 
 export async function signup(serviceUrl, workspaceName) {

@@ -5,8 +5,6 @@
 //   - a paid action's ledger cost: requireCredits then debit, through the service's own
 //     src/billing/ledger.ts bundled into a driver Worker.
 import { createHmac, randomUUID } from "node:crypto";
-import path from "node:path";
-import { serviceConfig } from "../lib/config.mjs";
 import {
   baselineModules,
   besideService,
@@ -14,13 +12,13 @@ import {
   d1IdOf,
   driverModules,
   envNumber,
-  ROOT,
   SERVICE,
   serviceWorker,
+  wranglerConfig,
 } from "../lib/harness.mjs";
 import { measureAlternating } from "../lib/load.mjs";
 import { throughputRows } from "../lib/report.mjs";
-import { applyMigrations, creditWorkspace, signup } from "../lib/seed.mjs";
+import { creditWorkspace, migratedDb, signup } from "../lib/seed.mjs";
 
 const SECONDS = envNumber("BENCH_SECONDS", 3);
 const ROUNDS = envNumber("BENCH_ROUNDS", 3);
@@ -37,7 +35,7 @@ export default {
     step("bundling the ledger driver (esbuild)");
     const driverFile = bundleDriver("billing-ledger-driver.ts");
 
-    const config = serviceConfig(ROOT);
+    const config = wranglerConfig();
     const common = {
       ...besideService(config),
       d1Databases: { DB: d1IdOf(config) },
@@ -66,8 +64,7 @@ export default {
       baseline: await mf.unsafeGetDirectURL("bench-billing-baseline"),
       ledger: await mf.unsafeGetDirectURL("bench-billing-ledger"),
     };
-    const db = await mf.getD1Database("DB", SERVICE);
-    await applyMigrations(db, path.join(ROOT, "migrations"));
+    const db = await migratedDb(mf);
 
     // One workspace per target, so neither reads the other's rows.
     const ws = {};

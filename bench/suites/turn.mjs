@@ -10,9 +10,7 @@
 //      (baselines/turn-replay-baseline-worker.mjs), target 5 ms more at p50;
 //   4. turns whose connection drops at a random event and resume with Last-Event-ID
 //      (lib/turn-resume.mjs): gaps, duplicates, their text and their debits, all checked.
-import path from "node:path";
 import { performance } from "node:perf_hooks";
-import { serviceConfig } from "../lib/config.mjs";
 import {
   baselineModules,
   besideService,
@@ -20,13 +18,13 @@ import {
   d1IdOf,
   driverModules,
   envNumber,
-  ROOT,
   SERVICE,
   serviceWorker,
+  wranglerConfig,
 } from "../lib/harness.mjs";
 import { measureAlternating } from "../lib/load.mjs";
 import { DRIP, HOLD, MODEL, REPLY, SLOW, startMockModel, USAGE } from "../lib/mock-model.mjs";
-import { applyMigrations, creditWorkspace, signup } from "../lib/seed.mjs";
+import { creditWorkspace, migratedDb, signup } from "../lib/seed.mjs";
 import { openSse } from "../lib/sse-client.mjs";
 import { dropAndResume, measureFirstEvent, position, readUntil, sseBody, textOf } from "../lib/turn-resume.mjs";
 
@@ -206,7 +204,7 @@ async function start(ctx, mock) {
   // dependency reads files in its Node build).
   const aisdkFile = bundleDriver("turn-aisdk-baseline-worker.mjs", ["--conditions=workerd,worker,browser"]);
   const llmVars = { LLM_BASE_URL: mock.baseUrl, LLM_API_KEY: "sk-bench", LLM_MODEL: MODEL };
-  const config = serviceConfig(ROOT);
+  const config = wranglerConfig();
   const d1Id = d1IdOf(config);
   const common = besideService(config);
   const mf = await ctx.start([
@@ -235,8 +233,7 @@ async function start(ctx, mock) {
   const urls = {};
   for (const [target, worker] of Object.entries(NAMES)) urls[target] = (await mf.unsafeGetDirectURL(worker)).href;
   const replayUrl = (await mf.unsafeGetDirectURL(REPLAY)).href;
-  const db = await mf.getD1Database("DB", SERVICE);
-  await applyMigrations(db, path.join(ROOT, "migrations"));
+  const db = await migratedDb(mf);
   const ws = {};
   for (const name of [...TARGETS, "drop"]) {
     ws[name] = await signup(urls.ours, `Turn bench (${name})`);
