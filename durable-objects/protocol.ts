@@ -147,3 +147,102 @@ export type CommandOutcome =
       error: string;
       message: string;
     };
+
+/**
+ * A client's (extension's or bridge's) handling of one text frame from the server: a command is
+ * checked, run and answered with a success or error frame; an event is logged; anything else is
+ * answered with `unknown command` when it names an id. `run` may throw an Error named
+ * TimeoutError or NotAllowedError for the matching error code.
+ */
+export async function answerCommand(
+  text: string,
+  run: (method: Method, params: Params<Method>) => Promise<Record<string, unknown>>,
+  send: (frame: object) => void,
+  log: (line: string) => void,
+): Promise<void> {
+  let data: unknown;
+  try {
+    data = JSON.parse(text);
+  } catch {
+    return log("ignored a non-JSON frame");
+  }
+  if (data && typeof data === "object" && "type" in data && data.type === "event") {
+    return log(`server event ${JSON.stringify(data)}`);
+  }
+  const frame = CommandFrameSchema.safeParse(data);
+  if (!frame.success) {
+    const id = data && typeof data === "object" && "id" in data && Number.isInteger(data.id) ? data.id : null;
+    if (id !== null)
+      send({ type: "error", id, error: "unknown command", message: frame.error.message.slice(0, 1_000) });
+    return;
+  }
+  const { id, method, params } = frame.data;
+  const checked = PARAMS[method].safeParse(params);
+  if (!checked.success)
+    return send({ type: "error", id, error: "invalid argument", message: checked.error.message.slice(0, 1_000) });
+  try {
+    send({ type: "success", id, result: await run(method, checked.data as Params<Method>) });
+  } catch (e) {
+    const error = e instanceof Error ? clientErrorCode(e) : "unknown error";
+    send({ type: "error", id, error, message: String(e instanceof Error ? e.message : e).slice(0, 1_000) });
+  }
+}
+
+function clientErrorCode(e: Error): string {
+  if (e.name === "TimeoutError") return "timeout";
+  if (e.name === "NotAllowedError") return "not allowed";
+  return "unknown error";
+}
+
+/** What the extension and the bridge need of their WebSocket (the DOM's and Node's alike). */
+type ClientSocket = {
+  readonly readyState: number;
+  send(data: string): void;
+  addEventListener(type: "message", listener: (event: { data: unknown }) => void): void;
+  addEventListener(type: "open" | "close", listener: () => void): void;
+};
+
+const SOCKET_OPEN = 1;
+
+/**
+ * A client's side of one connection: once open, it announces `computer.ready` and pings every
+ * 20 s; it answers each command in arrival order (`answerCommand`); the pings stop on close.
+ */
+export function serveCommands(
+  ws: ClientSocket,
+  userAgent: string,
+  run: Parameters<typeof answerCommand>[1],
+  log: (line: string) => void,
+): void {
+  let pinger: ReturnType<typeof setInterval> | undefined;
+  let queue = Promise.resolve();
+  const send = (frame: string) => ws.readyState === SOCKET_OPEN && ws.send(frame);
+  ws.addEventListener("open", () => {
+    send(JSON.stringify({ type: "event", method: "computer.ready", params: { user_agent: userAgent } }));
+    pinger = setInterval(() => send(PING_FRAME), 20_000);
+  });
+  ws.addEventListener("message", (event) => {
+    const text = event.data;
+    if (typeof text !== "string" || text === PONG_FRAME) return;
+    queue = queue.then(() => answerCommand(text, run, (frame) => send(JSON.stringify(frame)), log));
+  });
+  ws.addEventListener("close", () => clearInterval(pinger));
+}
+
+/**
+ * What a client does after a close it did not ask for: after 4001 (another client took over) or
+ * 4003 (the server ended the session) it stops, since reconnecting would only fight that;
+ * otherwise it reconnects after a jittered back-off for its `attempt`-th try (0, 1, ...).
+ */
+export function afterClose(
+  event: { code: number; reason: string },
+  attempt: number,
+): { reconnectInMs: number | null; line: string } {
+  if (event.code === CLOSE.replaced || event.code === CLOSE.ended)
+    return { reconnectInMs: null, line: `closed by the server (${event.code} ${event.reason}); not reconnecting` };
+  const delay = Math.min(30_000, 500 * 2 ** attempt) * (0.75 + Math.random() / 2);
+  return {
+    reconnectInMs: delay,
+    line: `disconnected (${event.code}${event.reason ? ` ${event.reason}` : ""}); reconnecting in ${Math.round(delay)} ms`,
+  };
+}

@@ -8,6 +8,8 @@ import { callWith } from "./support/app";
 import { addUser, issueToken, PASSWORD, signupWorkspace } from "./support/seed";
 import { unique } from "./support/unique";
 
+const postUser = (token: string, body: Record<string, unknown>) => call("POST", "/v1/api/admin/users", { token, body });
+
 describe("sign-up mode", () => {
   it("is 403 when SIGNUP_MODE=closed and creates nothing", async () => {
     const email = `closed-${unique()}@example.com`;
@@ -23,10 +25,7 @@ describe("users", () => {
   it("lets an admin add and list users; the new user can be given a token", async () => {
     const ws = await signupWorkspace();
     const email = `new-${unique()}@example.com`;
-    const res = await call("POST", "/v1/api/admin/users", {
-      token: ws.adminToken,
-      body: { email, role: "member", name: "Mia" },
-    });
+    const res = await postUser(ws.adminToken, { email, role: "member", name: "Mia" });
     expect(res.status).toBe(201);
     const user = await parse(res, UserSchema);
     expect(user).toMatchObject({ email, role: "member", name: "Mia" });
@@ -36,37 +35,20 @@ describe("users", () => {
 
   it("refuses a duplicate email (409), bad input (400), a member (403) and no credentials (401)", async () => {
     const ws = await signupWorkspace();
+    await expectProblem(await postUser(ws.adminToken, { email: ws.email, role: "member" }), 409, "email_taken");
     await expectProblem(
-      await call("POST", "/v1/api/admin/users", { token: ws.adminToken, body: { email: ws.email, role: "member" } }),
-      409,
-      "email_taken",
-    );
-    await expectProblem(
-      await call("POST", "/v1/api/admin/users", {
-        token: ws.adminToken,
-        body: { email: "x@example.com", role: "owner" },
-      }),
+      await postUser(ws.adminToken, { email: "x@example.com", role: "owner" }),
       400,
       "validation_failed",
     );
     await expectProblem(
-      await call("POST", "/v1/api/admin/users", {
-        token: ws.adminToken,
-        body: { email: "x@example.com", role: "member", password: "short" },
-      }),
+      await postUser(ws.adminToken, { email: "x@example.com", role: "member", password: "short" }),
       400,
       "validation_failed",
     );
     const member = await addUser(ws.adminToken, "member", ["agents:read", "conversations:read"]);
     await expectProblem(await call("GET", "/v1/api/admin/users", { token: member.token }), 403, "admin_required");
-    await expectProblem(
-      await call("POST", "/v1/api/admin/users", {
-        token: member.token,
-        body: { email: "y@example.com", role: "admin" },
-      }),
-      403,
-      "admin_required",
-    );
+    await expectProblem(await postUser(member.token, { email: "y@example.com", role: "admin" }), 403, "admin_required");
     await expectProblem(await call("GET", "/v1/api/admin/users"), 401);
   });
 

@@ -11,6 +11,7 @@ import { call, expectProblem, parse } from "./support/api";
 import { auditEvents } from "./support/audit";
 import { callWith, fakeLlm, LLM_ENV, llmServer } from "./support/fake-llm";
 import { deleteProfile, seedProfile } from "./support/profile";
+import { mockTextReply } from "./support/scripted-llm";
 import { addUser, signupWorkspace } from "./support/seed";
 
 type ChatBody = { model: string; messages: { role: string; content: string }[] };
@@ -198,15 +199,7 @@ describe("draftInstructions against AI SDK mock models", () => {
     model: null,
     avatar_url: null,
   };
-  const reply = (text: string) => ({
-    content: [{ type: "text" as const, text }],
-    finishReason: { unified: "stop" as const, raw: "stop" },
-    usage: {
-      inputTokens: { total: 10, noCache: 10, cacheRead: 0, cacheWrite: 0 },
-      outputTokens: { total: 5, text: 5, reasoning: 0 },
-    },
-    warnings: [],
-  });
+  const reply = mockTextReply;
 
   it("sends the system prompt and the facts, and returns the model's text", async () => {
     const model = new MockLanguageModelV4({ doGenerate: reply("You are Triage.") });

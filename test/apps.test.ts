@@ -9,7 +9,7 @@ import { appTools } from "../src/apps/tools";
 import { signIn } from "../src/identity/sessions";
 import type { TurnScope } from "../src/platform/turn-tools";
 import { call, expectProblem, parse } from "./support/api";
-import { seedConversation } from "./support/artifacts";
+import { seedConversation, turnScopeFor } from "./support/artifacts";
 import { auditEvents } from "./support/audit";
 import { addUser, PASSWORD, signupWorkspace } from "./support/seed";
 
@@ -17,17 +17,7 @@ type Ws = Awaited<ReturnType<typeof signupWorkspace>>;
 const CSP = "sandbox allow-scripts allow-forms allow-popups";
 const options = { toolCallId: "call-1", messages: [], context: {} };
 
-const scopeFor = (w: Ws, conversationId: string | null, userId = w.user.id, e: Env = env): TurnScope => ({
-  env: e,
-  workspaceId: w.workspace.id,
-  userId,
-  agent: { id: crypto.randomUUID(), slug: "assistant", skills: [], mcpServers: [] },
-  conversationId,
-  turnId: crypto.randomUUID(),
-  origin: "https://svc.test",
-  artifactIds: [],
-  signal: new AbortController().signal,
-});
+const scopeFor = turnScopeFor;
 
 type Published = { app_id: string; slug: string; url: string; visibility: string };
 

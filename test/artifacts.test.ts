@@ -11,7 +11,7 @@ import { db } from "../src/platform/db";
 import type { TurnScope } from "../src/platform/turn-tools";
 import { sha256Hex } from "./support/agents";
 import { call, expectProblem, parse } from "./support/api";
-import { BOUNDARY, formType, multipartBody, seedConversation, uploadFile } from "./support/artifacts";
+import { BOUNDARY, formType, multipartBody, seedConversation, turnScopeFor, uploadFile } from "./support/artifacts";
 import { auditEvents } from "./support/audit";
 import { addUser, signupWorkspace } from "./support/seed";
 
@@ -660,17 +660,7 @@ describe("erasure", () => {
 });
 
 describe("the deliver_file tool", () => {
-  const scopeFor = (w: Ws, conversationId: string | null): TurnScope => ({
-    env,
-    workspaceId: w.workspace.id,
-    userId: w.user.id,
-    agent: { id: crypto.randomUUID(), slug: "assistant", skills: [], mcpServers: [] },
-    conversationId,
-    turnId: crypto.randomUUID(),
-    origin: "https://svc.test",
-    artifactIds: [],
-    signal: new AbortController().signal,
-  });
+  const scopeFor = (w: Ws, conversationId: string | null) => turnScopeFor(w, conversationId);
   const options = { toolCallId: "call-1", messages: [], context: {} };
 
   async function deliver(scope: TurnScope, input: Record<string, unknown>) {

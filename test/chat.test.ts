@@ -1,5 +1,5 @@
 import { env, exports } from "cloudflare:workers";
-import { DefaultChatTransport, readUIMessageStream, type UIMessage, type UIMessageChunk } from "ai";
+import { DefaultChatTransport, type UIMessage } from "ai";
 import { describe, expect, it } from "vitest";
 import { balance, debit } from "../src/billing/ledger";
 import {
@@ -13,6 +13,7 @@ import { usageEntries } from "./support/ledger";
 import { roomMessages } from "./support/rooms";
 import { scriptedModels } from "./support/scripted-llm";
 import { signupWorkspace } from "./support/seed";
+import { replyOf, sendChat, textOf, userMessage } from "./support/ui-chat";
 
 const { script } = scriptedModels();
 
@@ -23,20 +24,6 @@ const transportFor = (token: string) =>
     headers: { Authorization: `Bearer ${token}`, "CF-Connecting-IP": freshIp() },
     fetch: (input, init) => exports.default.fetch(new Request(input, init)),
   });
-
-const userMessage = (id: string, text: string): UIMessage => ({ id, role: "user", parts: [{ type: "text", text }] });
-
-/** The assistant message the chunks build, as `useChat` would show it. */
-async function replyOf(stream: ReadableStream<UIMessageChunk>): Promise<UIMessage> {
-  let last: UIMessage | undefined;
-  for await (const message of readUIMessageStream({ stream })) last = message;
-  return last!;
-}
-const textOf = (m: UIMessage) =>
-  m.parts
-    .filter((p) => p.type === "text")
-    .map((p) => (p as { text: string }).text)
-    .join("");
 
 async function conversationsOf(token: string) {
   return parse(await call("GET", "/v1/api/conversations", { token }), ConversationListSchema);
@@ -50,15 +37,7 @@ describe("POST /v1/api/chat: the AI SDK's DefaultChatTransport, unmodified", () 
     const transport = transportFor(ws.adminToken);
     const model = script({ text: "First answer." }, { text: "Second answer." });
     const first = [userMessage("clientMsg0000001", "Hello there")];
-    const reply = await replyOf(
-      await transport.sendMessages({
-        chatId: "chat-abc",
-        messages: first,
-        trigger: "submit-message",
-        messageId: undefined,
-        abortSignal: undefined,
-      }),
-    );
+    const reply = await replyOf(await sendChat(transport, "chat-abc", first));
     expect(textOf(reply)).toBe("First answer.");
     const [conversation] = (await conversationsOf(ws.adminToken)).conversations;
     const messages = await roomMessages(conversation!.id);
@@ -69,13 +48,7 @@ describe("POST /v1/api/chat: the AI SDK's DefaultChatTransport, unmodified", () 
 
     // The second message goes to the same conversation; the history is the server's.
     const second = await replyOf(
-      await transport.sendMessages({
-        chatId: "chat-abc",
-        messages: [...first, reply, userMessage("clientMsg0000002", "And then?")],
-        trigger: "submit-message",
-        messageId: undefined,
-        abortSignal: undefined,
-      }),
+      await sendChat(transport, "chat-abc", [...first, reply, userMessage("clientMsg0000002", "And then?")]),
     );
     expect(textOf(second)).toBe("Second answer.");
     expect((await conversationsOf(ws.adminToken)).conversations).toHaveLength(1);
@@ -104,15 +77,7 @@ describe("POST /v1/api/chat: the AI SDK's DefaultChatTransport, unmodified", () 
       ConversationSchema,
     );
     script({ text: "In the same one." });
-    await replyOf(
-      await transportFor(ws.adminToken).sendMessages({
-        chatId: created.id,
-        messages: [userMessage("m1", "hi")],
-        trigger: "submit-message",
-        messageId: undefined,
-        abortSignal: undefined,
-      }),
-    );
+    await replyOf(await sendChat(transportFor(ws.adminToken), created.id, [userMessage("m1", "hi")]));
     expect((await conversationsOf(ws.adminToken)).conversations.map((c) => c.id)).toEqual([created.id]);
     expect(await roomMessages(created.id)).toHaveLength(2);
   });
@@ -122,24 +87,8 @@ describe("POST /v1/api/chat: the AI SDK's DefaultChatTransport, unmodified", () 
     const transport = transportFor(ws.adminToken);
     const model = script({ text: "Take one." }, { text: "Take two." });
     const question = userMessage("q1", "Tell me a joke");
-    const first = await replyOf(
-      await transport.sendMessages({
-        chatId: "regen",
-        messages: [question],
-        trigger: "submit-message",
-        messageId: undefined,
-        abortSignal: undefined,
-      }),
-    );
-    const second = await replyOf(
-      await transport.sendMessages({
-        chatId: "regen",
-        messages: [question],
-        trigger: "regenerate-message",
-        messageId: first.id,
-        abortSignal: undefined,
-      }),
-    );
+    const first = await replyOf(await sendChat(transport, "regen", [question]));
+    const second = await replyOf(await sendChat(transport, "regen", [question], first.id));
     expect(textOf(second)).toBe("Take two.");
     const [conversation] = (await conversationsOf(ws.adminToken)).conversations;
     await eventually(async () => (await roomMessages(conversation!.id)).length === 2);
@@ -156,14 +105,7 @@ describe("POST /v1/api/chat: the AI SDK's DefaultChatTransport, unmodified", () 
     const ws = await signupWorkspace();
     const transport = transportFor(ws.adminToken);
     const model = script({ text: "Once.", delayMs: 100 });
-    const send = () =>
-      transport.sendMessages({
-        chatId: "retry",
-        messages: [userMessage("same-id", "hi")],
-        trigger: "submit-message",
-        messageId: undefined,
-        abortSignal: undefined,
-      });
+    const send = () => sendChat(transport, "retry", [userMessage("same-id", "hi")]);
     const [a, b] = await Promise.all([send().then(replyOf), send().then(replyOf)]);
     expect(b.id).toBe(a.id);
     expect(textOf(b)).toBe("Once.");
@@ -182,13 +124,7 @@ describe("POST /v1/api/chat: the AI SDK's DefaultChatTransport, unmodified", () 
     const transport = transportFor(ws.adminToken);
     expect(await transport.reconnectToStream({ chatId: "never-used" })).toBeNull();
     script({ text: "one two three four five six", wordDelayMs: 30 });
-    const running = await transport.sendMessages({
-      chatId: "resumable",
-      messages: [userMessage("r1", "count")],
-      trigger: "submit-message",
-      messageId: undefined,
-      abortSignal: undefined,
-    });
+    const running = await sendChat(transport, "resumable", [userMessage("r1", "count")]);
     const resumed = await transport.reconnectToStream({ chatId: "resumable" });
     expect(resumed).not.toBeNull();
     const [a, b] = await Promise.all([replyOf(running), replyOf(resumed!)]);
@@ -205,15 +141,7 @@ describe("POST /v1/api/chat: the AI SDK's DefaultChatTransport, unmodified", () 
     );
     const intruder = await signupWorkspace();
     script({ text: "Yours, not theirs." });
-    await replyOf(
-      await transportFor(intruder.adminToken).sendMessages({
-        chatId: theirs.id,
-        messages: [userMessage("x1", "hi")],
-        trigger: "submit-message",
-        messageId: undefined,
-        abortSignal: undefined,
-      }),
-    );
+    await replyOf(await sendChat(transportFor(intruder.adminToken), theirs.id, [userMessage("x1", "hi")]));
     const [mine] = (await conversationsOf(intruder.adminToken)).conversations;
     expect(mine!.id).not.toBe(theirs.id);
     expect(await roomMessages(mine!.id)).toHaveLength(2);

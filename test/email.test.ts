@@ -5,6 +5,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { runEraseSteps } from "../src/admin/erase-service";
 import { AREAS } from "../src/app";
 import { emailArea } from "../src/email";
+import { NO_COUNTS } from "../src/email/endpoint-counters";
 import { MAX_EMAIL_BYTES } from "../src/email/inbound";
 import { EndpointListSchema, EndpointSchema, ReplyListSchema, ReplyRowSchema } from "../src/email/schemas";
 import { replySubject } from "../src/email/send";
@@ -179,14 +180,7 @@ describe("email endpoints", () => {
       reply_policy: "review",
       sender_policy: "anyone",
       enabled: true,
-      message_count: 0,
-      received: 0,
-      replied: 0,
-      awaiting_review: 0,
-      unrouted: 0,
-      escalated: 0,
-      needs_attention: 0,
-      reply_languages: {},
+      ...NO_COUNTS,
       court_intake_enabled: false,
       address: `team-${list.tenant_email_slug}@mail.localhost`,
     });

@@ -46,6 +46,19 @@ async function freshCode(session: string, client: Client, scope?: string) {
   return { code, verifier };
 }
 
+/** A fresh code exchanged by a client_secret_basic client: its tokens. */
+async function basicCodeTokens(session: string, client: Client) {
+  const { code, verifier } = await freshCode(session, client);
+  return parse(
+    await oauthPost(
+      "/v1/oauth/token",
+      { grant_type: "authorization_code", code, code_verifier: verifier, redirect_uri: REDIRECT },
+      { basic: [client.client_id, client.client_secret!] },
+    ),
+    TokenResponseSchema,
+  );
+}
+
 const refresh = (client: Client, refreshToken: string, opts: TokenCallOpts = {}) =>
   oauthPost(
     "/v1/oauth/token",
@@ -57,26 +70,21 @@ const refresh = (client: Client, refreshToken: string, opts: TokenCallOpts = {})
     },
     opts,
   );
-const introspect = (client: Client, token: string | undefined, opts: TokenCallOpts = {}) =>
-  oauthPost(
-    "/v1/oauth/introspect",
-    {
-      token,
-      client_id: opts.basic ? undefined : client.client_id,
-      client_secret: opts.basic ? undefined : client.client_secret,
-    },
-    opts,
-  );
-const revoke = (client: Client, token: string | undefined, opts: TokenCallOpts = {}) =>
-  oauthPost(
-    "/v1/oauth/revoke",
-    {
-      token,
-      client_id: opts.basic ? undefined : client.client_id,
-      client_secret: opts.basic ? undefined : client.client_secret,
-    },
-    opts,
-  );
+/** A POST of `token` to an endpoint the client authenticates at, in the body or (`opts.basic`) with Basic. */
+const tokenPost =
+  (path: string) =>
+  (client: Client, token: string | undefined, opts: TokenCallOpts = {}) =>
+    oauthPost(
+      path,
+      {
+        token,
+        client_id: opts.basic ? undefined : client.client_id,
+        client_secret: opts.basic ? undefined : client.client_secret,
+      },
+      opts,
+    );
+const introspect = tokenPost("/v1/oauth/introspect");
+const revoke = tokenPost("/v1/oauth/revoke");
 
 function expectNoStore(res: Response) {
   expect(res.headers.get("Cache-Control")).toBe("no-store");
@@ -789,15 +797,7 @@ describe("token: refresh_token", () => {
 
   it("authenticates confidential clients on refresh too", async () => {
     const { client, session } = await setup({ token_endpoint_auth_method: "client_secret_basic" });
-    const { code, verifier } = await freshCode(session, client);
-    const tokens = await parse(
-      await oauthPost(
-        "/v1/oauth/token",
-        { grant_type: "authorization_code", code, code_verifier: verifier, redirect_uri: REDIRECT },
-        { basic: [client.client_id, client.client_secret!] },
-      ),
-      TokenResponseSchema,
-    );
+    const tokens = await basicCodeTokens(session, client);
     await expectOAuthError(
       await oauthPost(
         "/v1/oauth/token",
@@ -1117,15 +1117,7 @@ describe("revocation", () => {
 
   it("is 401 for a bad Basic secret, with the Basic challenge, and then revokes nothing", async () => {
     const { client, session } = await setup({ token_endpoint_auth_method: "client_secret_basic" });
-    const { code, verifier } = await freshCode(session, client);
-    const tokens = await parse(
-      await oauthPost(
-        "/v1/oauth/token",
-        { grant_type: "authorization_code", code, code_verifier: verifier, redirect_uri: REDIRECT },
-        { basic: [client.client_id, client.client_secret!] },
-      ),
-      TokenResponseSchema,
-    );
+    const tokens = await basicCodeTokens(session, client);
     const bad = await revoke(client, tokens.access_token, { basic: [client.client_id, "svc_csec_bad"] });
     await expectOAuthError(bad, 401, "invalid_client");
     expect(bad.headers.get("WWW-Authenticate")).toMatch(/^Basic /);

@@ -16,9 +16,11 @@ import { checkDomain } from "../src/profile/domain";
 import { inRefreshWindow, refreshProfiles } from "../src/profile/refresh";
 import { ALLOW_ALL, DISALLOW_ALL, parseRobots, robotsAllow } from "../src/profile/robots";
 import { BusinessProfileSchema } from "../src/profile/schemas";
+import { NO_PROFILE } from "../src/profile/service";
 import { FIXTURES } from "./fixtures/profile";
 import { call, expectProblem, parse } from "./support/api";
 import { auditEvents } from "./support/audit";
+import { mockTextReply } from "./support/scripted-llm";
 import { addUser, signupWorkspace } from "./support/seed";
 
 // ---- the outside world: each site as its server would answer ----
@@ -121,15 +123,7 @@ afterEach(() => {
 });
 afterAll(() => server.close());
 
-const reply = (text: string) => ({
-  content: [{ type: "text" as const, text }],
-  finishReason: { unified: "stop" as const, raw: "stop" },
-  usage: {
-    inputTokens: { total: 10, noCache: 10, cacheRead: 0, cacheWrite: 0 },
-    outputTokens: { total: 5, text: 5, reasoning: 0 },
-  },
-  warnings: [],
-});
+const reply = mockTextReply;
 
 async function crawlOk(domain: string, options: Parameters<typeof crawlSite>[2] = {}) {
   const result = await crawlSite(env, domain, options);
@@ -424,20 +418,9 @@ describe("GET and PUT /v1/api/business-profile", () => {
 
   it("answers an empty profile before anything is set, to any member", async () => {
     const member = await addUser(ws.adminToken, "member", ["agents:read"]);
-    expect(await getProfile(member.token)).toEqual({
-      domain: null,
-      summary: null,
-      palette: [],
-      fonts: [],
-      logo_url: null,
-      crawl_status: "never",
-      last_error: null,
-      crawled_at: null,
-      enrichment: { industry: null, segment: null, size_hint: null },
-      technologies: [],
-      overridden_fields: [],
-      sources: {},
-    });
+    const empty = await getProfile(member.token);
+    expect(empty).toEqual(NO_PROFILE);
+    expect(empty).toMatchObject({ domain: null, summary: null, crawl_status: "never", sources: {} });
     await expectProblem(await putProfile(member.token, { summary: "x" }), 403);
     await expectProblem(await call("GET", "/v1/api/business-profile"), 401);
   });

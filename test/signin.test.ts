@@ -7,6 +7,10 @@ import { Browser } from "./support/pages";
 import { PASSWORD, signupWorkspace } from "./support/seed";
 import { unique } from "./support/unique";
 
+/** The sign-in form posted as a person does: the seed password and a fresh CSRF token. */
+const signInAs = async (b: Browser, email: string, extra: { return_to?: string } = {}) =>
+  b.request("POST", "/v1/signin", { email, password: PASSWORD, ...extra, csrf_token: await b.csrf() });
+
 describe("browser sign-in", () => {
   it("renders a form with the documented fields and frame-busting headers", async () => {
     const res = await call("GET", "/v1/signin?return_to=/v1/oauth/authorize%3Fx%3D1");
@@ -21,13 +25,7 @@ describe("browser sign-in", () => {
   it("signs in, sets an HttpOnly Secure Lax session cookie, 303s to a same-origin return_to, and signs out", async () => {
     const ws = await signupWorkspace();
     const b = new Browser();
-    const csrf_token = await b.csrf();
-    const res = await b.request("POST", "/v1/signin", {
-      email: ws.email,
-      password: PASSWORD,
-      return_to: "/v1/api/me?x=1",
-      csrf_token,
-    });
+    const res = await signInAs(b, ws.email, { return_to: "/v1/api/me?x=1" });
     expect(res.status).toBe(303);
     expect(res.headers.get("Location")).toBe("/v1/api/me?x=1");
     const cookie = res.headers.getSetCookie().find((c) => c.startsWith("svc_session="))!;
@@ -56,14 +54,7 @@ describe("browser sign-in", () => {
     "never redirects off-site (return_to=%s)",
     async (returnTo) => {
       const ws = await signupWorkspace();
-      const b = new Browser();
-      const csrf_token = await b.csrf();
-      const res = await b.request("POST", "/v1/signin", {
-        email: ws.email,
-        password: PASSWORD,
-        return_to: returnTo,
-        csrf_token,
-      });
+      const res = await signInAs(new Browser(), ws.email, { return_to: returnTo });
       expect(res.status).toBe(303);
       expect(res.headers.get("Location")).toBe("/v1/account");
     },
@@ -72,11 +63,7 @@ describe("browser sign-in", () => {
   it("without a return_to, sends the person to the signed-in account page", async () => {
     const ws = await signupWorkspace();
     const b = new Browser();
-    const res = await b.request("POST", "/v1/signin", {
-      email: ws.email,
-      password: PASSWORD,
-      csrf_token: await b.csrf(),
-    });
+    const res = await signInAs(b, ws.email);
     expect(res.status).toBe(303);
     expect(res.headers.get("Location")).toBe("/v1/account");
     expect((await b.request("GET", "/v1/account")).status).toBe(200);
@@ -108,11 +95,7 @@ describe("browser sign-in", () => {
       csrf_token: await b.csrf(),
     });
     expect(wrong.status).toBe(401);
-    const ok = await b.request("POST", "/v1/signin", {
-      email: ws.email,
-      password: PASSWORD,
-      csrf_token: await b.csrf(),
-    });
+    const ok = await signInAs(b, ws.email);
     expect(ok.status).toBe(303);
     const session = b.cookies.get("svc_session")!;
     const sessionId = (await env.DB.prepare("SELECT id FROM sessions WHERE user_id = ? AND revoked_at IS NULL")

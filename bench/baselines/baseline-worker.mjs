@@ -10,6 +10,8 @@
 //                           the client read, then the rotation batch of src/oauth/refresh.ts
 //                           (conditional UPDATE ... RETURNING and two INSERT ... SELECT)
 
+import { json, sha256Hex, uuidv7 } from "./common.mjs";
+
 const AUTH_SQL = `SELECT t.id, t.scopes, t.expires_at, u.id AS user_id, u.role, w.id AS workspace_id
   FROM api_tokens t
   JOIN users u ON u.id = t.user_id
@@ -40,35 +42,12 @@ const prepared = (db) =>
     insertAfterRotation: db.prepare(INSERT_AFTER_ROTATION_SQL),
   });
 
-const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, "0"));
-async function sha256Hex(text) {
-  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text)));
-  let out = "";
-  for (const b of digest) out += HEX[b];
-  return out;
-}
-
-const json = (status, body, headers = {}) =>
-  new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json", ...headers } });
-
 const base64url = (bytes) =>
   btoa(String.fromCharCode(...bytes))
     .replaceAll("+", "-")
     .replaceAll("/", "_")
     .replace(/=+$/, "");
 const randomToken = (prefix) => prefix + base64url(crypto.getRandomValues(new Uint8Array(32)));
-
-// UUIDv7 like the service's ids (time-ordered primary keys insert at the end of the index).
-function uuidv7() {
-  const b = crypto.getRandomValues(new Uint8Array(16));
-  const ms = Date.now();
-  for (let i = 5; i >= 0; i--) b[5 - i] = Math.floor(ms / 2 ** (8 * i)) & 0xff;
-  b[6] = (b[6] & 0x0f) | 0x70;
-  b[8] = (b[8] & 0x3f) | 0x80;
-  let hex = "";
-  for (const x of b) hex += HEX[x];
-  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
-}
 
 const ACCESS_TTL_S = 3600;
 const REFRESH_TTL_S = 30 * 86_400;

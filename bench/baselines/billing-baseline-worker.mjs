@@ -9,6 +9,8 @@
 //                         one AuditLog append the service makes for the credit
 
 // The SQL that src/billing/ledger.ts and the webhook's Drizzle queries run, written by hand.
+import { hex, uuidv7 } from "./common.mjs";
+
 const GRANT_SQL = `INSERT INTO credit_ledger (id, workspace_id, amount, kind, reference, created_at)
   SELECT ?1, ?2, ?3, 'monthly_grant', ?4, ?5
   WHERE ?3 > 0 AND COALESCE((SELECT plan_slug FROM billing_accounts WHERE workspace_id = ?2), 'free') = 'free'
@@ -30,18 +32,6 @@ const LINK_SQL = `UPDATE billing_accounts SET stripe_customer_id = ?1, updated_a
   RETURNING workspace_id`;
 const LEDGER_SQL = `INSERT INTO credit_ledger (id, workspace_id, amount, kind, reference, created_at)
   VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT DO NOTHING RETURNING id, amount`;
-
-const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, "0"));
-function uuidv7() {
-  const b = crypto.getRandomValues(new Uint8Array(16));
-  const ms = Date.now();
-  for (let i = 5; i >= 0; i--) b[5 - i] = Math.floor(ms / 2 ** (8 * i)) & 0xff;
-  b[6] = (b[6] & 0x0f) | 0x70;
-  b[8] = (b[8] & 0x3f) | 0x80;
-  let hex = "";
-  for (const x of b) hex += HEX[x];
-  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
-}
 
 let keyPromise;
 const hmacKey = (secret) =>
@@ -65,9 +55,7 @@ async function verified(request, env) {
       new TextEncoder().encode(`${parts.t}.${payload}`),
     ),
   );
-  let hex = "";
-  for (const b of mac) hex += HEX[b];
-  return hex === parts.v1 ? JSON.parse(payload) : null;
+  return hex(mac) === parts.v1 ? JSON.parse(payload) : null;
 }
 
 async function ledger(url, env) {

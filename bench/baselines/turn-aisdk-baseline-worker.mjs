@@ -19,6 +19,7 @@ import { hash } from "node:crypto";
 import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
 import { streamText } from "ai";
 import { uuidv7 } from "uuidv7";
+import { json, turnRequest } from "./common.mjs";
 
 const AUTH_SQL = `SELECT t.id, t.scopes, t.expires_at, u.id AS user_id, w.id AS workspace_id, w.name AS workspace_name
   FROM api_tokens t
@@ -46,9 +47,6 @@ const prepared = (db) =>
     participants: db.prepare(PARTICIPANTS_SQL),
   });
 
-const json = (status, body) =>
-  new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json" } });
-
 /** As src/llm/model.ts builds it for an OpenAI-compatible endpoint. */
 const modelOf = (env) =>
   createOpenAICompatible({
@@ -63,27 +61,11 @@ const credits = (input, output) => Math.max(1, Math.ceil(((input + output) / 100
 
 export default {
   async fetch(request, env) {
-    const match = /^\/v1\/api\/conversations\/([^/]+)\/messages$/.exec(new URL(request.url).pathname);
-    if (request.method !== "POST" || !match) return json(404, { code: "not_found" });
-    const bearer = /^Bearer +(\S+)$/i.exec(request.headers.get("Authorization") ?? "");
-    if (!bearer) return json(401, { code: "unauthenticated" });
     const s = prepared(env.DB);
-    const token = await s.auth.bind(hash("sha256", bearer[1], "hex")).first();
-    if (!token || (token.expires_at !== null && Date.parse(token.expires_at) <= Date.now()))
-      return json(401, { code: "invalid_token" });
-    if (!JSON.parse(token.scopes).includes("conversations:write")) return json(403, { code: "insufficient_scope" });
-    const { content } = await request.json();
-    if (typeof content !== "string" || !content) return json(400, { code: "invalid_body" });
-
-    const conversationId = match[1];
-    const userMessage = {
-      id: uuidv7(),
-      conversation_id: conversationId,
-      role: "user",
-      author_user_id: token.user_id,
-      content,
-      created_at: new Date().toISOString(),
-    };
+    const checked = await turnRequest(request, (bearer) => s.auth.bind(hash("sha256", bearer, "hex")).first(), uuidv7);
+    if (checked.response) return checked.response;
+    const { token, userMessage } = checked;
+    const { conversation_id: conversationId, content } = userMessage;
     const result = streamText({
       model: modelOf(env),
       instructions: `You are the assistant of the workspace ${token.workspace_name}.`,

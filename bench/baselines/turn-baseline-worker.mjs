@@ -13,6 +13,8 @@
 // The user row is written before the model call and the reply after it, as a minimal real
 // implementation would (the question is kept even when the model fails).
 
+import { json, sha256Hex, turnRequest, uuidv7 } from "./common.mjs";
+
 const AUTH_SQL = `SELECT t.id, t.scopes, t.expires_at, u.id AS user_id, w.id AS workspace_id
   FROM api_tokens t
   JOIN users u ON u.id = t.user_id
@@ -32,29 +34,6 @@ const prepared = (db) =>
     user: db.prepare(INSERT_USER_SQL),
     reply: db.prepare(INSERT_REPLY_SQL),
   });
-
-const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, "0"));
-async function sha256Hex(text) {
-  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text)));
-  let out = "";
-  for (const b of digest) out += HEX[b];
-  return out;
-}
-
-// UUIDv7 like the service's ids (time-ordered primary keys insert at the end of the index).
-function uuidv7() {
-  const b = crypto.getRandomValues(new Uint8Array(16));
-  const ms = Date.now();
-  for (let i = 5; i >= 0; i--) b[5 - i] = Math.floor(ms / 2 ** (8 * i)) & 0xff;
-  b[6] = (b[6] & 0x0f) | 0x70;
-  b[8] = (b[8] & 0x3f) | 0x80;
-  let hex = "";
-  for (const x of b) hex += HEX[x];
-  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
-}
-
-const json = (status, body) =>
-  new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json" } });
 
 /** One streamed chat completion, read to its end: the concatenated deltas and the usage. */
 async function complete(env, content) {
@@ -97,27 +76,11 @@ async function complete(env, content) {
 
 export default {
   async fetch(request, env) {
-    const match = /^\/v1\/api\/conversations\/([^/]+)\/messages$/.exec(new URL(request.url).pathname);
-    if (request.method !== "POST" || !match) return json(404, { code: "not_found" });
-    const bearer = /^Bearer +(\S+)$/i.exec(request.headers.get("Authorization") ?? "");
-    if (!bearer) return json(401, { code: "unauthenticated" });
     const s = prepared(env.DB);
-    const token = await s.auth.bind(await sha256Hex(bearer[1])).first();
-    if (!token || (token.expires_at !== null && Date.parse(token.expires_at) <= Date.now()))
-      return json(401, { code: "invalid_token" });
-    if (!JSON.parse(token.scopes).includes("conversations:write")) return json(403, { code: "insufficient_scope" });
-    const { content } = await request.json();
-    if (typeof content !== "string" || !content) return json(400, { code: "invalid_body" });
-
-    const conversationId = match[1];
-    const userMessage = {
-      id: uuidv7(),
-      conversation_id: conversationId,
-      role: "user",
-      author_user_id: token.user_id,
-      content,
-      created_at: new Date().toISOString(),
-    };
+    const checked = await turnRequest(request, async (bearer) => s.auth.bind(await sha256Hex(bearer)).first());
+    if (checked.response) return checked.response;
+    const { token, userMessage } = checked;
+    const { conversation_id: conversationId, content } = userMessage;
     await s.user
       .bind(userMessage.id, conversationId, token.workspace_id, token.user_id, content, userMessage.created_at)
       .run();

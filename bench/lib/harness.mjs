@@ -6,6 +6,7 @@ import os from "node:os";
 import path from "node:path";
 import { performance } from "node:perf_hooks";
 import { convertV4MiniflareOptions, Log, LogLevel, Miniflare } from "miniflare";
+import { serviceConfig } from "./config.mjs";
 
 export const ROOT = path.resolve(import.meta.dirname, "..", "..");
 export const OUT = path.join(ROOT, "bench", ".out");
@@ -58,11 +59,27 @@ export function benchScript(npmScript, machineNote = "") {
   };
 }
 
-/** A plain-JavaScript Worker of bench/baselines/ as Miniflare modules. */
+/** A plain-JavaScript Worker of bench/baselines/ as Miniflare modules (with common.mjs, which they may import). */
 export const baselineModules = (file) => ({
-  modules: [{ type: "ESModule", path: path.join(BASELINES, file) }],
+  modules: [file, "common.mjs"].map((name) => ({ type: "ESModule", path: path.join(BASELINES, name) })),
   modulesRoot: BASELINES,
 });
+
+/** A Worker bundled by `bundleDriver` (its answer, `file`) as Miniflare modules. */
+export const driverModules = (file) => ({ modules: [{ type: "ESModule", path: file }], modulesRoot: OUT });
+
+/** What a Worker beside the service takes from wrangler.toml (`config`): its compatibility settings; and a direct socket. */
+export const besideService = (config) => ({
+  compatibilityDate: config.compatibilityDate,
+  compatibilityFlags: config.compatibilityFlags,
+  unsafeDirectSockets: DIRECT,
+});
+
+/** wrangler.toml's options for the service, as Miniflare takes them (see config.mjs). */
+export const wranglerConfig = () => serviceConfig(ROOT);
+
+/** The id of wrangler.toml's D1 database, for a Worker that shares the service's. */
+export const d1IdOf = (config) => config.d1Databases?.DB?.id ?? config.d1Databases?.DB;
 
 /**
  * Bundles a driver Worker of bench/baselines/ (TypeScript importing the service's own modules)

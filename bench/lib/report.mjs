@@ -30,6 +30,29 @@ export function printTable(rows) {
   for (const c of cells) console.log(line(c));
 }
 
+/** Two rows for `measureAlternating` results: req/s against the baseline's (with its target) and our cost per request. */
+export function throughputRows([figure, costFigure], ours, baseline, baselineName, minRatio) {
+  return [
+    {
+      figure,
+      ours: ours.rps,
+      baseline: baseline.rps,
+      baselineName,
+      unit: "/s",
+      ratio: ours.rps / baseline.rps,
+      target: `≥ ${minRatio.toFixed(2)}`,
+      pass: ours.rps / baseline.rps >= minRatio,
+    },
+    {
+      figure: costFigure,
+      ours: `${Math.round(1e6 / ours.rps - 1e6 / baseline.rps)} µs`,
+      baseline: `${Math.round(1e6 / baseline.rps)} µs`,
+      baselineName: "baseline's whole request",
+      ratio: null,
+    },
+  ];
+}
+
 /**
  * A row comparing the workerd CPU per request of two `measureAlternating` results (see
  * `workerdCpuSeconds`), its ratio the baseline's over ours so that, as with req/s, higher is

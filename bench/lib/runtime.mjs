@@ -8,10 +8,11 @@ import { isDeepStrictEqual } from "node:util";
 import { serviceConfig } from "./config.mjs";
 import {
   baselineModules,
+  besideService,
   bundleDriver,
-  DIRECT,
+  d1IdOf,
+  driverModules,
   getJson,
-  OUT,
   ROOT,
   SERVICE,
   serviceWorker,
@@ -30,12 +31,8 @@ const EXTRA_AGENTS = 11;
 export async function startRuntime(root, bundle) {
   const config = serviceConfig(root);
   const service = serviceWorker(bundle, config);
-  const d1Id = config.d1Databases?.DB?.id ?? config.d1Databases?.DB;
-  const common = {
-    compatibilityDate: config.compatibilityDate,
-    compatibilityFlags: config.compatibilityFlags,
-    unsafeDirectSockets: DIRECT,
-  };
+  const d1Id = d1IdOf(config);
+  const common = besideService(config);
   const baseline = {
     ...common,
     name: BASELINE,
@@ -63,8 +60,7 @@ export async function startRuntime(root, bundle) {
     // Without it the library logs at start that it cannot fetch client metadata documents.
     compatibilityFlags: [...(common.compatibilityFlags ?? []), "global_fetch_strictly_public"],
     name: OAUTH_PEER,
-    modules: [{ type: "ESModule", path: bundleDriver("oauth-provider-worker.mjs") }],
-    modulesRoot: OUT,
+    ...driverModules(bundleDriver("oauth-provider-worker.mjs")),
     kvNamespaces: { OAUTH_KV: "bench-oauth-peer-kv" },
   };
   const mf = startMiniflare([service, baseline, audit, browser, oauthPeer]);

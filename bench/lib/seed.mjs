@@ -3,6 +3,7 @@ import { randomUUID } from "node:crypto";
 import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { unstable_splitSqlQuery } from "wrangler";
+import { ROOT, SERVICE } from "./harness.mjs";
 
 /** Applies migrations/*.sql in order, as `wrangler d1 migrations apply` would. */
 export async function applyMigrations(db, migrationsDir) {
@@ -14,6 +15,13 @@ export async function applyMigrations(db, migrationsDir) {
     await db.batch(queries.map((q) => db.prepare(q)));
   }
   return files;
+}
+
+/** The service's D1 database in the Miniflare instance, with the migrations applied. */
+export async function migratedDb(mf) {
+  const db = await mf.getD1Database("DB", SERVICE);
+  await applyMigrations(db, path.join(ROOT, "migrations"));
+  return db;
 }
 
 export async function signup(serviceUrl, workspaceName) {
@@ -31,6 +39,16 @@ export async function signup(serviceUrl, workspaceName) {
   const body = await res.json();
   if (!body.token?.startsWith("svc_pat_")) throw new Error("signup returned no PAT");
   return { token: body.token, workspaceId: body.workspace.id, userId: body.user.id };
+}
+
+/** Credits for every paid action of a bench run: one `adjustment` ledger row of a billion. */
+export async function creditWorkspace(db, workspaceId) {
+  await db
+    .prepare(
+      "INSERT INTO credit_ledger (id, workspace_id, amount, kind, reference, created_at) VALUES (?, ?, 1000000000, 'adjustment', 'bench', ?)",
+    )
+    .bind(randomUUID(), workspaceId, new Date().toISOString())
+    .run();
 }
 
 /**

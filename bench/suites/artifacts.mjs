@@ -2,11 +2,9 @@
 // GET /v1/api/artifacts/{id}/download (PAT, visibility read, headers) against a bare R2 `get`
 // Worker on the same bucket, in its own workerd and in alternating rounds.
 import { createHash, randomUUID } from "node:crypto";
-import path from "node:path";
 import { performance } from "node:perf_hooks";
-import { serviceConfig } from "../lib/config.mjs";
-import { baselineModules, DIRECT, envNumber, ROOT, SERVICE, serviceWorker } from "../lib/harness.mjs";
-import { applyMigrations, signup } from "../lib/seed.mjs";
+import { baselineModules, besideService, envNumber, SERVICE, serviceWorker, wranglerConfig } from "../lib/harness.mjs";
+import { migratedDb, signup } from "../lib/seed.mjs";
 
 const ROUNDS = envNumber("BENCH_ROUNDS", 5);
 // Each response is 10 MiB: a few downloads at a time already keep the runtime busy.
@@ -45,25 +43,22 @@ export default {
   async run(ctx) {
     const { check, step } = ctx;
     const bundle = ctx.bundle();
-    const config = serviceConfig(ROOT);
+    const config = wranglerConfig();
     const bucket = config.r2Buckets?.FILES?.id ?? config.r2Buckets?.FILES;
     const mf = await ctx.start([
       serviceWorker(bundle, config),
       {
         name: "bench-artifacts-baseline",
-        compatibilityDate: config.compatibilityDate,
-        compatibilityFlags: config.compatibilityFlags,
+        ...besideService(config),
         ...baselineModules("artifacts-baseline-worker.mjs"),
         r2Buckets: { FILES: bucket },
-        unsafeDirectSockets: DIRECT,
       },
     ]);
     const urls = {
       service: await mf.unsafeGetDirectURL(SERVICE),
       baseline: await mf.unsafeGetDirectURL("bench-artifacts-baseline"),
     };
-    const db = await mf.getD1Database("DB", SERVICE);
-    await applyMigrations(db, path.join(ROOT, "migrations"));
+    const db = await migratedDb(mf);
     const ws = await signup(urls.service, "Artifact Bench");
     const auth = { authorization: `Bearer ${ws.token}` };
 

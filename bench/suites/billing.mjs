@@ -5,20 +5,20 @@
 //   - a paid action's ledger cost: requireCredits then debit, through the service's own
 //     src/billing/ledger.ts bundled into a driver Worker.
 import { createHmac, randomUUID } from "node:crypto";
-import path from "node:path";
-import { serviceConfig } from "../lib/config.mjs";
 import {
   baselineModules,
+  besideService,
   bundleDriver,
-  DIRECT,
+  d1IdOf,
+  driverModules,
   envNumber,
-  OUT,
-  ROOT,
   SERVICE,
   serviceWorker,
+  wranglerConfig,
 } from "../lib/harness.mjs";
 import { measureAlternating } from "../lib/load.mjs";
-import { applyMigrations, signup } from "../lib/seed.mjs";
+import { throughputRows } from "../lib/report.mjs";
+import { creditWorkspace, migratedDb, signup } from "../lib/seed.mjs";
 
 const SECONDS = envNumber("BENCH_SECONDS", 3);
 const ROUNDS = envNumber("BENCH_ROUNDS", 3);
@@ -35,13 +35,10 @@ export default {
     step("bundling the ledger driver (esbuild)");
     const driverFile = bundleDriver("billing-ledger-driver.ts");
 
-    const config = serviceConfig(ROOT);
-    const d1Id = config.d1Databases?.DB?.id ?? config.d1Databases?.DB;
+    const config = wranglerConfig();
     const common = {
-      compatibilityDate: config.compatibilityDate,
-      compatibilityFlags: config.compatibilityFlags,
-      unsafeDirectSockets: DIRECT,
-      d1Databases: { DB: d1Id },
+      ...besideService(config),
+      d1Databases: { DB: d1IdOf(config) },
       durableObjects: { AUDIT_LOG: { className: "AuditLog", scriptName: SERVICE, useSQLite: true } },
     };
     const mf = await ctx.start([
@@ -59,8 +56,7 @@ export default {
       {
         ...common,
         name: "bench-billing-ledger",
-        modules: [{ type: "ESModule", path: driverFile }],
-        modulesRoot: OUT,
+        ...driverModules(driverFile),
       },
     ]);
     const urls = {
@@ -68,21 +64,14 @@ export default {
       baseline: await mf.unsafeGetDirectURL("bench-billing-baseline"),
       ledger: await mf.unsafeGetDirectURL("bench-billing-ledger"),
     };
-    const db = await mf.getD1Database("DB", SERVICE);
-    await applyMigrations(db, path.join(ROOT, "migrations"));
+    const db = await migratedDb(mf);
 
     // One workspace per target, so neither reads the other's rows.
     const ws = {};
     for (const name of ["ledgerOurs", "ledgerBase", "hookOurs", "hookBase"])
       ws[name] = await signup(urls.service, name);
     const now = new Date().toISOString();
-    for (const name of ["ledgerOurs", "ledgerBase"])
-      await db
-        .prepare(
-          "INSERT INTO credit_ledger (id, workspace_id, amount, kind, reference, created_at) VALUES (?, ?, 1000000000, 'adjustment', 'bench', ?)",
-        )
-        .bind(randomUUID(), ws[name].workspaceId, now)
-        .run();
+    for (const name of ["ledgerOurs", "ledgerBase"]) await creditWorkspace(db, ws[name].workspaceId);
     const customers = {};
     for (const name of ["hookOurs", "hookBase"]) {
       customers[name] = `cus_bench_${name}`;
@@ -193,42 +182,21 @@ export default {
       step(`  ${name}: ${row.events} events, ${row.topups} top-ups`);
     }
 
-    const perRequest = (ours, base) => `${Math.round(1e6 / ours.rps - 1e6 / base.rps)} µs`;
     return [
-      {
-        figure: "Stripe webhook (distinct signed events)",
-        ours: hooks.hookOurs.rps,
-        baseline: hooks.hookBase.rps,
-        baselineName: "raw D1 + HMAC worker",
-        unit: "/s",
-        ratio: hooks.hookOurs.rps / hooks.hookBase.rps,
-        target: "≥ 0.80",
-        pass: hooks.hookOurs.rps / hooks.hookBase.rps >= 0.8,
-      },
-      {
-        figure: "webhook: our cost per request",
-        ours: perRequest(hooks.hookOurs, hooks.hookBase),
-        baseline: `${Math.round(1e6 / hooks.hookBase.rps)} µs`,
-        baselineName: "baseline's whole request",
-        ratio: null,
-      },
-      {
-        figure: "requireCredits + debit",
-        ours: ledgers.ledgerOurs.rps,
-        baseline: ledgers.ledgerBase.rps,
-        baselineName: "raw D1 worker",
-        unit: "/s",
-        ratio: ledgers.ledgerOurs.rps / ledgers.ledgerBase.rps,
-        target: "≥ 0.80",
-        pass: ledgers.ledgerOurs.rps / ledgers.ledgerBase.rps >= 0.8,
-      },
-      {
-        figure: "ledger: our cost per request",
-        ours: perRequest(ledgers.ledgerOurs, ledgers.ledgerBase),
-        baseline: `${Math.round(1e6 / ledgers.ledgerBase.rps)} µs`,
-        baselineName: "baseline's whole request",
-        ratio: null,
-      },
+      ...throughputRows(
+        ["Stripe webhook (distinct signed events)", "webhook: our cost per request"],
+        hooks.hookOurs,
+        hooks.hookBase,
+        "raw D1 + HMAC worker",
+        0.8,
+      ),
+      ...throughputRows(
+        ["requireCredits + debit", "ledger: our cost per request"],
+        ledgers.ledgerOurs,
+        ledgers.ledgerBase,
+        "raw D1 worker",
+        0.8,
+      ),
     ];
   },
 };

@@ -2,12 +2,18 @@
 // address, store the raw bytes in R2, the message row and its audit event in one D1 batch, the
 // triage job on the queue) against a baseline handler that only stores the raw bytes in R2;
 // both in one workerd of the suite's own, alternating rounds.
-import path from "node:path";
-import { serviceConfig } from "../lib/config.mjs";
-import { bundleDriver, DIRECT, envNumber, OUT, ROOT, SERVICE, serviceWorker } from "../lib/harness.mjs";
+import {
+  besideService,
+  bundleDriver,
+  driverModules,
+  envNumber,
+  SERVICE,
+  serviceWorker,
+  wranglerConfig,
+} from "../lib/harness.mjs";
 import { measureAlternating } from "../lib/load.mjs";
 import { cpuRow } from "../lib/report.mjs";
-import { applyMigrations, signup } from "../lib/seed.mjs";
+import { migratedDb, signup } from "../lib/seed.mjs";
 
 const SECONDS = envNumber("BENCH_SECONDS", 3);
 const ROUNDS = envNumber("BENCH_ROUNDS", 3);
@@ -23,16 +29,13 @@ export default {
     step("bundling the email driver (esbuild)");
     const driverFile = bundleDriver("email-driver.ts");
 
-    const config = serviceConfig(ROOT);
+    const config = wranglerConfig();
     const mf = await ctx.start([
       serviceWorker(bundle, config),
       {
-        compatibilityDate: config.compatibilityDate,
-        compatibilityFlags: config.compatibilityFlags,
+        ...besideService(config),
         name: "bench-email-driver",
-        modules: [{ type: "ESModule", path: driverFile }],
-        modulesRoot: OUT,
-        unsafeDirectSockets: DIRECT,
+        ...driverModules(driverFile),
         bindings: { EMAIL_DOMAIN: "mail.localhost" },
         d1Databases: config.d1Databases,
         r2Buckets: config.r2Buckets,
@@ -45,8 +48,7 @@ export default {
       service: await mf.unsafeGetDirectURL(SERVICE),
       driver: await mf.unsafeGetDirectURL("bench-email-driver"),
     };
-    const db = await mf.getD1Database("DB", SERVICE);
-    await applyMigrations(db, path.join(ROOT, "migrations"));
+    const db = await migratedDb(mf);
     const ws = await signup(urls.service, "Mail Bench");
     const slug = (await db.prepare("SELECT email_slug FROM workspaces WHERE id = ?").bind(ws.workspaceId).first())
       .email_slug;

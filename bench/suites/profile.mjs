@@ -3,7 +3,7 @@
 // baseline measured in the same run: the same bytes through an HTMLRewriter with no handlers
 // (the parse alone).
 import { performance } from "node:perf_hooks";
-import { bundleDriver, envNumber, OUT } from "../lib/harness.mjs";
+import { bundleDriver, driverModules, envNumber } from "../lib/harness.mjs";
 
 const ROUNDS = envNumber("BENCH_ROUNDS", 3);
 const PER_REQUEST = envNumber("BENCH_PAGES_PER_REQUEST", 200);
@@ -24,8 +24,7 @@ export default {
         name: "bench-profile",
         compatibilityDate: "2026-10-01",
         compatibilityFlags: ["nodejs_compat"],
-        modules: [{ type: "ESModule", path: driverFile }],
-        modulesRoot: OUT,
+        ...driverModules(driverFile),
       },
     ]);
 

@@ -10,22 +10,21 @@
 //      (baselines/turn-replay-baseline-worker.mjs), target 5 ms more at p50;
 //   4. turns whose connection drops at a random event and resume with Last-Event-ID
 //      (lib/turn-resume.mjs): gaps, duplicates, their text and their debits, all checked.
-import path from "node:path";
 import { performance } from "node:perf_hooks";
-import { serviceConfig } from "../lib/config.mjs";
 import {
   baselineModules,
+  besideService,
   bundleDriver,
-  DIRECT,
+  d1IdOf,
+  driverModules,
   envNumber,
-  OUT,
-  ROOT,
   SERVICE,
   serviceWorker,
+  wranglerConfig,
 } from "../lib/harness.mjs";
 import { measureAlternating } from "../lib/load.mjs";
 import { DRIP, HOLD, MODEL, REPLY, SLOW, startMockModel, USAGE } from "../lib/mock-model.mjs";
-import { applyMigrations, signup } from "../lib/seed.mjs";
+import { creditWorkspace, migratedDb, signup } from "../lib/seed.mjs";
 import { openSse } from "../lib/sse-client.mjs";
 import { dropAndResume, measureFirstEvent, position, readUntil, sseBody, textOf } from "../lib/turn-resume.mjs";
 
@@ -179,16 +178,6 @@ const EXPECTED_ROWS = {
   raw: (r, t) => r.user === t && r.assistant === t && r.replies === t,
 };
 
-/** Credits for every turn of the bench: one ledger row. */
-async function credit(db, workspaceId) {
-  await db
-    .prepare(
-      "INSERT INTO credit_ledger (id, workspace_id, amount, kind, reference, created_at) VALUES (?, ?, 1000000000, 'adjustment', 'bench', ?)",
-    )
-    .bind(crypto.randomUUID(), workspaceId, new Date().toISOString())
-    .run();
-}
-
 /** Every usage debit of a workspace, by reference. */
 async function debitsByReference(db, workspaceId) {
   const { results } = await db
@@ -215,20 +204,15 @@ async function start(ctx, mock) {
   // dependency reads files in its Node build).
   const aisdkFile = bundleDriver("turn-aisdk-baseline-worker.mjs", ["--conditions=workerd,worker,browser"]);
   const llmVars = { LLM_BASE_URL: mock.baseUrl, LLM_API_KEY: "sk-bench", LLM_MODEL: MODEL };
-  const config = serviceConfig(ROOT);
-  const d1Id = config.d1Databases?.DB?.id ?? config.d1Databases?.DB;
-  const common = {
-    compatibilityDate: config.compatibilityDate,
-    compatibilityFlags: config.compatibilityFlags,
-    unsafeDirectSockets: DIRECT,
-  };
+  const config = wranglerConfig();
+  const d1Id = d1IdOf(config);
+  const common = besideService(config);
   const mf = await ctx.start([
     serviceWorker(bundle, config, llmVars),
     {
       ...common,
       name: AISDK,
-      modules: [{ type: "ESModule", path: aisdkFile }],
-      modulesRoot: OUT,
+      ...driverModules(aisdkFile),
       d1Databases: { DB: d1Id },
       bindings: llmVars,
     },
@@ -249,12 +233,11 @@ async function start(ctx, mock) {
   const urls = {};
   for (const [target, worker] of Object.entries(NAMES)) urls[target] = (await mf.unsafeGetDirectURL(worker)).href;
   const replayUrl = (await mf.unsafeGetDirectURL(REPLAY)).href;
-  const db = await mf.getD1Database("DB", SERVICE);
-  await applyMigrations(db, path.join(ROOT, "migrations"));
+  const db = await migratedDb(mf);
   const ws = {};
   for (const name of [...TARGETS, "drop"]) {
     ws[name] = await signup(urls.ours, `Turn bench (${name})`);
-    await credit(db, ws[name].workspaceId);
+    await creditWorkspace(db, ws[name].workspaceId);
   }
   return {
     ctx,

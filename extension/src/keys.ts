@@ -5,28 +5,32 @@
  */
 export type KeyDefinition = { key: string; code: string; keyCode: number; text?: string; location?: number };
 
+/** Named keys whose `key` and `code` are their name, by Windows virtual key code. */
+const PLAIN_KEYS: Record<string, number> = {
+  Tab: 9,
+  Escape: 27,
+  Backspace: 8,
+  Delete: 46,
+  Insert: 45,
+  Home: 36,
+  End: 35,
+  PageUp: 33,
+  PageDown: 34,
+  ArrowLeft: 37,
+  ArrowUp: 38,
+  ArrowRight: 39,
+  ArrowDown: 40,
+  CapsLock: 20,
+};
 const NAMED: Record<string, KeyDefinition> = {
   Enter: { key: "Enter", code: "Enter", keyCode: 13, text: "\r" },
-  Tab: { key: "Tab", code: "Tab", keyCode: 9 },
-  Escape: { key: "Escape", code: "Escape", keyCode: 27 },
-  Backspace: { key: "Backspace", code: "Backspace", keyCode: 8 },
-  Delete: { key: "Delete", code: "Delete", keyCode: 46 },
-  Insert: { key: "Insert", code: "Insert", keyCode: 45 },
-  Home: { key: "Home", code: "Home", keyCode: 36 },
-  End: { key: "End", code: "End", keyCode: 35 },
-  PageUp: { key: "PageUp", code: "PageUp", keyCode: 33 },
-  PageDown: { key: "PageDown", code: "PageDown", keyCode: 34 },
-  ArrowLeft: { key: "ArrowLeft", code: "ArrowLeft", keyCode: 37 },
-  ArrowUp: { key: "ArrowUp", code: "ArrowUp", keyCode: 38 },
-  ArrowRight: { key: "ArrowRight", code: "ArrowRight", keyCode: 39 },
-  ArrowDown: { key: "ArrowDown", code: "ArrowDown", keyCode: 40 },
   Space: { key: " ", code: "Space", keyCode: 32, text: " " },
-  CapsLock: { key: "CapsLock", code: "CapsLock", keyCode: 20 },
   Shift: { key: "Shift", code: "ShiftLeft", keyCode: 16, location: 1 },
   Control: { key: "Control", code: "ControlLeft", keyCode: 17, location: 1 },
   Alt: { key: "Alt", code: "AltLeft", keyCode: 18, location: 1 },
   Meta: { key: "Meta", code: "MetaLeft", keyCode: 91, location: 1 },
 };
+for (const [name, keyCode] of Object.entries(PLAIN_KEYS)) NAMED[name] = { key: name, code: name, keyCode };
 for (let n = 1; n <= 12; n++) NAMED[`F${n}`] = { key: `F${n}`, code: `F${n}`, keyCode: 111 + n };
 
 /** CDP modifier bits. */

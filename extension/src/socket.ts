@@ -5,19 +5,14 @@
  * with back-off except after 4001 (replaced) or 4003 (ended by the server).
  */
 import {
-  CLOSE,
-  CommandFrameSchema,
+  afterClose,
   type Method,
-  PARAMS,
   type Params,
-  PING_FRAME,
-  PONG_FRAME,
   SUBPROTOCOL_PREFIX,
+  serveCommands,
 } from "../../durable-objects/protocol";
 import type { ConnectionState } from "./storage";
 
-const PING_INTERVAL_MS = 20_000;
-const BACKOFF = { initialMs: 500, maxMs: 30_000 };
 /** Within the server's default per-command deadline (30 s), so a slow command still gets its answer there. */
 const COMMAND_TIMEOUT_MS = 28_000;
 /**
@@ -47,8 +42,6 @@ export function openConnection(options: ConnectionOptions): Connection {
   let attempt = 0;
   let retry: ReturnType<typeof setTimeout> | undefined;
   let keepalive: ReturnType<typeof setInterval> | undefined;
-  // Commands run one at a time, in arrival order, in the agent's tab.
-  let queue = Promise.resolve();
 
   const connect = () => {
     if (stopped) return;
@@ -64,36 +57,29 @@ export function openConnection(options: ConnectionOptions): Connection {
       return;
     }
     socket = ws;
-    let pinger: ReturnType<typeof setInterval> | undefined;
     ws.addEventListener("open", () => {
       attempt = 0;
       log(`connected to ${endpoint.origin}`);
       options.onState({ status: "connected" });
-      ws.send(JSON.stringify({ type: "event", method: "computer.ready", params: { user_agent: navigator.userAgent } }));
-      pinger = setInterval(() => ws.readyState === WebSocket.OPEN && ws.send(PING_FRAME), PING_INTERVAL_MS);
     });
-    ws.addEventListener("message", (event) => {
-      if (typeof event.data !== "string" || event.data === PONG_FRAME) return;
-      const text = event.data;
-      queue = queue.then(() => handle(ws, text, options.run, log));
-    });
+    serveCommands(
+      ws,
+      navigator.userAgent,
+      (method, params) => withTimeout(options.run(method, params), COMMAND_TIMEOUT_MS, method),
+      log,
+    );
     ws.addEventListener("close", (event) => {
-      clearInterval(pinger);
       if (socket === ws) socket = null;
       if (stopped) return;
-      if (event.code === CLOSE.replaced || event.code === CLOSE.ended) {
-        // Another extension or bridge took over, or the server ended the session: reconnecting would only fight it.
-        log(`closed by the server (${event.code} ${event.reason}); not reconnecting`);
+      const { reconnectInMs, line } = afterClose(event, attempt++);
+      log(line);
+      if (reconnectInMs === null) {
         stopped = true;
         options.onState({ status: "disconnected", reason: event.reason || `closed by the server (${event.code})` });
         return;
       }
-      const delay = Math.min(BACKOFF.maxMs, BACKOFF.initialMs * 2 ** attempt++) * (0.75 + Math.random() / 2);
-      log(
-        `disconnected (${event.code}${event.reason ? ` ${event.reason}` : ""}); reconnecting in ${Math.round(delay)} ms`,
-      );
       options.onState({ status: "connecting", reason: event.reason || undefined });
-      retry = setTimeout(connect, delay);
+      retry = setTimeout(connect, reconnectInMs);
       keepalive = setInterval(() => void chrome.runtime.getPlatformInfo(), KEEPALIVE_MS);
     });
     ws.addEventListener("error", () => {
@@ -111,46 +97,6 @@ export function openConnection(options: ConnectionOptions): Connection {
       socket = null;
     },
   };
-}
-
-function reply(ws: WebSocket, frame: object) {
-  if (ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify(frame));
-}
-
-async function handle(ws: WebSocket, text: string, run: ConnectionOptions["run"], log: (line: string) => void) {
-  let data: unknown;
-  try {
-    data = JSON.parse(text);
-  } catch {
-    return log("ignored a non-JSON frame");
-  }
-  if (data && typeof data === "object" && "type" in data && data.type === "event") {
-    return log(`server event ${JSON.stringify(data)}`);
-  }
-  const frame = CommandFrameSchema.safeParse(data);
-  if (!frame.success) {
-    const id = data && typeof data === "object" && "id" in data && Number.isInteger(data.id) ? data.id : null;
-    if (id !== null)
-      reply(ws, { type: "error", id, error: "unknown command", message: frame.error.message.slice(0, 1_000) });
-    return;
-  }
-  const { id, method, params } = frame.data;
-  const checked = PARAMS[method].safeParse(params);
-  if (!checked.success)
-    return reply(ws, { type: "error", id, error: "invalid argument", message: checked.error.message.slice(0, 1_000) });
-  try {
-    const result = await withTimeout(run(method, checked.data as Params<Method>), COMMAND_TIMEOUT_MS, method);
-    reply(ws, { type: "success", id, result });
-  } catch (e) {
-    const error = e instanceof Error ? errorCode(e) : "unknown error";
-    reply(ws, { type: "error", id, error, message: String(e instanceof Error ? e.message : e).slice(0, 1_000) });
-  }
-}
-
-function errorCode(e: Error): string {
-  if (e.name === "TimeoutError") return "timeout";
-  if (e.name === "NotAllowedError") return "not allowed";
-  return "unknown error";
 }
 
 function withTimeout<T>(work: Promise<T>, ms: number, what: string): Promise<T> {

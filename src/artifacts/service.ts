@@ -3,7 +3,7 @@ import { type AuditEventInput, auditInBatch, PREVIOUS_STATEMENT_CHANGED } from "
 import { artifacts, conversationParticipants, conversations } from "../db/schema";
 import { db, preparedFor } from "../platform/db";
 import { forbidden, notFound } from "../platform/problem";
-import { workspaceRow } from "../platform/workspace-rows";
+import { workspaceRow, workspaceRowWhere } from "../platform/workspace-rows";
 import { artifactKey, type StoredArtifact } from "./store";
 
 /** The most a list answers (the spec's cap), newest first. */
@@ -131,7 +131,7 @@ export async function deleteArtifact(
   const [deleted] = await d.batch([
     d
       .delete(artifacts)
-      .where(and(eq(artifacts.id, id), eq(artifacts.workspaceId, workspaceId)))
+      .where(workspaceRowWhere(artifacts, workspaceId, id))
       .returning({ id: artifacts.id }),
     auditInBatch(env, event(row), { onlyIf: PREVIOUS_STATEMENT_CHANGED }),
   ]);

@@ -5,7 +5,7 @@ import { type Db, db, isUniqueViolation, parseJsonArray } from "../platform/db";
 import { nowIso } from "../platform/env";
 import { newId } from "../platform/ids";
 import { badRequest, conflict, notFound } from "../platform/problem";
-import { workspaceRow } from "../platform/workspace-rows";
+import { workspaceRow, workspaceRowWhere } from "../platform/workspace-rows";
 import { type Counters, countersOf, NO_COUNTS } from "./endpoint-counters";
 import { type CreateEndpoint, type Endpoint, RESERVED_LOCALPARTS, type UpdateEndpoint } from "./schemas";
 
@@ -114,7 +114,7 @@ async function settingsColumns(env: Env, workspaceId: string, input: UpdateEndpo
     const agent = await db(env)
       .select({ id: agents.id })
       .from(agents)
-      .where(and(eq(agents.id, input.agent_id), eq(agents.workspaceId, workspaceId)))
+      .where(workspaceRowWhere(agents, workspaceId, input.agent_id))
       .get();
     if (!agent)
       throw badRequest("invalid_agent", "No such agent in this workspace", [{ path: "agent_id", message: "unknown" }]);
@@ -202,7 +202,7 @@ export async function updateEndpoint(
       d
         .update(emailEndpoints)
         .set({ ...set, updatedAt: nowIso() })
-        .where(and(eq(emailEndpoints.id, id), eq(emailEndpoints.workspaceId, workspaceId))),
+        .where(workspaceRowWhere(emailEndpoints, workspaceId, id)),
       auditInBatch(env, event(fields), { onlyIf: PREVIOUS_STATEMENT_CHANGED }),
     ]);
   } catch (e) {
@@ -220,7 +220,7 @@ export async function deleteEndpoint(env: Env, workspaceId: string, id: string, 
   const [deleted] = await d.batch([
     d
       .delete(emailEndpoints)
-      .where(and(eq(emailEndpoints.id, id), eq(emailEndpoints.workspaceId, workspaceId)))
+      .where(workspaceRowWhere(emailEndpoints, workspaceId, id))
       .returning({ id: emailEndpoints.id }),
     auditInBatch(env, event, { onlyIf: PREVIOUS_STATEMENT_CHANGED }),
   ]);

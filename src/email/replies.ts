@@ -6,6 +6,7 @@ import { decodeCursor, encodeCursor } from "../platform/cursor";
 import { type Db, db, parseJsonArray } from "../platform/db";
 import { nowIso } from "../platform/env";
 import { conflict, notFound } from "../platform/problem";
+import { workspaceRowWhere } from "../platform/workspace-rows";
 import { emailDomain } from "./endpoints";
 import type { ReplyRow } from "./schemas";
 import { replyMessageId, sendReply } from "./send";
@@ -131,8 +132,7 @@ export async function reviewReply(
     .from(emailMessages)
     .where(
       and(
-        eq(emailMessages.id, id),
-        eq(emailMessages.workspaceId, who.workspaceId),
+        workspaceRowWhere(emailMessages, who.workspaceId, id),
         eq(emailMessages.reviewOwnerId, who.userId),
         eq(emailMessages.direction, "outbound"),
       ),

@@ -7,7 +7,7 @@ import { db } from "../platform/db";
 import { nowIso } from "../platform/env";
 import { newId, randomToken } from "../platform/ids";
 import { ApiError, badRequest, notFound } from "../platform/problem";
-import { workspaceRows } from "../platform/workspace-rows";
+import { workspaceRows, workspaceRowWhere } from "../platform/workspace-rows";
 
 export const ENROLLMENT_TOKEN_PREFIX = "svc_enroll_";
 /** How long an enrollment token may be redeemed. */
@@ -78,7 +78,7 @@ export async function revokeConnector(
   event: AuditEventInput,
 ): Promise<void> {
   const d = db(env);
-  const mine = and(eq(mcpConnectors.id, id), eq(mcpConnectors.workspaceId, workspaceId));
+  const mine = workspaceRowWhere(mcpConnectors, workspaceId, id);
   const row = await d.select({ status: mcpConnectors.status }).from(mcpConnectors).where(mine).get();
   if (!row) throw notFound("No such connector in this workspace");
   if (row.status === "revoked") return;

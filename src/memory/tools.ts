@@ -28,8 +28,12 @@ const FROZEN = "The user has frozen this agent out of their memory; facts about 
 const oneLine = (s: string) => s.replace(/\s+/g, " ").trim();
 
 /** The event of a fact an agent remembered, on behalf of the turn's user (never its content). */
-const rememberedEvent =
-  (owner: MemoryOwner, agent: AskingAgent, turn: { agentId: string; conversationId: string | null }) =>
+export const rememberedEvent =
+  (
+    owner: MemoryOwner,
+    agent: Pick<AskingAgent, "slug">,
+    turn: { agentId?: string; conversationId: string | null } = { conversationId: null },
+  ) =>
   (factId: string): AuditEventInput => ({
     workspaceId: owner.workspaceId,
     kind: "memory.fact.create",

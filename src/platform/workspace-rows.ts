@@ -5,6 +5,10 @@ import { db } from "./db";
 type WorkspaceTable = SQLiteTable & { workspaceId: SQLiteColumn };
 type WorkspaceIdTable = WorkspaceTable & { id: SQLiteColumn };
 
+/** The scope rule for one row: row `id` of `table`, and only if it is the workspace's. */
+export const workspaceRowWhere = (table: WorkspaceIdTable, workspaceId: string, id: string) =>
+  and(eq(table.id, id), eq(table.workspaceId, workspaceId));
+
 /** Every row of `table` that belongs to the workspace, in `order`. */
 export function workspaceRows<T extends WorkspaceTable>(
   env: Env,
@@ -28,7 +32,5 @@ export function workspaceRow<T extends WorkspaceIdTable>(
   const query = db(env)
     .select()
     .from(table as WorkspaceIdTable);
-  return query.where(and(eq(table.id, id), eq(table.workspaceId, workspaceId))).get() as Promise<
-    T["$inferSelect"] | undefined
-  >;
+  return query.where(workspaceRowWhere(table, workspaceId, id)).get() as Promise<T["$inferSelect"] | undefined>;
 }

@@ -23,7 +23,7 @@ const parseObject = <T>(s: string, fallback: T): T => {
   }
 };
 
-const NO_PROFILE: BusinessProfile = {
+export const NO_PROFILE: BusinessProfile = {
   domain: null,
   summary: null,
   palette: [],

@@ -2,6 +2,7 @@ import { and, eq } from "drizzle-orm";
 import { artifactKey } from "../artifacts/store";
 import { artifacts } from "../db/schema";
 import { db } from "../platform/db";
+import { workspaceRowWhere } from "../platform/workspace-rows";
 import { clip, htmlMainText } from "./extract";
 
 /** Biggest PDF, Word or Excel file opened in memory. */
@@ -103,8 +104,7 @@ export async function readDocument(
     .from(artifacts)
     .where(
       and(
-        eq(artifacts.id, artifactId),
-        eq(artifacts.workspaceId, scope.workspaceId),
+        workspaceRowWhere(artifacts, scope.workspaceId, artifactId),
         eq(artifacts.conversationId, scope.conversationId),
       ),
     );

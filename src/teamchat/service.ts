@@ -7,6 +7,7 @@ import { db } from "../platform/db";
 import { nowIso } from "../platform/env";
 import { ApiError, badRequest, notFound } from "../platform/problem";
 import { open, seal } from "../platform/secret-box";
+import { workspaceRowWhere } from "../platform/workspace-rows";
 import { DEAD_TOKEN_ERRORS, SLACK_SCOPES, SlackError, slackAuthorizeUrl, slackCall, uploadBytes } from "./slack";
 import { type InstallState, signState, verifyState } from "./state";
 
@@ -69,7 +70,7 @@ export async function redeemState(
   const user = await db(env)
     .select({ role: users.role, erasedAt: users.erasedAt })
     .from(users)
-    .where(and(eq(users.id, verdict.state.userId), eq(users.workspaceId, verdict.state.workspaceId)))
+    .where(workspaceRowWhere(users, verdict.state.workspaceId, verdict.state.userId))
     .get();
   if (!user || user.erasedAt || user.role !== "admin") return { ok: false, reason: "not_admin", state: verdict.state };
   return verdict;
@@ -239,7 +240,7 @@ export async function deliverArtifact(
     .select({ name: agents.displayName })
     .from(conversations)
     .innerJoin(agents, eq(agents.id, conversations.agentId))
-    .where(and(eq(conversations.id, artifact.conversationId), eq(conversations.workspaceId, caller.workspaceId)))
+    .where(workspaceRowWhere(conversations, caller.workspaceId, artifact.conversationId))
     .get();
   const agentName = artifact.agentId
     ? ((await db(env).select({ name: agents.displayName }).from(agents).where(eq(agents.id, artifact.agentId)).get())

@@ -4,10 +4,11 @@
  * Durable Objects; the model is a fake OpenAI-compatible server in this process.
  */
 import type { Server } from "node:http";
-import { DefaultChatTransport, readUIMessageStream, type UIMessage, type UIMessageChunk } from "ai";
+import { DefaultChatTransport, type UIMessage } from "ai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { chatModel, SLOW } from "./chat-model";
-import { type DevServer, startDevServer } from "./server";
+import { replyOf, sendChat, textOf, userMessage } from "../support/ui-chat";
+import { SLOW, startChatDev } from "./chat-model";
+import { apiJson, type DevServer, signupToken } from "./server";
 
 const PORT = Number(process.env.E2E_AI_SDK_PORT ?? 8811);
 /** The origin examples/chat is served from in the browser test; passed here so both run alike. */
@@ -18,60 +19,18 @@ let model: Server;
 let token: string;
 let transport: DefaultChatTransport<UIMessage>;
 
-const user = (id: string, text: string): UIMessage => ({ id, role: "user", parts: [{ type: "text", text }] });
+const user = userMessage;
 const send = (chatId: string, messages: UIMessage[], regenerate?: string) =>
-  transport.sendMessages({
-    chatId,
-    messages,
-    trigger: regenerate ? "regenerate-message" : "submit-message",
-    messageId: regenerate,
-    abortSignal: undefined,
-  });
+  sendChat(transport, chatId, messages, regenerate);
 
-async function replyOf(stream: ReadableStream<UIMessageChunk>): Promise<UIMessage> {
-  let last: UIMessage | undefined;
-  for await (const message of readUIMessageStream({ stream })) last = message;
-  return last!;
-}
-const textOf = (m: UIMessage) =>
-  m.parts
-    .filter((p) => p.type === "text")
-    .map((p) => p.text)
-    .join("");
-
-async function api<T>(path: string, json?: unknown): Promise<T> {
-  const res = await fetch(`${dev.origin}${path}`, {
-    method: json ? "POST" : "GET",
-    headers: { Authorization: `Bearer ${token}`, ...(json ? { "Content-Type": "application/json" } : {}) },
-    body: json ? JSON.stringify(json) : undefined,
-  });
-  if (!res.ok) throw new Error(`${path}: ${res.status} ${await res.text()}`);
-  return (await res.json()) as T;
-}
+const api = <T>(path: string, json?: unknown) => apiJson<T>(dev.origin, token, path, json);
 type Conversation = { id: string; messages: { id: string; role: string; parts: { type: string; text?: string }[] }[] };
 const conversationIds = async () =>
   (await api<{ conversations: { id: string }[] }>("/v1/api/conversations")).conversations.map((c) => c.id);
 
 beforeAll(async () => {
-  const fake = await chatModel();
-  model = fake.server;
-  dev = await startDevServer(PORT, {
-    LLM_BASE_URL: fake.baseUrl,
-    LLM_MODEL: "chat-e2e",
-    LLM_API_KEY: "fake",
-    CORS_ORIGINS: PAGE_ORIGIN,
-  });
-  const signup = await fetch(`${dev.origin}/v1/api/signup`, {
-    method: "POST",
-    headers: { "Content-Type": "application/json" },
-    body: JSON.stringify({
-      workspace_name: "AI SDK E2E",
-      email: `ai-sdk-${Date.now()}@example.com`,
-      password: "correct horse battery",
-    }),
-  });
-  expect(signup.status).toBe(201);
-  token = ((await signup.json()) as { token: string }).token;
+  ({ dev, model } = await startChatDev(PORT, "chat-e2e", PAGE_ORIGIN));
+  token = await signupToken(dev.origin, "AI SDK E2E");
   transport = new DefaultChatTransport<UIMessage>({
     api: `${dev.origin}/v1/api/chat`,
     headers: { Authorization: `Bearer ${token}` },

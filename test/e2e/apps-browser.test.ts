@@ -6,12 +6,11 @@
  */
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { type Browser, chromium } from "playwright-core";
+import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type DevServer, readBody, startDevServer } from "./server";
+import { type DevServer, launchChromium, readBody, startDevServer } from "./server";
 
 const PORT = Number(process.env.E2E_APPS_PORT ?? 8793);
-const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 const PASSWORD = "correct horse battery";
 
 const INDEX = `<!doctype html><html><head><meta charset="utf-8"><title>Sandboxed app</title></head>
@@ -99,10 +98,7 @@ beforeAll(async () => {
   const fake = await fakeModel();
   model = fake.server;
   dev = await startDevServer(PORT, { LLM_BASE_URL: fake.baseUrl, LLM_MODEL: "fake-e2e", LLM_API_KEY: "fake" });
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run"],
-  });
+  browser = await launchChromium();
   const signup = await api("/v1/api/signup", {
     json: { workspace_name: "Apps E2E", email: `apps-${Date.now()}@example.com`, password: PASSWORD },
   });

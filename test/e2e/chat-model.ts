@@ -7,7 +7,7 @@
  */
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { readBody } from "./server";
+import { readBody, startDevServer } from "./server";
 
 export const SLOW = Array.from({ length: 30 }, (_, i) => `word${i + 1}`).join(" ");
 export const FACT = "The user likes rivers.";
@@ -59,4 +59,16 @@ export function chatModel(): Promise<{ server: Server; baseUrl: string }> {
       resolve({ server, baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1` }),
     ),
   );
+}
+
+/** `wrangler dev` on `port` with the fake model as its LLM (named `modelName`), `pageOrigin` allowed by CORS. */
+export async function startChatDev(port: number, modelName: string, pageOrigin: string) {
+  const fake = await chatModel();
+  const dev = await startDevServer(port, {
+    LLM_BASE_URL: fake.baseUrl,
+    LLM_MODEL: modelName,
+    LLM_API_KEY: "fake",
+    CORS_ORIGINS: pageOrigin,
+  });
+  return { dev, model: fake.server };
 }

@@ -8,17 +8,16 @@ import { spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import path from "node:path";
-import { type Browser, chromium, type Page } from "playwright-core";
+import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { chatModel, FACT, SLOW } from "./chat-model";
-import { type DevServer, startDevServer } from "./server";
+import { FACT, SLOW, startChatDev } from "./chat-model";
+import { apiJson, type DevServer, launchChromium, signupToken } from "./server";
 
 const ROOT = path.resolve(import.meta.dirname, "../..");
 const DIST = path.join(ROOT, "examples/chat/dist");
 const PORT = Number(process.env.E2E_CHAT_PAGE_PORT ?? 8812);
 const PAGE_PORT = Number(process.env.E2E_CHAT_PAGE_ORIGIN_PORT ?? 5174);
 const PAGE_ORIGIN = `http://localhost:${PAGE_PORT}`;
-const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 
 let dev: DevServer;
 let model: Server;
@@ -37,15 +36,7 @@ function staticSite(): Promise<Server> {
   return new Promise((resolve) => server.listen(PAGE_PORT, "127.0.0.1", () => resolve(server)));
 }
 
-async function api<T>(path: string, json?: unknown): Promise<T> {
-  const res = await fetch(`${dev.origin}${path}`, {
-    method: json ? "POST" : "GET",
-    headers: { Authorization: `Bearer ${token}`, ...(json ? { "Content-Type": "application/json" } : {}) },
-    body: json ? JSON.stringify(json) : undefined,
-  });
-  if (!res.ok) throw new Error(`${path}: ${res.status} ${await res.text()}`);
-  return (await res.json()) as T;
-}
+const api = <T>(path: string, json?: unknown) => apiJson<T>(dev.origin, token, path, json);
 type Conversation = { messages: { role: string; content: string; stopped: boolean }[] };
 
 /** Pastes the service URL and the PAT, as a user does after every load. */
@@ -65,29 +56,9 @@ beforeAll(async () => {
   const build = spawnSync("npm", ["run", "example:chat"], { cwd: ROOT, encoding: "utf8" });
   if (build.status !== 0) throw new Error(`example build failed:\n${build.stdout}\n${build.stderr}`);
   site = await staticSite();
-  const fake = await chatModel();
-  model = fake.server;
-  dev = await startDevServer(PORT, {
-    LLM_BASE_URL: fake.baseUrl,
-    LLM_MODEL: "chat-page-e2e",
-    LLM_API_KEY: "fake",
-    CORS_ORIGINS: PAGE_ORIGIN,
-  });
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run"],
-  });
-  const signup = await fetch(`${dev.origin}/v1/api/signup`, {
-    method: "POST",
-    headers: { "Content-Type": "application/json" },
-    body: JSON.stringify({
-      workspace_name: "Chat Page E2E",
-      email: `chat-page-${Date.now()}@example.com`,
-      password: "correct horse battery",
-    }),
-  });
-  expect(signup.status).toBe(201);
-  token = ((await signup.json()) as { token: string }).token;
+  ({ dev, model } = await startChatDev(PORT, "chat-page-e2e", PAGE_ORIGIN));
+  browser = await launchChromium();
+  token = await signupToken(dev.origin, "Chat Page E2E");
 });
 
 afterAll(async () => {

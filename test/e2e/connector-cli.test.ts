@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import * as x509 from "@peculiar/x509";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type DevServer, startDevServer } from "./server";
+import { type DevServer, signupToken, startDevServer } from "./server";
 
 const ROOT = path.resolve(import.meta.dirname, "../..");
 const PORT = Number(process.env.E2E_CONNECTOR_PORT ?? 8798);
@@ -50,16 +50,7 @@ afterAll(async () => {
 
 describe("tools/connector/enroll.mjs", () => {
   it("enrolls a connector and writes key.pem, cert.pem and ca.pem", async () => {
-    const signup = await fetch(`${dev.origin}/v1/api/signup`, {
-      method: "POST",
-      headers: { "Content-Type": "application/json" },
-      body: JSON.stringify({
-        workspace_name: "Conn Co",
-        email: `c-${Date.now()}@example.com`,
-        password: "correct horse battery",
-      }),
-    });
-    const { token } = (await signup.json()) as { token: string };
+    const token = await signupToken(dev.origin, "Conn Co");
     const created = await fetch(`${dev.origin}/v1/mcp/connectors`, {
       method: "POST",
       headers: { Authorization: `Bearer ${token}`, "Content-Type": "application/json" },

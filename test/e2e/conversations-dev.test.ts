@@ -10,22 +10,13 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { shBlocks } from "./readme";
 import { type DevServer, readBody, startDevServer } from "./server";
 
-const ROOT = path.resolve(import.meta.dirname, "../..");
 const PORT = Number(process.env.E2E_CONVERSATIONS_PORT ?? 8798);
-const README = readFileSync(path.join(ROOT, "README.md"), "utf8");
 /** The fake model's answer, streamed a word every 100 ms (about four seconds). */
 const RIVERS = Array.from({ length: 40 }, (_, i) => `river${i + 1}`).join(" ");
 const COUNTING = Array.from({ length: 100 }, (_, i) => `${i + 1}`).join(" ");
-
-function shBlocks(heading: string): string[] {
-  const start = README.indexOf(`\n${heading}\n`);
-  if (start < 0) throw new Error(`README has no section ${heading}`);
-  const rest = README.slice(start + heading.length + 2);
-  const section = rest.slice(0, rest.search(/\n#{2,3} /));
-  return [...section.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1]!);
-}
 
 /** Streams its answer word by word, as a slow model does. */
 function slowModel(): Promise<{ server: Server; baseUrl: string }> {

@@ -3,29 +3,18 @@
  * /usr/bin/chromium, driven by playwright-core) against `wrangler dev` with every request
  * off the local origin refused: the page needs no CDN, so it works offline.
  */
-import { type Browser, chromium } from "playwright-core";
+import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type DevServer, startDevServer } from "./server";
+import { type DevServer, launchChromium, startDevServer } from "./server";
 
 const PORT = Number(process.env.E2E_DOCS_PORT ?? 8793);
-const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 
 let dev: DevServer;
 let browser: Browser;
 
 beforeAll(async () => {
   dev = await startDevServer(PORT);
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: [
-      "--headless",
-      "--no-sandbox",
-      "--disable-gpu",
-      "--disable-background-networking",
-      "--disable-component-update",
-      "--no-first-run",
-    ],
-  });
+  browser = await launchChromium();
 });
 
 afterAll(async () => {

@@ -6,7 +6,7 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type DevServer, readBody, startDevServer } from "./server";
+import { type DevServer, readBody, signupToken, startDevServer } from "./server";
 
 const PORT = Number(process.env.E2E_EMAIL_PORT ?? 8797);
 const DRAFT = "Thank you, your order ships on Friday.";
@@ -64,17 +64,7 @@ afterAll(async () => {
 
 describe("email through wrangler dev", () => {
   it("mails the team mailbox of a fresh workspace and finds the draft in the review queue", async () => {
-    const signup = await fetch(`${dev.origin}/v1/api/signup`, {
-      method: "POST",
-      headers: { "Content-Type": "application/json" },
-      body: JSON.stringify({
-        workspace_name: "Mail Co",
-        email: `mail-${Date.now()}@example.com`,
-        password: "correct horse battery",
-      }),
-    });
-    expect(signup.status).toBe(201);
-    const { token } = (await signup.json()) as { token: string };
+    const token = await signupToken(dev.origin, "Mail Co");
     const auth = { Authorization: `Bearer ${token}` };
     const list = (await (await fetch(`${dev.origin}/v1/api/email/endpoints`, { headers: auth })).json()) as {
       endpoints: { address: string; is_system: boolean }[];

@@ -20,7 +20,7 @@ import { Client as V2Client, StreamableHTTPClientTransport as V2Transport } from
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type DevServer, readBody, startDevServer } from "./server";
+import { type DevServer, readBody, signupToken, startDevServer } from "./server";
 
 const ROOT = path.resolve(import.meta.dirname, "../..");
 const PORT = Number(process.env.E2E_MCP_PORT ?? 8797);
@@ -150,17 +150,7 @@ beforeAll(async () => {
     LLM_API_KEY: "fake",
     OUTBOUND_ORIGIN_MAP: JSON.stringify({ "self.mcp.e2e": `http://127.0.0.1:${PORT}` }),
   });
-  const signup = await fetch(`${dev.origin}/v1/api/signup`, {
-    method: "POST",
-    headers: { "Content-Type": "application/json" },
-    body: JSON.stringify({
-      workspace_name: "MCP E2E",
-      email: `mcp-${Date.now()}@example.com`,
-      password: "correct horse battery",
-    }),
-  });
-  expect(signup.status).toBe(201);
-  token = ((await signup.json()) as { token: string }).token;
+  token = await signupToken(dev.origin, "MCP E2E");
 });
 
 afterAll(async () => {

@@ -6,12 +6,11 @@
 import { createHash, randomBytes } from "node:crypto";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { type Browser, chromium, type Page } from "playwright-core";
+import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type DevServer, startDevServer } from "./server";
+import { type DevServer, launchChromium, startDevServer } from "./server";
 
 const PORT = Number(process.env.E2E_PORT ?? 8791);
-const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 const PASSWORD = "correct horse battery";
 
 let dev: DevServer;
@@ -84,17 +83,7 @@ beforeAll(async () => {
   callback = `http://127.0.0.1:${(callbackServer.address() as AddressInfo).port}/callback`;
 
   dev = await startDevServer(PORT);
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: [
-      "--headless",
-      "--no-sandbox",
-      "--disable-gpu",
-      "--disable-background-networking",
-      "--disable-component-update",
-      "--no-first-run",
-    ],
-  });
+  browser = await launchChromium();
 
   const email = `e2e-${Date.now()}@example.com`;
   const signup = await api("/v1/api/signup", {

@@ -4,26 +4,15 @@
  * browser step of the OAuth walkthrough done in Chromium as the README tells a person to.
  */
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { type Browser, chromium } from "playwright-core";
+import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type DevServer, startDevServer } from "./server";
+import { shBlocks } from "./readme";
+import { type DevServer, launchChromium, startDevServer } from "./server";
 
-const ROOT = path.resolve(import.meta.dirname, "../..");
 const PORT = Number(process.env.E2E_README_PORT ?? 8797);
-const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
-const README = readFileSync(path.join(ROOT, "README.md"), "utf8");
-
-/** The fenced sh blocks of one README section (from its heading to the next heading). */
-function shBlocks(heading: string): string[] {
-  const start = README.indexOf(`\n${heading}\n`);
-  if (start < 0) throw new Error(`README has no section ${heading}`);
-  const rest = README.slice(start + heading.length + 2);
-  const section = rest.slice(0, rest.search(/\n#{2,3} /));
-  return [...section.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1]!);
-}
 
 let dev: DevServer;
 let browser: Browser;
@@ -44,10 +33,7 @@ function bash(script: string) {
 beforeAll(async () => {
   work = mkdtempSync(path.join(tmpdir(), "readme-walkthrough-"));
   dev = await startDevServer(PORT);
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run"],
-  });
+  browser = await launchChromium();
 });
 
 afterAll(async () => {

@@ -8,6 +8,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import type { IncomingMessage } from "node:http";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import { chromium } from "playwright-core";
 
 const ROOT = path.resolve(import.meta.dirname, "../..");
 
@@ -92,4 +93,44 @@ export const readBody = (req: IncomingMessage) =>
     let body = "";
     req.on("data", (c) => (body += c));
     req.on("end", () => resolve(body));
+  });
+
+/** Signs a new workspace up on the dev server; answers its admin's personal access token. */
+export async function signupToken(origin: string, workspaceName: string): Promise<string> {
+  const res = await fetch(`${origin}/v1/api/signup`, {
+    method: "POST",
+    headers: { "Content-Type": "application/json" },
+    body: JSON.stringify({
+      workspace_name: workspaceName,
+      email: `e2e-${crypto.randomUUID()}@example.com`,
+      password: "correct horse battery",
+    }),
+  });
+  if (res.status !== 201) throw new Error(`signup: ${res.status} ${await res.text()}`);
+  return ((await res.json()) as { token: string }).token;
+}
+
+/** A GET of the API as the token's holder (a POST of `json` when given); throws unless 2xx. */
+export async function apiJson<T>(origin: string, token: string, path: string, json?: unknown): Promise<T> {
+  const res = await fetch(`${origin}${path}`, {
+    method: json ? "POST" : "GET",
+    headers: { Authorization: `Bearer ${token}`, ...(json ? { "Content-Type": "application/json" } : {}) },
+    body: json ? JSON.stringify(json) : undefined,
+  });
+  if (!res.ok) throw new Error(`${path}: ${res.status} ${await res.text()}`);
+  return (await res.json()) as T;
+}
+
+/** Headless Chromium as the browser tests run it ($CHROMIUM_PATH, else /usr/bin/chromium). */
+export const launchChromium = () =>
+  chromium.launch({
+    executablePath: process.env.CHROMIUM_PATH ?? "/usr/bin/chromium",
+    args: [
+      "--headless",
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--no-first-run",
+    ],
   });

@@ -1,5 +1,7 @@
 import { env } from "cloudflare:workers";
+import type { TurnScope } from "../../src/platform/turn-tools";
 import { call } from "./api";
+import type { signupWorkspace } from "./seed";
 
 /**
  * Seeds a conversation with its participants straight into D1 (the conversations area owns
@@ -82,3 +84,21 @@ export function uploadFile(
     ]),
   });
 }
+
+/** The scope a turn of the workspace's assistant hands its tools, for calling a tool directly. */
+export const turnScopeFor = (
+  w: Awaited<ReturnType<typeof signupWorkspace>>,
+  conversationId: string | null,
+  userId = w.user.id,
+  e: Env = env,
+): TurnScope => ({
+  env: e,
+  workspaceId: w.workspace.id,
+  userId,
+  agent: { id: crypto.randomUUID(), slug: "assistant", skills: [], mcpServers: [] },
+  conversationId,
+  turnId: crypto.randomUUID(),
+  origin: "https://svc.test",
+  artifactIds: [],
+  signal: new AbortController().signal,
+});

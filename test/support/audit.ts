@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
 import { auditLog } from "../../durable-objects/audit-log/client";
 import { deliverNow } from "../../src/audit/delivery";
-import type { AuditEventInput } from "../../src/audit/events";
+import { rememberedEvent } from "../../src/memory/tools";
 
 /** A workspace's audit events (newest first, all time), optionally of one kind, with details parsed. */
 export async function auditEvents(workspaceId: string, kind?: string) {
@@ -11,14 +11,5 @@ export async function auditEvents(workspaceId: string, kind?: string) {
 }
 
 /** The event `remember` writes, for tests that store a fact without running a turn. */
-export const factEvent =
-  (owner: { workspaceId: string; userId: string }) =>
-  (factId: string): AuditEventInput => ({
-    workspaceId: owner.workspaceId,
-    kind: "memory.fact.create",
-    intent: "remember",
-    actor: { kind: "user", id: owner.userId },
-    subjectUserId: owner.userId,
-    target: `memory_fact:${factId}`,
-    details: { agent_slug: "assistant" },
-  });
+export const factEvent = (owner: { workspaceId: string; userId: string }) =>
+  rememberedEvent(owner, { slug: "assistant" });

@@ -163,3 +163,14 @@ export function scriptedModels() {
     current: () => llm,
   };
 }
+
+/** A `MockLanguageModelV4` doGenerate result: the text, a stop, and small usage. */
+export const mockTextReply = (text: string) => ({
+  content: [{ type: "text" as const, text }],
+  finishReason: { unified: "stop" as const, raw: "stop" },
+  usage: {
+    inputTokens: { total: 10, noCache: 10, cacheRead: 0, cacheWrite: 0 },
+    outputTokens: { total: 5, text: 5, reasoning: 0 },
+  },
+  warnings: [],
+});

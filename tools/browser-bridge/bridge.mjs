@@ -16,18 +16,8 @@ import { readFileSync } from "node:fs";
 import { pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
 import { chromium } from "playwright-core";
-import {
-  CLOSE,
-  CommandFrameSchema,
-  LIMITS,
-  PARAMS,
-  PING_FRAME,
-  PONG_FRAME,
-  SUBPROTOCOL_PREFIX,
-} from "../../durable-objects/protocol.ts";
+import { afterClose, LIMITS, SUBPROTOCOL_PREFIX, serveCommands } from "../../durable-objects/protocol.ts";
 
-const PING_INTERVAL_MS = 20_000;
-const BACKOFF = { initialMs: 500, maxMs: 30_000 };
 /** Leave the server's per-command timeout (30 s) room to receive a navigation failure. */
 const NAVIGATION_TIMEOUT_MS = 25_000;
 
@@ -65,80 +55,28 @@ export async function startBridge(options) {
   let attempt = 0;
   /** @type {((value: void) => void)[]} */
   const onOpen = [];
-  // Commands run one at a time, in arrival order, on the one page.
-  let queue = Promise.resolve();
 
   const connect = () => {
     if (stopped) return;
     const ws = new WebSocket(endpoint, [`${SUBPROTOCOL_PREFIX}${options.token}`]);
     socket = ws;
-    let pinger;
+    // Commands run one at a time, in arrival order, on the one page; `computer.ready` goes first.
+    serveCommands(ws, userAgent, (method, params) => run(page, method, params), log);
     ws.addEventListener("open", () => {
       attempt = 0;
       log(`connected to ${endpoint.origin}`);
-      ws.send(JSON.stringify({ type: "event", method: "computer.ready", params: { user_agent: userAgent } }));
-      pinger = setInterval(() => ws.readyState === WebSocket.OPEN && ws.send(PING_FRAME), PING_INTERVAL_MS);
       for (const resolve of onOpen.splice(0)) resolve();
     });
-    ws.addEventListener("message", (event) => {
-      if (typeof event.data !== "string" || event.data === PONG_FRAME) return;
-      queue = queue.then(() => handle(ws, event.data));
-    });
     ws.addEventListener("close", (event) => {
-      clearInterval(pinger);
       if (socket === ws) socket = null;
       if (stopped) return;
-      if (event.code === CLOSE.replaced || event.code === CLOSE.ended) {
-        // Another bridge or extension took over, or the server ended the session: reconnecting would only fight it.
-        log(`closed by the server (${event.code} ${event.reason}); not reconnecting`);
-        return;
-      }
-      const delay = Math.min(BACKOFF.maxMs, BACKOFF.initialMs * 2 ** attempt++) * (0.75 + Math.random() / 2);
-      log(
-        `disconnected (${event.code}${event.reason ? ` ${event.reason}` : ""}); reconnecting in ${Math.round(delay)} ms`,
-      );
-      setTimeout(connect, delay);
+      const { reconnectInMs, line } = afterClose(event, attempt++);
+      log(line);
+      if (reconnectInMs !== null) setTimeout(connect, reconnectInMs);
     });
     ws.addEventListener("error", () => {
       // A refused handshake (403, 426) surfaces as an error followed by close 1006; back-off handles it.
     });
-  };
-
-  /** @param {WebSocket} ws @param {string} text */
-  const handle = async (ws, text) => {
-    /** @type {unknown} */
-    let data;
-    try {
-      data = JSON.parse(text);
-    } catch {
-      return log(`ignored a non-JSON frame`);
-    }
-    if (data && typeof data === "object" && "type" in data && data.type === "event") {
-      return log(`server event ${JSON.stringify(data)}`);
-    }
-    const frame = CommandFrameSchema.safeParse(data);
-    if (!frame.success) {
-      const id = data && typeof data === "object" && "id" in data && Number.isInteger(data.id) ? data.id : null;
-      if (id !== null)
-        reply(ws, { type: "error", id, error: "unknown command", message: frame.error.message.slice(0, 1_000) });
-      return;
-    }
-    const { id, method, params } = frame.data;
-    const checked = PARAMS[method].safeParse(params);
-    if (!checked.success)
-      return reply(ws, {
-        type: "error",
-        id,
-        error: "invalid argument",
-        message: checked.error.message.slice(0, 1_000),
-      });
-    try {
-      const result = await run(page, method, checked.data);
-      reply(ws, { type: "success", id, result });
-    } catch (e) {
-      const error = e instanceof Error && e.name === "TimeoutError" ? "timeout" : "unknown error";
-      reply(ws, { type: "error", id, error, message: String(e instanceof Error ? e.message : e).slice(0, 1_000) });
-    }
   };
 
   connect();
@@ -153,11 +91,6 @@ export async function startBridge(options) {
       await browser.close();
     },
   };
-}
-
-/** @param {WebSocket} ws @param {object} frame */
-function reply(ws, frame) {
-  if (ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify(frame));
 }
 
 /**
