@@ -157,6 +157,7 @@ async function startModel(room: RoomHost, start: Start, stopSignal: AbortSignal)
     prompt: input.content,
     stopSignal,
     prefetched: input.prefetched,
+    readsStream: true,
   });
 }
 
