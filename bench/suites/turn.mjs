@@ -324,7 +324,7 @@ async function throughput(b) {
     const n = b.turns[t.name];
     check(EXPECTED_ROWS[t.name](rows, n), `${t.name}: ${n} turns answered 200 but D1 holds ${JSON.stringify(rows)}`);
     step(
-      `  ${t.name}: ${Math.round(r[t.name].rps)} req/s, p50 ${r[t.name].p50} ms, p99 ${r[t.name].p99} ms; statuses ${JSON.stringify(s.statuses)}; ` +
+      `  ${t.name}: ${Math.round(r[t.name].rps)} req/s, p50 ${r[t.name].p50} ms, p99 ${r[t.name].p99} ms, ${Math.round(r[t.name].cpuUs ?? 0)} µs CPU a turn; statuses ${JSON.stringify(s.statuses)}; ` +
         `${n} turns in all; D1: message_count ${rows.messageCount}, messages ${rows.user} + ${rows.assistant}, ${rows.debits} debits`,
     );
   }
@@ -534,6 +534,20 @@ function figures({ r, resume, dropped, turns, sound }) {
       target: `≥ ${target.toFixed(2)}`,
       pass: base.p50 / ours.p50 >= target,
     },
+    // The workerd process's CPU per turn moves far less with other processes' load than req/s.
+    ...(ours.cpuUs && base.cpuUs
+      ? [
+          {
+            figure: `turn CPU vs ${baselineName} (its CPU / ours)`,
+            ours: `${Math.round(ours.cpuUs)} µs`,
+            baseline: `${Math.round(base.cpuUs)} µs`,
+            baselineName,
+            ratio: base.cpuUs / ours.cpuUs,
+            target: `≥ ${target.toFixed(2)}`,
+            pass: base.cpuUs / ours.cpuUs >= target,
+          },
+        ]
+      : []),
   ];
   const resumeRow = (name) => {
     const [o, base] = [resume[name], resume[`${name}Baseline`]];

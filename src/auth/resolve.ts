@@ -116,7 +116,13 @@ export type WorkspaceRead = (env: Env) => Prepared;
 /** What rode along with a credential check: the read's result, for the workspace it was read in. */
 export type Along = { read: WorkspaceRead; workspaceId: string; result: unknown };
 
-export type Resolved = { caller: Caller; touch?: () => Promise<unknown>; along?: Along };
+export type Resolved = {
+  caller: Caller;
+  touch?: () => Promise<unknown>;
+  along?: Along;
+  /** When the credential expires (ISO 8601), if it does: a reused check never outlives it. */
+  expiresAt?: string | null;
+};
 
 /** A read to send with a credential's query, in the workspace the token was last seen in. */
 export type AlongRequest = { read: WorkspaceRead; workspaceId: string };
@@ -160,6 +166,7 @@ export const PAT_KIND: BearerKind = {
         ? () => s.touchPat.run({ id: row.id, now: new Date(now).toISOString() })
         : undefined,
       along,
+      expiresAt: row.expiresAt,
     };
   },
 };
@@ -181,6 +188,23 @@ export async function patStillLive(env: Env, tokenId: string, now = Date.now()):
 const tokenWorkspaces = new Map<string, string>();
 const TOKEN_WORKSPACES_MAX = 10_000;
 
+/**
+ * Per isolate: the callers of bearer tokens (by hash) checked here in the last
+ * `CREDENTIAL_REUSE_MS`, so that a conversation's requests (a turn, its resume, the next turn)
+ * do not each read the credential from D1 again. Every revocation in this isolate (a token, a
+ * grant, a client, an erasure, a workspace's slug) forgets them all at once
+ * (`forgetCredentials`); a revocation made in another isolate is honoured here within
+ * `CREDENTIAL_REUSE_MS`, and a token's own expiry is never passed.
+ */
+const credentials = new Map<string, { caller: Caller; until: number }>();
+export const CREDENTIAL_REUSE_MS = 5_000;
+const CREDENTIALS_MAX = 10_000;
+
+/** Forgets every credential checked in this isolate: called after anything that revokes or changes one. */
+export function forgetCredentials(): void {
+  credentials.clear();
+}
+
 export async function resolveBearer(
   env: Env,
   kinds: readonly BearerKind[],
@@ -190,11 +214,19 @@ export async function resolveBearer(
 ): Promise<Resolved | null> {
   const kind = kinds.find((k) => token.startsWith(k.prefix));
   if (!kind) return null;
-  if (!read) return kind.resolve(env, token, now);
   const key = hashToken(token);
-  const workspaceId = tokenWorkspaces.get(key);
-  const resolved = await kind.resolve(env, token, now, workspaceId ? { read, workspaceId } : undefined);
-  if (resolved && !workspaceId) {
+  const known = credentials.get(key);
+  if (known && known.until > now) return { caller: known.caller };
+  const workspaceId = read ? tokenWorkspaces.get(key) : undefined;
+  const resolved = await kind.resolve(env, token, now, read && workspaceId ? { read, workspaceId } : undefined);
+  if (!resolved) {
+    credentials.delete(key);
+    return null;
+  }
+  if (credentials.size >= CREDENTIALS_MAX) credentials.clear();
+  const expiresAt = resolved.expiresAt ? Date.parse(resolved.expiresAt) : Number.POSITIVE_INFINITY;
+  credentials.set(key, { caller: resolved.caller, until: Math.min(now + CREDENTIAL_REUSE_MS, expiresAt) });
+  if (read && !workspaceId) {
     if (tokenWorkspaces.size >= TOKEN_WORKSPACES_MAX) tokenWorkspaces.clear();
     tokenWorkspaces.set(key, resolved.caller.workspace.id);
   }

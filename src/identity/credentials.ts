@@ -1,4 +1,5 @@
 import { and, eq, isNull } from "drizzle-orm";
+import { forgetCredentials } from "../auth/resolve";
 import { apiTokens, sessions } from "../db/schema";
 import { db } from "../platform/db";
 import { nowIso } from "../platform/env";
@@ -16,5 +17,6 @@ export async function eraseCredentials(env: Env, workspaceId: string, userId: st
       .set({ revokedAt: now })
       .where(and(eq(sessions.workspaceId, workspaceId), eq(sessions.userId, userId), isNull(sessions.revokedAt))),
   ]);
+  forgetCredentials();
   return { tokens: tokens.meta.changes, sessions: signins.meta.changes };
 }

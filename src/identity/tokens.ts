@@ -1,6 +1,6 @@
 import { and, desc, eq, isNull } from "drizzle-orm";
 import { type AuditEventInput, auditAlone, auditInBatch } from "../audit/events";
-import { PAT_PREFIX } from "../auth/resolve";
+import { forgetCredentials, PAT_PREFIX } from "../auth/resolve";
 import { type Role, roleCeiling, type Scope } from "../auth/scopes";
 import { apiTokens, users } from "../db/schema";
 import { hashToken } from "../platform/crypto";
@@ -116,5 +116,6 @@ export async function revokeToken(
     d.update(apiTokens).set({ revokedAt: row.revokedAt }).where(eq(apiTokens.id, id)),
     auditInBatch(env, eventOf(info)),
   ]);
+  forgetCredentials();
   return info;
 }

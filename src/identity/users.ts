@@ -1,6 +1,7 @@
 import { and, asc, eq, isNull, ne, sql } from "drizzle-orm";
 import type { BatchItem } from "drizzle-orm/batch";
 import { type AuditEventInput, auditInBatch } from "../audit/events";
+import { forgetCredentials } from "../auth/resolve";
 import type { Role } from "../auth/scopes";
 import { users } from "../db/schema";
 import { hashPassword } from "../platform/crypto";
@@ -89,4 +90,5 @@ export async function anonymizeUser(env: Env, userId: string, alsoCommit: BatchI
       .where(eq(users.id, userId)),
     alsoCommit,
   ]);
+  forgetCredentials();
 }

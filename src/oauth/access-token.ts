@@ -47,6 +47,10 @@ export const OAUTH_ACCESS_TOKEN: BearerKind = {
     if (!row || Date.parse(row.expiresAt) <= now) return null;
     const clientAllowed = new Set(parseJsonArray(row.clientScopes));
     const granted = parseJsonArray(row.grantScopes).filter((s) => clientAllowed.has(s));
-    return { caller: toCaller("oauth", row, granted, { clientId: row.clientId, resource: row.resource }), along };
+    return {
+      caller: toCaller("oauth", row, granted, { clientId: row.clientId, resource: row.resource }),
+      along,
+      expiresAt: row.expiresAt,
+    };
   },
 };

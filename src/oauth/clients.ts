@@ -1,5 +1,6 @@
 import { and, count, eq, isNull, sql } from "drizzle-orm";
 import { type AuditEventInput, auditInBatch, PREVIOUS_STATEMENT_CHANGED } from "../audit/events";
+import { forgetCredentials } from "../auth/resolve";
 import { oauthClients, oauthGrants } from "../db/schema";
 import { OAuthError } from "../http/errors";
 import { hashToken, timingSafeEqual } from "../platform/crypto";
@@ -163,6 +164,8 @@ export async function updateClient(
       .where(and(eq(oauthClients.clientId, client.clientId), isNull(oauthClients.disabledAt))),
     auditInBatch(env, event(updated), { onlyIf: PREVIOUS_STATEMENT_CHANGED }),
   ]);
+  // A client's scopes bound its tokens' scopes.
+  forgetCredentials();
   return updated;
 }
 
@@ -202,6 +205,7 @@ export async function disableClient(
     }),
     ...revokeGrantsOfClient(env, client.clientId, now),
   ]);
+  forgetCredentials();
   const byWorkspace = new Map<string, { count: number; userIds: string[] }>();
   for (const r of revoked) {
     const entry = byWorkspace.get(r.workspaceId) ?? { count: 0, userIds: [] };

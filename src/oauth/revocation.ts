@@ -1,6 +1,7 @@
 /** Revoking token families: one token (RFC 7009), one grant, a deleted client's, an erased user's. */
 import { and, eq, inArray, isNull, type SQL, sql } from "drizzle-orm";
 import { type AuditEventInput, auditInBatch, jsonBoolean, PREVIOUS_STATEMENT_CHANGED } from "../audit/events";
+import { forgetCredentials } from "../auth/resolve";
 import { oauthCodes, oauthConsents, oauthGrants, oauthTokens } from "../db/schema";
 import { hashToken } from "../platform/crypto";
 import { db } from "../platform/db";
@@ -74,6 +75,7 @@ export async function revokeGrant(
       .set({ revokedAt: now })
       .where(and(eq(oauthTokens.grantId, grantId), isNull(oauthTokens.revokedAt))),
   ]);
+  forgetCredentials();
   return grant ?? null;
 }
 
@@ -131,5 +133,6 @@ export async function eraseOAuthUser(env: Env, workspaceId: string, userId: stri
         and(eq(oauthCodes.workspaceId, workspaceId), eq(oauthCodes.userId, userId), isNull(oauthCodes.consumedAt)),
       ),
   ]);
+  forgetCredentials();
   return { oauth_grants: grants.length + consents.length };
 }

@@ -1,4 +1,12 @@
-import { asSchema, isStepCount, type LanguageModel, type StepResult, streamText, type ToolSet } from "ai";
+import {
+  asSchema,
+  experimental_streamTextLowMemory,
+  isStepCount,
+  type LanguageModel,
+  type StepResult,
+  streamText,
+  type ToolSet,
+} from "ai";
 import { logModelFailure, type ModelFailure, modelFailure } from "../llm/errors";
 import { composeSystemPrompt, type PromptAgent } from "../llm/system-prompt";
 import { logError } from "../platform/log";
@@ -30,6 +38,12 @@ export type TurnRequest = {
   stopSignal?: AbortSignal;
   /** What the caller read for the areas' tools (see `TurnScope.prefetched`). */
   prefetched?: Readonly<Record<string, unknown>>;
+  /**
+   * The caller reads `result.toUIMessageStream()` to its end (or cancels it), and nothing else
+   * of `result`: the turn then keeps no copy of the stream of its own (one pipeline instead of
+   * two tee'd ones) and `done` settles when that stream ends.
+   */
+  readsStream?: boolean;
 };
 
 export type ToolCallSummary = { name: string; ok: boolean };
@@ -154,7 +168,8 @@ export async function runTurn(req: TurnRequest) {
   };
   const { tools, instructions } = await gatherTools(scope, req.providers);
   let failure: unknown = null;
-  const result = streamText({
+  const finished: StepResult<ToolSet>[] = [];
+  const options: Parameters<typeof streamText<ToolSet>>[0] = {
     model: req.model,
     instructions: composeSystemPrompt(req.agent, {
       workspaceName: req.workspace.name,
@@ -169,12 +184,18 @@ export async function runTurn(req: TurnRequest) {
     onError: ({ error }) => {
       failure = error;
     },
-  });
+    onStepEnd: (step) => {
+      finished.push(step);
+    },
+  };
+  // A single consumer's result: it promises no replay, so the SDK tees nothing.
+  const result = req.readsStream ? experimental_streamTextLowMemory(options) : streamText(options);
 
   const done = (async (): Promise<TurnOutcome> => {
-    await result.consumeStream({ onError: (e) => (failure ??= e) });
-    const steps = await Promise.resolve(result.steps).catch(() => []);
+    // Settles when the stream ends, fails or is cancelled (whoever reads it).
+    if (!req.readsStream) await result.consumeStream({ onError: (e) => (failure ??= e) });
     const usage = await Promise.resolve(result.totalUsage).catch(() => null);
+    const steps = finished;
     const text = steps
       .map((s) => s.text.trim())
       .filter(Boolean)

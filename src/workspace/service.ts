@@ -1,5 +1,6 @@
 import { and, eq, gt, isNull, or, sql } from "drizzle-orm";
 import { type AuditEventInput, auditInBatch } from "../audit/events";
+import { forgetCredentials } from "../auth/resolve";
 import { emailSlugs, workspaces } from "../db/schema";
 import { db, isUniqueViolation } from "../platform/db";
 import { nowIso } from "../platform/env";
@@ -89,6 +90,8 @@ export async function renameWorkspace(
       d.insert(emailSlugs).values({ slug, workspaceId, createdAt: now }),
       auditInBatch(env, eventOf(result)),
     ]);
+    // Callers carry their workspace's slug.
+    forgetCredentials();
   } catch (e) {
     if (isUniqueViolation(e))
       throw badRequest("taken", `"${slug}" is already taken`, [{ path: "slug", message: "taken" }]);

@@ -19,7 +19,7 @@ import * as schema from "./schema";
 import { SSE_DONE, type StreamPosition, sseEvent } from "./sse";
 import {
   allMessages,
-  appendEvent,
+  appendEvents,
   eventsAfter,
   insertTurn,
   KEPT_TURNS,
@@ -237,27 +237,46 @@ export abstract class ConversationRoomObject extends DurableObject<Env> implemen
 
   // Called by the running turn.
 
-  /** Stores one stream event and sends it to the turn's followers and the live sockets. */
+  /**
+   * Numbers a stream event. The events of one task (a read of the model's answer brings
+   * several) are stored in one statement once it is done, and only then sent to the turn's
+   * followers and the live sockets: nothing leaves the room unstored, and a reader who joins
+   * meanwhile reads the stored events and gets the others as a follower.
+   */
   emit(running: RunningTurn, chunk: UIMessageChunk): void {
     const seq = ++running.seq;
-    const json = JSON.stringify(chunk);
-    appendEvent(this.db, running.turnId, seq, json);
     running.chunks.push(chunk);
-    if (running.followers.size) {
-      const bytes = sseEvent(running.turnId, seq, json);
-      for (const f of running.followers) {
-        try {
-          f.enqueue(bytes);
-        } catch {
-          running.followers.delete(f);
+    running.unstored ??= [];
+    const unstored = running.unstored;
+    unstored.push({ seq, json: JSON.stringify(chunk), chunk });
+    if (unstored.length === 1) setTimeout(() => this.storeEvents(running), 0);
+  }
+
+  /** Stores the turn's unstored events, then sends them (nothing once the conversation is deleted). */
+  storeEvents(running: RunningTurn): void {
+    const events = running.unstored;
+    if (!events?.length) return;
+    running.unstored = [];
+    if (this.running !== running) return;
+    appendEvents(this.ctx.storage.sql, running.turnId, events);
+    for (const { seq, json, chunk } of events) {
+      if (running.followers.size) {
+        const bytes = sseEvent(running.turnId, seq, json);
+        for (const f of running.followers) {
+          try {
+            f.enqueue(bytes);
+          } catch {
+            running.followers.delete(f);
+          }
         }
       }
+      this.broadcast(liveFrame.chunk(running.turnId, seq, chunk));
     }
-    this.broadcast(liveFrame.chunk(running.turnId, seq, chunk));
   }
 
   /** Ends the followers' streams; the turn is over. */
   closeFollowers(running: RunningTurn): void {
+    this.storeEvents(running);
     running.closed = true;
     for (const f of running.followers) {
       try {

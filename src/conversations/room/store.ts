@@ -248,6 +248,24 @@ export function appendEvent(d: RoomDb, turnId: string, seq: number, json: string
   statements(d).appendEvent.run({ turnId, seq, chunk: json });
 }
 
+/** Rows per INSERT of `appendEvents` (3 bound values each, well under SQLite's limit). */
+const EVENTS_PER_INSERT = 100;
+
+/** Stores stream events in order, many rows per statement (`json` as in `appendEvent`), on the room's SQL. */
+export function appendEvents(
+  sqlite: SqlStorage,
+  turnId: string,
+  events: readonly { seq: number; json: string }[],
+): void {
+  for (let i = 0; i < events.length; i += EVENTS_PER_INSERT) {
+    const rows = events.slice(i, i + EVENTS_PER_INSERT);
+    sqlite.exec(
+      `INSERT INTO stream_events (turn_id, seq, chunk) VALUES ${rows.map(() => "(?, ?, ?)").join(", ")}`,
+      ...rows.flatMap((e) => [turnId, e.seq, e.json]),
+    );
+  }
+}
+
 export const eventsAfter = (d: RoomDb, turnId: string, seq: number) => statements(d).eventsAfter.all({ turnId, seq });
 
 /** `eventsAfter` with each chunk as its stored JSON text, as a replay sends it. */

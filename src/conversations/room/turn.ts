@@ -117,6 +117,8 @@ export function runInRoom(room: RoomHost, start: Start): RunningTurn {
     await Promise.race([pump, stopped.then(() => Promise.race([pump, sleep(STOP_GRACE_MS)]))]);
     if (stopper.signal.aborted && !running.closed) emit({ type: "abort" });
     running.closed = true;
+    // The whole stream is stored and sent before the turn's end is.
+    room.storeEvents(running);
     clearTimeout(questionTimer);
     await questionWrite;
     if (abandoned) return;
@@ -157,6 +159,7 @@ async function startModel(room: RoomHost, start: Start, stopSignal: AbortSignal)
     prompt: input.content,
     stopSignal,
     prefetched: input.prefetched,
+    readsStream: true,
   });
 }
 

@@ -53,6 +53,8 @@ export type RunningTurn = {
   seq: number;
   /** Its stream events so far, in order (the reply is built from them when the turn ends). */
   chunks: UIMessageChunk[];
+  /** Events not stored yet: stored together once the current task is done, then sent (see `emit`). */
+  unstored?: { seq: number; json: string; chunk: UIMessageChunk }[];
   /** The reply's parts as the AI SDK built them from the stream, once it ran whole (not stopped). */
   parts?: StoredPart[];
   /** The SSE readers following the turn live. */
@@ -75,6 +77,8 @@ export interface RoomHost {
   readonly conversationId: string;
   readonly toolProviders: readonly ToolProvider[];
   emit(running: RunningTurn, chunk: UIMessageChunk): void;
+  /** Stores and sends the events `emit` holds (it holds them until the current task is done). */
+  storeEvents(running: RunningTurn): void;
   closeFollowers(running: RunningTurn): void;
   finished(running: RunningTurn): void;
   broadcast(frame: LiveFrame | (() => LiveFrame)): void;
