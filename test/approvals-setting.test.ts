@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { isToolPattern, requiresApproval } from "../src/agents/approval-patterns";
 import { AgentRowSchema } from "../src/agents/schemas";
+import { isToolPattern, requiresApproval } from "../src/runtime/approval-patterns";
 import { call, expectProblem, parse } from "./support/api";
 import { signupWorkspace } from "./support/seed";
 

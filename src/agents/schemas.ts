@@ -3,7 +3,7 @@ import { idPathParams } from "../http/params";
 import { describeRuntimeProfiles, RUNTIME_PROFILE_SLUGS } from "../llm/models";
 import { TONES, VERBOSITIES } from "../llm/system-prompt";
 import { ProblemSchema } from "../platform/problem";
-import { isToolPattern } from "./approval-patterns";
+import { isToolPattern } from "../runtime/approval-patterns";
 import { AGENT_HANDLE_PATTERN, HANDLE_RULE, RESERVED_AGENT_HANDLES } from "./handles";
 
 export { TONES, VERBOSITIES };

@@ -7,11 +7,11 @@ import {
   streamText,
   type ToolSet,
 } from "ai";
-import { requiresApproval } from "../agents/approval-patterns";
 import { logModelFailure, type ModelFailure, modelFailure } from "../llm/errors";
 import { composeSystemPrompt, type PromptAgent } from "../llm/system-prompt";
 import { logError } from "../platform/log";
 import type { ToolProvider, TurnScope } from "../platform/turn-tools";
+import { requiresApproval } from "./approval-patterns";
 import { turnCredits } from "./credits";
 import { boundedHistory, type HistoryMessage } from "./history";
 

@@ -3,11 +3,12 @@ import { convertToModelMessages, type ModelMessage, type UIMessage, type UIMessa
 import { and, asc, eq, gt } from "drizzle-orm";
 import { agentCapabilities, getAgentRecord } from "../../agents/service";
 import { type AuditActor, type AuditEventInput, auditInBatch, PREVIOUS_STATEMENT_CHANGED } from "../../audit/events";
-import { conversationParticipants } from "../../db/schema";
+import { approvals, conversationParticipants } from "../../db/schema";
 import { db } from "../../platform/db";
 import { nowIso } from "../../platform/env";
+import { logError } from "../../platform/log";
+import { messageMember } from "../../teamchat/service";
 import type { Approval } from "../approval-schemas";
-import { approvals } from "../tables";
 import type { StoredPart, ToolCallSummary, TurnContextRow } from "./schema";
 import { messages, turns } from "./schema";
 import { eventsAfter, lastSeq, messageById, type RoomDb, recentHistory, type TurnRow, turnById } from "./store";
@@ -370,4 +371,24 @@ export async function pendingFor(env: Env, workspaceId: string, userId: string):
 export function replaceMessage(d: RoomDb, m: Omit<typeof messages.$inferInsert, "position">): void {
   const { id, ...rest } = m;
   d.update(messages).set(rest).where(eq(messages.id, id)).run();
+}
+
+/**
+ * Tells the member whose message started the turn, in Slack when the workspace has team chat,
+ * that an agent waits for their decision (a link to the conversation; no buttons). Best effort.
+ */
+export async function notifyRequester(
+  env: Env,
+  p: { conversationId: string; context: TurnContextRow; calls: PendingCall[] },
+): Promise<void> {
+  const userId = requestedBy(p.context);
+  if (!userId) return;
+  const origin = p.context.origin ?? "";
+  const tools = [...new Set(p.calls.map((c) => `\`${c.toolName}\``))].join(", ");
+  const text =
+    `An agent waits for your approval before it calls ${tools}. ` +
+    `Conversation: ${origin}/v1/api/conversations/${p.conversationId} — what waits: ${origin}/v1/api/approvals`;
+  await messageMember(env, p.context.workspaceId, userId, text).catch((e: unknown) =>
+    logError("approvals: notifying the requester failed", e),
+  );
 }

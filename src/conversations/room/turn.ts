@@ -15,6 +15,7 @@ import { preparedMessageAdded } from "../directory";
 import {
   approvalRequests,
   awaitApproval,
+  notifyRequester,
   type PendingCall,
   pendingCalls,
   type Resume,
@@ -274,6 +275,10 @@ async function settle(room: RoomHost, running: RunningTurn, ending: Ending): Pro
     }
   });
   room.broadcast(() => liveFrame.message(toMessage(room.conversationId, messageById(room.db, turnId)!)));
+  if (requests)
+    room.ctx.waitUntil(
+      notifyRequester(room.env, { conversationId: room.conversationId, context: ending.context, calls: pending }),
+    );
 }
 
 type Reply = {
