@@ -264,6 +264,21 @@ describe("POST /v1/api/conversations/{id}/approvals/{approval_id}", () => {
     );
   });
 
+  it("an expired approval is touched by the next message: it counts as denied, the turn ends, then messages go on", async () => {
+    const { ws, conversationId, approval, model } = await pausedTurn("Nobody answered, so I did not.");
+    const past = new Date(Date.now() - 1000).toISOString();
+    await env.DB.prepare("UPDATE approvals SET expires_at = ?1 WHERE id = ?2").bind(past, approval.id).run();
+    await inRoom(conversationId, (room) =>
+      room.ctx.storage.sql.exec("UPDATE turns SET context = json_set(context, '$.approvalExpiresAt', ?)", past),
+    );
+    // "an expired approval counts as denied when its turn is next touched"
+    await expectProblem(await post(ws.adminToken, conversationId, "still there?"), 409, "turn_in_progress");
+    await resumedTurn(conversationId);
+    expect(await artifactsOf(ws.workspace.id)).toEqual([]);
+    expect(JSON.stringify(toolMessages(model.requests[1]!)[0]!.content)).toContain("in time");
+    expect((await post(ws.adminToken, conversationId, "still there?")).status).toBe(200);
+  });
+
   it("a non-participant gets 404, and so does an unknown approval", async () => {
     const { ws, conversationId, approval } = await pausedTurn();
     const outsider = await addUser(ws.adminToken, "member", ["conversations:read", "conversations:write"]);
