@@ -186,6 +186,7 @@ describe("draftInstructions against AI SDK mock models", () => {
     aliases: [],
     cautions: [],
     languages: [],
+    approval_required: [],
     runtime_profile: "standard",
     delivery_mode: "chat",
     status: "enabled",

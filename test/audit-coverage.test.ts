@@ -448,6 +448,8 @@ const COVERED_ELSEWHERE: Record<string, string> = {
   "POST /v1/api/conversations/{id}/messages": "conversations.test.ts (conversation.turn; needs a model)",
   "POST /v1/api/conversations/{id}/stop":
     "conversation-rooms.test.ts (the stopped turn's conversation.turn, finish stopped; needs a model)",
+  "POST /v1/api/conversations/{id}/approvals/{approval_id}":
+    "approvals.test.ts (approval.requested and approval.decided, approved, denied and expired; needs a model)",
   "POST /v1/api/chat": "chat.test.ts (conversation.create for a new chat id, conversation.turn; needs a model)",
   "POST /v1/api/ask": "conversations.test.ts (conversation.create in fast mode; needs a model)",
   "POST /v1/chat/completions": "openai.test.ts (conversation.create and conversation.turn; needs a model)",

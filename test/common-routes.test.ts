@@ -111,6 +111,7 @@ const TENANT_REQUESTS: Record<string, NonNullable<CommonRouteOptions["tenant"]>[
   "POST /v1/admin/users/{id}/erase": () => ({ body: { confirm: true } }),
   "POST /v1/api/conversations/{id}/participants": (f) => ({ body: { user_id: f.B.user.id } }),
   "POST /v1/api/conversations/{id}/messages": () => ({ body: { content: "hello" } }),
+  "POST /v1/api/conversations/{id}/approvals/{approval_id}": () => ({ body: { approved: true } }),
   "POST /v1/api/conversations/{id}/artifacts": () => ({
     headers: { "Content-Type": formType() },
     rawBody: multipartBody([{ name: "file", filename: "x.txt", contentType: "text/plain", content: "x" }]),

@@ -330,6 +330,7 @@ function validBody(key: string): Record<string, unknown> {
     "POST /v1/api/conversations": () => ({ title: "Valid" }),
     "POST /v1/api/conversations/{id}/participants": () => ({ user_id: own.user }),
     "POST /v1/api/conversations/{id}/messages": () => ({ content: "hello" }),
+    "POST /v1/api/conversations/{id}/approvals/{approval_id}": () => ({ approved: true }),
     "POST /v1/api/chat": () => ({
       id: `chat-${unique()}`,
       messages: [{ id: "m1", role: "user", parts: [{ type: "text", text: "hello" }] }],

@@ -46,7 +46,7 @@ const server = setupServer(
       ok: true,
       access_token: token,
       token_type: "bot",
-      scope: "files:write,chat:write,chat:write.customize",
+      scope: "files:write,chat:write,chat:write.customize,users:read,users:read.email",
       bot_user_id: "U0BOT",
       app_id: "A0APP",
       team: { id: team, name: "Acme Team" },
@@ -96,7 +96,7 @@ async function startInstall(w: Ws): Promise<string> {
   const url = new URL(((await res.json()) as { url: string }).url);
   expect(`${url.origin}${url.pathname}`).toBe("https://slack.test/oauth/v2/authorize");
   expect(url.searchParams.get("client_id")).toBe(SLACK_ENV.SLACK_CLIENT_ID);
-  expect(url.searchParams.get("scope")).toBe("files:write,chat:write,chat:write.customize");
+  expect(url.searchParams.get("scope")).toBe("files:write,chat:write,chat:write.customize,users:read,users:read.email");
   expect(url.searchParams.get("redirect_uri")).toBe("https://svc.test/v1/integrations/slack/callback");
   return url.searchParams.get("state")!;
 }

@@ -21,6 +21,7 @@ interface __BaseEnv_Env {
 	APP_QUOTA: string;
 	SLACK_API_BASE: string;
 	CORS_ORIGINS: string;
+	APPROVAL_TTL: string;
 	AUDIT_LOG: DurableObjectNamespace<import("../src/index").AuditLog>;
 	BROWSER_SESSION: DurableObjectNamespace<import("../src/index").BrowserSession>;
 	CONVERSATION_ROOM: DurableObjectNamespace<import("../src/index").ConversationRoom>;
@@ -38,7 +39,7 @@ type StringifyValues<EnvType extends Record<string, unknown>> = {
 	[Binding in keyof EnvType]: EnvType[Binding] extends string ? EnvType[Binding] : string;
 };
 declare namespace NodeJS {
-	interface ProcessEnv extends StringifyValues<Pick<Cloudflare.Env, "SIGNUP_MODE" | "EMAIL_DOMAIN" | "CONNECTOR_TUNNEL_ADDR" | "CONNECTOR_TUNNEL_SERVER_NAME" | "RATE_LIMITS" | "APP_QUOTA" | "SLACK_API_BASE" | "CORS_ORIGINS">> {}
+	interface ProcessEnv extends StringifyValues<Pick<Cloudflare.Env, "SIGNUP_MODE" | "EMAIL_DOMAIN" | "CONNECTOR_TUNNEL_ADDR" | "CONNECTOR_TUNNEL_SERVER_NAME" | "RATE_LIMITS" | "APP_QUOTA" | "SLACK_API_BASE" | "CORS_ORIGINS" | "APPROVAL_TTL">> {}
 }
 declare module "*.sql" {
 	const value: string;

@@ -86,6 +86,7 @@ export async function createAgent(
         languages: JSON.stringify(input.languages ?? []),
         skills: JSON.stringify(skills),
         mcpServers: JSON.stringify(mcpServers),
+        approvalRequired: JSON.stringify(input.approval_required ?? []),
         runtimeProfile: profile,
         deliveryMode: DEFAULT_DELIVERY_MODE,
         model: input.model ?? null,
@@ -156,6 +157,7 @@ export async function updateAgent(
   if (input.runtime_profile !== undefined) set.runtimeProfile = input.runtime_profile;
   if (input.model !== undefined) set.model = input.model;
   if (input.avatar_url !== undefined) set.avatarUrl = input.avatar_url;
+  if (input.approval_required !== undefined) set.approvalRequired = JSON.stringify(input.approval_required);
 
   // The change is known before it is written, so its event commits in the same batch.
   const expected = diff(before, toAgentRow({ ...current, ...set }));

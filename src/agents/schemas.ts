@@ -3,6 +3,7 @@ import { idPathParams } from "../http/params";
 import { describeRuntimeProfiles, RUNTIME_PROFILE_SLUGS } from "../llm/models";
 import { TONES, VERBOSITIES } from "../llm/system-prompt";
 import { ProblemSchema } from "../platform/problem";
+import { isToolPattern } from "../runtime/approval-patterns";
 import { AGENT_HANDLE_PATTERN, HANDLE_RULE, RESERVED_AGENT_HANDLES } from "./handles";
 
 export { TONES, VERBOSITIES };
@@ -17,6 +18,9 @@ export const AgentRowSchema = z
     languages: z
       .array(z.string())
       .openapi({ description: "BCP-47 tags; the first is the default, the rest fallbacks in order" }),
+    approval_required: z.array(z.string()).openapi({
+      description: "Tool names and patterns whose calls wait for a person's approval (besides the defaults)",
+    }),
     runtime_profile: z.string(),
     delivery_mode: z.string().openapi({ description: "How replies are delivered; `chat` for every agent today" }),
     status: z.enum(["enabled", "disabled"]),
@@ -96,6 +100,22 @@ const LanguagesSchema = z
       "BCP-47 tags (stored canonicalised, e.g. en-us → en-US); the first is the default, the rest fallbacks; at most 10",
   });
 
+const ApprovalRequiredSchema = z
+  .array(
+    z
+      .string()
+      .min(1)
+      .max(128)
+      .refine(isToolPattern, "a tool name of [A-Za-z0-9_-], with `*` only at the end of a `__` segment"),
+  )
+  .max(50)
+  .openapi({
+    description:
+      "Tool names whose calls wait for a person's approval; `*` at the end of a segment is a wildcard " +
+      "(`mcp__*`, `mcp__billing__*`). At most 50; unknown names are kept (their tools may come later). " +
+      "Besides these, MCP tools their server marks `destructiveHint` and `publish_app` with public visibility always wait.",
+  });
+
 const DisplayNameSchema = z.string().trim().min(1).max(100).refine(noControlChars, "must be a single line");
 const DescriptionSchema = z.string().trim().min(1).max(1000);
 const InstructionsSchema = z.string().trim().min(1).max(20_000);
@@ -133,6 +153,7 @@ export const CreateAgentRequestSchema = z
     mcp_servers: SlugListSchema.optional().openapi({
       description: "Initial enabled MCP servers (installed slugs); empty or absent means all installed",
     }),
+    approval_required: ApprovalRequiredSchema.optional(),
   })
   .strict()
   .openapi("CreateAgentRequest");
@@ -154,6 +175,7 @@ export const UpdateAgentRequestSchema = z
     runtime_profile: RuntimeProfileSchema.optional(),
     model: ModelSchema.nullable().optional(),
     avatar_url: AvatarUrlSchema.nullable().optional(),
+    approval_required: ApprovalRequiredSchema.optional(),
   })
   .strict()
   .openapi("UpdateAgentRequest", { description: "Only the fields sent change; null clears a nullable field" });

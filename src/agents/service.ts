@@ -24,6 +24,7 @@ export function toAgentRow(a: AgentRecord): AgentRow {
     aliases: parseJsonArray(a.aliases),
     cautions: parseJsonArray(a.cautions),
     languages: parseJsonArray(a.languages),
+    approval_required: parseJsonArray(a.approvalRequired),
     runtime_profile: a.runtimeProfile,
     delivery_mode: a.deliveryMode,
     status: a.status,

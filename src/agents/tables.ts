@@ -28,6 +28,8 @@ export const agents = sqliteTable(
     languages: text("languages").notNull().default("[]"),
     skills: text("skills").notNull().default("[]"),
     mcpServers: text("mcp_servers").notNull().default("[]"),
+    /** Tool names and `*` patterns whose calls wait for a person's approval. */
+    approvalRequired: text("approval_required").notNull().default("[]"),
     runtimeProfile: text("runtime_profile").notNull(),
     deliveryMode: text("delivery_mode").notNull(),
     model: text("model"),

@@ -135,6 +135,8 @@ export const appTools: ToolProvider = async (scope) => ({
         "Needs an index.html; at most 5 MiB and 100 files. Pages run sandboxed: no cookies, no storage of the service's origin. " +
         "Answers the app id and its URL.",
       inputSchema: PublishAppInputSchema,
+      // Putting an app on the open web waits for a person's approval.
+      needsApproval: (input) => input.visibility === "public",
       execute: (input) => publishAppTool(scope, input),
     }),
   },

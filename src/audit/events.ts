@@ -88,6 +88,22 @@ export const AUDIT_EVENTS = {
     usage: numbers,
     credits: count,
   }),
+  // a tool call held back for a person: the arguments' digest, never their text
+  "approval.requested": details({
+    approval_id: text,
+    turn_id: text,
+    tool_name: text,
+    input_digest: text,
+    expires_at: text,
+  }),
+  "approval.decided": details({
+    approval_id: text,
+    turn_id: text,
+    tool_name: text,
+    decision: text,
+    decider: text,
+    input_digest: text,
+  }),
   // billing: slugs, Stripe object ids and amounts only, never card or customer details
   "billing.checkout": details({ plan_slug: text, session_id: text }),
   "billing.portal": details({ session_id: text }),

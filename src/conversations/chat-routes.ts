@@ -1,8 +1,9 @@
-import { callerEvent } from "../http/audit";
+import { callerActor, callerEvent } from "../http/audit";
 import { routesOf } from "../http/endpoint";
 import { jsonBody } from "../http/route";
-import { badRequest, problemResponse } from "../platform/problem";
-import { openChat, questionOf } from "./chat";
+import { badRequest, conflict, notFound, problemResponse } from "../platform/problem";
+import { refusedDecision } from "./approval-routes";
+import { approvalResponsesOf, openChat, questionOf } from "./chat";
 import { conversationCreated } from "./events";
 import { conversationRoom } from "./room/client";
 import { uiStreamResponse } from "./room/sse";
@@ -24,20 +25,42 @@ route({ scope: "conversations:write" }, "POST /v1/api/chat", "Chat (AI SDK trans
     "id, and that id makes the request idempotent (as an `Idempotency-Key` does): a repeat answers the same " +
     "turn. `trigger: regenerate-message` answers the last question again in place of the last reply. The " +
     "answer is the turn's UI message stream, as `POST …/messages` streams it; its `start` chunk carries the " +
-    "assistant message's id.",
+    "assistant message's id. When the messages end with the assistant's and its tool parts are " +
+    '`state: "approval-responded"` (what `addToolApprovalResponse` sets), the request decides those approvals ' +
+    "and answers the resumed turn's new segment (its `start` carries the same message id).",
   request: { headers: IdempotencyHeaderSchema, body: jsonBody(ChatRequestSchema) },
   responses: {
     200: { description: "The turn's stream", content: { "text/event-stream": { schema: { type: "string" } } } },
-    400: problemResponse("Invalid body, no user message with text, or nothing to regenerate (`nothing_to_regenerate`)"),
+    400: problemResponse(
+      "Invalid body, no user message with text, nothing to regenerate (`nothing_to_regenerate`), or a malformed approval response (`invalid_approval`)",
+    ),
     402: problemResponse("Out of credits (`insufficient_credits`)"),
-    404: problemResponse("No such agent"),
-    409: problemResponse("Another turn is running in this conversation (`turn_in_progress`)"),
+    404: problemResponse("No such agent, or (approval responses) no such chat or approval"),
+    409: problemResponse(
+      "Another turn is running (`turn_in_progress`), an approval waits (`approval_pending`), or it was decided already (`approval_decided`)",
+    ),
+    410: problemResponse("The approval expired (`approval_expired`)"),
     422: problemResponse("The message id or `Idempotency-Key` was used for other content (`idempotency_key_reused`)"),
     503: problemResponse("No language model is configured (`model_not_configured`)"),
   },
 }).handle(async (c) => {
   const body = c.req.valid("json");
   const { caller } = c.var;
+  const responses = approvalResponsesOf(body.messages);
+  if (responses) {
+    const conversation = await chatConversation(c.env, caller.workspace.id, caller.userId, body.id);
+    if (!conversation) throw notFound("No such chat");
+    const decider = { userId: caller.userId, actor: callerActor(caller) };
+    const { answers, stream } = await conversationRoom(c.env, conversation.id).decide(
+      conversation.id,
+      caller.workspace.id,
+      responses.map((r) => ({ ...r, decider })),
+      true,
+    );
+    if (stream) return uiStreamResponse(stream) as never;
+    for (const answer of answers) if (answer.kind !== "accepted") throw refusedDecision(answer);
+    throw conflict("approval_pending", "Other approvals of this turn still wait for a decision");
+  }
   const question = questionOf(body.messages);
   const regenerate = body.trigger === "regenerate-message";
   const key =

@@ -43,3 +43,28 @@ export async function openChat(
     return opened;
   }
 }
+
+const APPROVAL_ID = /^[A-Za-z0-9_-]{1,128}$/;
+
+/**
+ * The decisions an AI SDK client sends after `addToolApprovalResponse`: the messages end with
+ * the assistant's, whose tool parts are `approval-responded` with `approval: { id, approved,
+ * reason? }`. Null when the request carries none (a new question).
+ */
+export function approvalResponsesOf(
+  messages: ChatMessage[],
+): { approvalId: string; approved: boolean; reason: string | null }[] | null {
+  const last = messages.at(-1);
+  if (last?.role !== "assistant") return null;
+  const answered = last.parts.filter((p) => p.state === "approval-responded");
+  if (!answered.length) return null;
+  return answered.map((p) => {
+    const approval = (p.approval ?? {}) as { id?: unknown; approved?: unknown; reason?: unknown };
+    const { id, approved, reason } = approval;
+    if (typeof id !== "string" || !APPROVAL_ID.test(id) || typeof approved !== "boolean")
+      throw badRequest("invalid_approval", "An approval-responded tool part needs `approval: { id, approved }`");
+    if (reason !== undefined && (typeof reason !== "string" || reason.length > 1000))
+      throw badRequest("invalid_approval", "An approval's reason is a string of at most 1000 characters");
+    return { approvalId: id, approved, reason: reason?.trim() || null };
+  });
+}

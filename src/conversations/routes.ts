@@ -4,6 +4,7 @@ import type { AppEnv } from "../http/context";
 import { routesOf } from "../http/endpoint";
 import { jsonBody, jsonResponse } from "../http/route";
 import { problemResponse } from "../platform/problem";
+import { approvalRouter } from "./approval-routes";
 import { chatRouter } from "./chat-routes";
 import { conversationCreated } from "./events";
 import { uiStreamResponse } from "./room/sse";
@@ -43,6 +44,7 @@ const createdEvent = (c: Context<AppEnv>, conversation: Conversation) =>
 
 conversationsRouter.route("/", chatRouter);
 conversationsRouter.route("/", turnRouter);
+conversationsRouter.route("/", approvalRouter);
 
 route({ scope: "conversations:write" }, "POST /v1/api/conversations", "Start a conversation", {
   description: "With the agent named by `agent_slug` (a slug or alias), else the workspace's default agent.",

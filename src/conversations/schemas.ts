@@ -127,7 +127,7 @@ export const IdempotencyHeaderSchema = z.object({
 export const StopResponseSchema = z
   .object({
     turn_id: z.string().nullable(),
-    state: z.enum(["idle", "accepted", "streaming", "completed", "stopped", "failed"]),
+    state: z.enum(["idle", "accepted", "streaming", "awaiting_approval", "completed", "stopped", "failed"]),
   })
   .openapi("StopResponse");
 

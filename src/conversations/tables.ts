@@ -72,3 +72,31 @@ export const messages = sqliteTable(
   },
   (t) => [index("messages_conversation_idx").on(t.conversationId, t.id)],
 );
+
+/**
+ * The approvals agents asked for (the tool calls their rooms hold back), so that what waits for
+ * a member is listed across conversations and a decision is taken once.
+ */
+export const approvals = sqliteTable(
+  "approvals",
+  {
+    id: text("id").primaryKey(),
+    workspaceId: text("workspace_id").notNull(),
+    conversationId: ref("conversation_id", () => conversations.id, { onDelete: "cascade" }),
+    turnId: text("turn_id").notNull(),
+    toolName: text("tool_name").notNull(),
+    /** SHA-256 (hex) of the call's arguments as canonical JSON; never the arguments. */
+    inputDigest: text("input_digest").notNull(),
+    requestedBy: text("requested_by").notNull(),
+    requestedAt: text("requested_at").notNull(),
+    expiresAt: text("expires_at").notNull(),
+    state: text("state", { enum: ["pending", "approved", "denied", "expired"] }).notNull(),
+    decidedBy: text("decided_by"),
+    decidedAt: text("decided_at"),
+    reason: text("reason"),
+  },
+  (t) => [
+    index("approvals_pending_idx").on(t.state, t.conversationId, t.requestedAt),
+    index("approvals_turn_idx").on(t.conversationId, t.turnId),
+  ],
+);

@@ -192,6 +192,11 @@ async function postTo(ctx: TurnContext, target: Target, input: TurnMessage, opts
         "turn_in_progress",
         "The agent is still answering in this conversation; try again when it is done",
       );
+    case "approval_pending":
+      throw conflict(
+        "approval_pending",
+        "The agent waits for a person's approval in this conversation; decide it first (GET /v1/api/approvals)",
+      );
     case "key_reused":
       throw new ApiError(
         422,

@@ -173,6 +173,8 @@ export const mcpTools: ToolProvider = async (scope) => {
       tools[mcpToolName(target.slug, t.name)] = tool({
         description: clip(`${t.description ?? t.name} (MCP server ${target.name})`, MCP_LIMITS.descriptionChars),
         inputSchema: jsonSchema(t.inputSchema as Parameters<typeof jsonSchema>[0]),
+        // A tool its server calls destructive waits for a person's approval.
+        needsApproval: t.annotations?.destructiveHint === true,
         execute: async (args, { abortSignal }) =>
           resultText(
             await client

@@ -3,6 +3,7 @@ import {
   experimental_streamTextLowMemory,
   isStepCount,
   type LanguageModel,
+  type ModelMessage,
   type StepResult,
   streamText,
   type ToolSet,
@@ -11,6 +12,7 @@ import { logModelFailure, type ModelFailure, modelFailure } from "../llm/errors"
 import { composeSystemPrompt, type PromptAgent } from "../llm/system-prompt";
 import { logError } from "../platform/log";
 import type { ToolProvider, TurnScope } from "../platform/turn-tools";
+import { requiresApproval } from "./approval-patterns";
 import { turnCredits } from "./credits";
 import { boundedHistory, type HistoryMessage } from "./history";
 
@@ -44,6 +46,14 @@ export type TurnRequest = {
    * two tee'd ones) and `done` settles when that stream ends.
    */
   readsStream?: boolean;
+  /**
+   * A turn that can wait for a person (a conversation's room): the tools the agent's
+   * `approval_required` names, and those the areas mark, pause the turn with an approval
+   * request. Without it, such a call fails with an error the model sees.
+   */
+  approvals?: { required: readonly string[] };
+  /** The turn so far, after the prompt, when it resumes after a decision (assistant and tool messages). */
+  continuation?: readonly ModelMessage[];
 };
 
 export type ToolCallSummary = { name: string; ok: boolean };
@@ -112,6 +122,46 @@ function withDeadline(tools: ToolSet): ToolSet {
   return out;
 }
 
+type NeedsApproval = ToolSet[string]["needsApproval"];
+
+/** Whether a call waits: the agent's list names the tool, or the tool's own area says so for this input. */
+const needsApprovalOf =
+  (name: string, required: readonly string[], own: NeedsApproval) =>
+  async (input: unknown, options: Parameters<Extract<NeedsApproval, (...a: never[]) => unknown>>[1]) =>
+    requiresApproval(required, name) || (typeof own === "function" ? await own(input as never, options) : own === true);
+
+/**
+ * In a turn that can wait (`approvals`), the SDK pauses on a call that needs approval; elsewhere
+ * nobody could give it, so the call fails instead of running.
+ */
+function withApprovals(tools: ToolSet, approvals: TurnRequest["approvals"]): ToolSet {
+  const out: ToolSet = {};
+  for (const [name, t] of Object.entries(tools)) {
+    const needs = needsApprovalOf(name, approvals?.required ?? [], t.needsApproval);
+    if (approvals) {
+      out[name] = { ...t, needsApproval: needs } as (typeof tools)[string];
+      continue;
+    }
+    const execute = t.execute;
+    out[name] = (
+      execute
+        ? {
+            ...t,
+            needsApproval: undefined,
+            execute: async (input: unknown, options: Parameters<typeof execute>[1]) => {
+              if (
+                await needs(input, { toolCallId: options.toolCallId, messages: options.messages, context: undefined })
+              )
+                throw new Error(`${name} needs a person's approval, which only a conversation can ask for`);
+              return execute(input as never, options);
+            },
+          }
+        : t
+    ) as (typeof tools)[string];
+  }
+  return out;
+}
+
 /** Asks every area for its tools; an area that fails drops out of this turn, it never fails the turn. */
 async function gatherTools(scope: TurnScope, providers: readonly ToolProvider[]) {
   const offers = await Promise.all(
@@ -166,7 +216,9 @@ export async function runTurn(req: TurnRequest) {
     signal,
     prefetched: req.prefetched,
   };
-  const { tools, instructions } = await gatherTools(scope, req.providers);
+  const gathered = await gatherTools(scope, req.providers);
+  const tools = withApprovals(gathered.tools, req.approvals);
+  const instructions = gathered.instructions;
   let failure: unknown = null;
   const finished: StepResult<ToolSet>[] = [];
   const options: Parameters<typeof streamText<ToolSet>>[0] = {
@@ -176,7 +228,11 @@ export async function runTurn(req: TurnRequest) {
       today: new Date().toISOString().slice(0, 10),
       sections: instructions,
     }),
-    messages: [...boundedHistory(req.profile, req.history), { role: "user", content: req.prompt }],
+    messages: [
+      ...boundedHistory(req.profile, req.history),
+      { role: "user", content: req.prompt },
+      ...(req.continuation ?? []),
+    ],
     tools,
     stopWhen: isStepCount(MAX_STEPS),
     abortSignal: signal,

@@ -280,3 +280,23 @@ export async function deliverArtifact(
   ).catch(onSlackError);
   return { channelId, fileId: upload.file_id, size: artifact.size, conversationId: artifact.conversationId };
 }
+
+/**
+ * A direct message from the workspace's bot to one of its members, found in Slack by their
+ * email. Best effort: false when no live install, no such Slack account or Slack refuses.
+ */
+export async function messageMember(env: Env, workspaceId: string, userId: string, text: string): Promise<boolean> {
+  const install = await findInstall(env, workspaceId);
+  const token = await liveToken(env, install);
+  if (!token) return false;
+  const user = await db(env).select({ email: users.email }).from(users).where(eq(users.id, userId)).get();
+  if (!user?.email) return false;
+  try {
+    const found = await slackCall<{ user: { id: string } }>(env, "users.lookupByEmail", { email: user.email }, token);
+    await slackCall(env, "chat.postMessage", { channel: found.user.id, text }, token);
+    return true;
+  } catch (e) {
+    if (e instanceof SlackError) return false;
+    throw e;
+  }
+}

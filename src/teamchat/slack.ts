@@ -6,7 +6,14 @@
  * upload URL) must be https or on the API base's own origin.
  */
 
-export const SLACK_SCOPES = ["files:write", "chat:write", "chat:write.customize"] as const;
+// `users:read.email` (with `users:read`) finds a member's Slack account by email, to tell them an approval waits.
+export const SLACK_SCOPES = [
+  "files:write",
+  "chat:write",
+  "chat:write.customize",
+  "users:read",
+  "users:read.email",
+] as const;
 
 export const slackApiBase = (env: Env) => (env.SLACK_API_BASE || "https://slack.com/api").replace(/\/+$/, "");
 

@@ -9,6 +9,7 @@ import { newId } from "../../platform/ids";
 import { logError } from "../../platform/log";
 import type { ToolProvider } from "../../platform/turn-tools";
 import type { Message } from "../schemas";
+import { awaitingTurn, type Decision, type DecisionAnswer, decide, markResumed, resumeStart } from "./approvals";
 import { claimNewMessage, claimRegeneration } from "./claims";
 import { followTurn } from "./follow";
 import { importFromD1 } from "./import";
@@ -86,6 +87,14 @@ export abstract class ConversationRoomObject extends DurableObject<Env> implemen
     }
     if (!input.hasCredits) return { kind: "no_credits" };
     if (this.running) return { kind: "busy" };
+    const waiting = awaitingTurn(this.db);
+    if (waiting) {
+      const expiresAt = waiting.context.approvalExpiresAt;
+      if (!expiresAt || Date.parse(expiresAt) > now) return { kind: "approval_pending" };
+      // Its approvals have expired: they count as denied, and the turn ends (this message waits for it).
+      this.ctx.waitUntil(this.resume(waiting.id));
+      return { kind: "busy" };
+    }
     if (input.userMessageId && !input.regenerate && messageById(this.db, input.userMessageId))
       return { kind: "key_reused" };
     const turnId = newId();
@@ -95,6 +104,9 @@ export abstract class ConversationRoomObject extends DurableObject<Env> implemen
       agentId: input.agent.id,
       model: input.agent.model,
       profile: input.profile,
+      userId: input.userId,
+      workspaceName: input.workspace.name,
+      origin: input.origin,
     };
     // The question and the turn are stored together, or neither is.
     const claim = this.ctx.storage.transactionSync(() => {
@@ -121,6 +133,49 @@ export abstract class ConversationRoomObject extends DurableObject<Env> implemen
     this.running = runInRoom(this, { input: { ...input, content: claim.prompt }, turnId, context, ...claim });
     await this.ctx.storage.setAlarm(Date.now() + KEEP_ALIVE_MS);
     return this.answerFor(turnId, input.stream);
+  }
+
+  /**
+   * Decisions on the approvals a waiting turn asked for (one from the API, every answered one of
+   * an AI SDK message). Once none of its approvals is pending, the turn resumes here, as its
+   * next stream segment; `stream` answers that segment from its `start`.
+   */
+  async decide(
+    conversationId: string,
+    workspaceId: string,
+    decisions: Decision[],
+    stream: boolean,
+  ): Promise<{ answers: DecisionAnswer[]; stream?: ReadableStream<Uint8Array> }> {
+    await this.ready(conversationId, workspaceId);
+    const answers: DecisionAnswer[] = [];
+    const touched = new Set<string>();
+    for (const decision of decisions) {
+      const { answer, turnId } = await decide(this.env, conversationId, workspaceId, decision);
+      answers.push(answer);
+      if (turnId) touched.add(turnId);
+    }
+    let resumedAt: { turnId: string; seq: number } | null = null;
+    for (const turnId of touched) {
+      const seq = await this.resume(turnId);
+      if (seq !== null) resumedAt = { turnId, seq };
+    }
+    if (!stream || !resumedAt) return { answers };
+    return { answers, stream: followTurn(this.db, resumedAt.turnId, resumedAt.seq, this.running) };
+  }
+
+  /** Resumes a waiting turn whose approvals are all decided; answers the sequence number its new segment follows. */
+  private async resume(turnId: string): Promise<number | null> {
+    if (this.running) return null;
+    const start = await resumeStart(this, turnId).catch((e: unknown) => {
+      logError("room: resuming a turn after its approvals failed", e);
+      return null;
+    });
+    // Two decisions may have got here at once: one resumes.
+    if (!start || this.running || turnById(this.db, turnId)?.state !== "awaiting_approval") return null;
+    markResumed(this.db, turnId, start.context);
+    this.running = runInRoom(this, start);
+    await this.ctx.storage.setAlarm(Date.now() + KEEP_ALIVE_MS);
+    return start.resume.seq;
   }
 
   /** The stream of a turn from its start (or the stored reply, once it has ended). */

@@ -23,6 +23,14 @@ export type TurnContextRow = {
    * yet: it goes in the batch of the turn's end, or on its own once the turn runs longer.
    */
   question?: { added: number; at: string };
+  /** Who asked and from where, so a turn that waited for an approval resumes as it started. */
+  userId?: string;
+  workspaceName?: string;
+  origin?: string;
+  /** The stream segment running: 1, then one more each time the turn resumes after a decision. */
+  segment?: number;
+  /** While the turn waits for approvals: when the first of them expires. */
+  approvalExpiresAt?: string;
 };
 
 /** Every message in the order it was posted; `position` orders, `id` names. */
@@ -46,7 +54,7 @@ export const messages = sqliteTable("messages", {
   createdAt: text("created_at").notNull(),
 });
 
-export const TURN_STATES = ["accepted", "streaming", "completed", "stopped", "failed"] as const;
+export const TURN_STATES = ["accepted", "streaming", "awaiting_approval", "completed", "stopped", "failed"] as const;
 export type TurnState = (typeof TURN_STATES)[number];
 
 /** One agent turn; its id is the assistant message's id. */

@@ -5,13 +5,23 @@ import { auditValues, preparedAuditInBatch } from "../../audit/events";
 import { debitValues, preparedDebit } from "../../billing/ledger";
 import { modelFailure } from "../../llm/errors";
 import { agentLanguageModel } from "../../llm/model";
-import { batchPrepared, preparedFor } from "../../platform/db";
+import { batchPrepared, parseJsonArray, preparedFor } from "../../platform/db";
 import { nowIso } from "../../platform/env";
 import { logError } from "../../platform/log";
 import { turnCredits } from "../../runtime/credits";
 import { estimateTokens } from "../../runtime/history";
 import { runTurn, type ToolCallSummary, type TurnOutcome } from "../../runtime/turn";
 import { preparedMessageAdded } from "../directory";
+import {
+  approvalRequests,
+  awaitApproval,
+  notifyRequester,
+  type PendingCall,
+  pendingCalls,
+  type Resume,
+  replaceMessage,
+  toolCallsOfParts,
+} from "./approvals";
 import { liveFrame } from "./live";
 import type { ModelFailure, StoredPart, TurnContextRow } from "./schema";
 import {
@@ -38,7 +48,14 @@ const STOP_GRACE_MS = 1_000;
  */
 const QUESTION_WRITE_DELAY_MS = 1_000;
 
-type Start = TurnClaim & { input: TurnInput; turnId: string; position: number; context: TurnContextRow };
+type Start = TurnClaim & {
+  input: TurnInput;
+  turnId: string;
+  position: number;
+  context: TurnContextRow;
+  /** The turn resumes after its approvals were decided: its next segment. */
+  resume?: Resume;
+};
 
 const TERMINAL = new Set<UIMessageChunk["type"]>(["finish", "abort"]);
 
@@ -54,8 +71,8 @@ export function runInRoom(room: RoomHost, start: Start): RunningTurn {
   const running: RunningTurn = {
     turnId,
     position: start.position,
-    seq: 0,
-    chunks: [],
+    seq: start.resume?.seq ?? 0,
+    chunks: start.resume ? [...start.resume.chunks] : [],
     followers: new Set(),
     closed: false,
     settled: Promise.resolve(),
@@ -91,6 +108,8 @@ export function runInRoom(room: RoomHost, start: Start): RunningTurn {
         let built: StoredPart[] | undefined;
         const ui = turn.result.toUIMessageStream({
           generateMessageId: () => turnId,
+          // A resumed segment continues the message (its `start` carries the same id).
+          originalMessages: start.resume ? [start.resume.original] : undefined,
           onError: (error) => modelFailure(room.env, error).message,
           redactToolErrors: false,
           // The reply's parts as the SDK builds them from this stream, for its end (see `settle`).
@@ -160,6 +179,8 @@ async function startModel(room: RoomHost, start: Start, stopSignal: AbortSignal)
     stopSignal,
     prefetched: input.prefetched,
     readsStream: true,
+    approvals: { required: parseJsonArray(agent.approvalRequired) },
+    continuation: start.resume?.continuation,
   });
 }
 
@@ -183,7 +204,7 @@ async function writeQuestion(room: RoomHost, turnId: string, context: TurnContex
 type Ending = {
   context: TurnContextRow;
   outcome: TurnOutcome | null;
-  finish: TurnOutcome["finish"] | "interrupted";
+  finish: TurnOutcome["finish"] | "interrupted" | "awaiting_approval";
   failure: ModelFailure | null;
 };
 
@@ -197,23 +218,43 @@ async function settle(room: RoomHost, running: RunningTurn, ending: Ending): Pro
   // Built while it streamed when the stream ran whole, else from the events stored (the same chunks).
   const parts = running.parts ?? (await partsOf(running.chunks));
   const streamedText = textOf(parts);
+  const segment = ending.context.segment ?? 1;
   const replied = ending.finish !== "failed" && ending.finish !== "interrupted";
   if (!replied && !(ending.finish === "interrupted" && streamedText)) {
     await writeQuestion(room, turnId, ending.context);
     endTurn(room.db, turnId, "failed", ending.failure, nowIso());
     return;
   }
+  // Calls held back for a person: the turn waits for their decisions (a stopped turn asks nothing).
+  const pending: PendingCall[] = ending.finish === "stopped" ? [] : pendingCalls(parts);
   const reply = replyOf(ending, parts, streamedText);
+  if (pending.length || segment > 1) {
+    reply.text = streamedText;
+    if (segment > 1) reply.toolCalls = toolCallsOfParts(parts);
+  }
   const at = nowIso();
+  const requests = pending.length
+    ? approvalRequests(room.env, {
+        conversationId: room.conversationId,
+        turnId,
+        context: ending.context,
+        calls: pending,
+        at,
+      })
+    : null;
   try {
-    await room.delivering(() => commit(room, turnId, ending, reply, at));
+    await room.delivering(async () => {
+      await requests?.write();
+      await commit(room, turnId, { ...ending, finish: requests ? "awaiting_approval" : ending.finish }, reply, at);
+    });
   } catch (error) {
     await writeQuestion(room, turnId, ending.context);
     endTurn(room.db, turnId, "failed", null, nowIso());
     throw error;
   }
   room.ctx.storage.transactionSync(() => {
-    insertMessage(room.db, {
+    const earlier = segment > 1 ? messageById(room.db, turnId) : undefined;
+    (earlier ? replaceMessage : insertMessage)(room.db, {
       id: turnId,
       role: "assistant",
       authorUserId: null,
@@ -221,17 +262,26 @@ async function settle(room: RoomHost, running: RunningTurn, ending: Ending): Pro
       content: reply.text,
       parts,
       toolCalls: reply.toolCalls,
-      artifactIds: reply.artifactIds,
-      inputTokens: reply.usage.input_tokens,
-      outputTokens: reply.usage.output_tokens,
-      credits: reply.usage.credits,
+      artifactIds: [...(earlier?.artifactIds ?? []), ...reply.artifactIds],
+      // A message of several segments counts them all; each segment was billed on its own.
+      inputTokens: (earlier?.inputTokens ?? 0) + reply.usage.input_tokens,
+      outputTokens: (earlier?.outputTokens ?? 0) + reply.usage.output_tokens,
+      credits: (earlier?.credits ?? 0) + reply.usage.credits,
       stopped: ending.finish === "stopped",
-      createdAt: at,
+      createdAt: earlier?.createdAt ?? at,
     });
-    const state = ending.finish === "stopped" ? "stopped" : replied ? "completed" : "failed";
-    endTurn(room.db, turnId, state, ending.failure, at);
+    if (requests) {
+      awaitApproval(room.db, turnId, { ...ending.context, approvalExpiresAt: requests.expiresAt }, at);
+    } else {
+      const state = ending.finish === "stopped" ? "stopped" : replied ? "completed" : "failed";
+      endTurn(room.db, turnId, state, ending.failure, at);
+    }
   });
   room.broadcast(() => liveFrame.message(toMessage(room.conversationId, messageById(room.db, turnId)!)));
+  if (requests)
+    room.ctx.waitUntil(
+      notifyRequester(room.env, { conversationId: room.conversationId, context: ending.context, calls: pending }),
+    );
 }
 
 type Reply = {
@@ -290,11 +340,13 @@ async function commit(room: RoomHost, turnId: string, ending: Ending, reply: Rep
       credits: reply.usage.credits,
     },
   });
+  // Each segment of a turn that waited for approvals is billed once: `<id>`, then `<id>:2`, ….
+  const segment = context.segment ?? 1;
   await batchPrepared(env, endStatements(env), {
-    ...debitValues(context.workspaceId, reply.usage.credits, turnId),
+    ...debitValues(context.workspaceId, reply.usage.credits, segment > 1 ? `${turnId}:${segment}` : turnId),
     conversationId,
     at,
-    added: 1 + (context.question?.added ?? 0),
+    added: (segment > 1 ? 0 : 1) + (context.question?.added ?? 0),
     ...event,
   });
 }

@@ -36,6 +36,8 @@ export type TurnInput = {
 
 export type TurnAnswer =
   | { kind: "busy" }
+  /** A turn waits for a person's approval: nothing new starts until it is decided. */
+  | { kind: "approval_pending" }
   | { kind: "key_reused" }
   | { kind: "no_credits" }
   | { kind: "nothing_to_regenerate" }
