@@ -1,5 +1,4 @@
 import type { Area } from "../http/area";
-import { appsRouter } from "./routes";
 import { sleepIdleApps } from "./service";
 import { appTools } from "./tools";
 
@@ -15,7 +14,7 @@ async function sleepSweep(env: Env, controller: ScheduledController): Promise<vo
 /** Apps are workspace data: erasing their creator keeps them (no erase step). */
 export const appsArea: Area = {
   name: "apps",
-  router: appsRouter,
+  routes: { paths: ["/v1/api/apps", "/v1/apps"], load: async () => (await import("./routes")).appsRouter },
   tools: appTools,
   crons: [sleepSweep],
 };

@@ -1,11 +1,13 @@
 import type { Area } from "../http/area";
-import { artifactsRouter } from "./routes";
 import { eraseArtifacts } from "./service";
 import { artifactTools } from "./tools";
 
 export const artifactsArea: Area = {
   name: "artifacts",
-  router: artifactsRouter,
+  routes: {
+    paths: ["/v1/api/conversations", "/v1/api/artifacts"],
+    load: async () => (await import("./routes")).artifactsRouter,
+  },
   eraseStep: eraseArtifacts,
   tools: artifactTools,
 };

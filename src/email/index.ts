@@ -1,7 +1,6 @@
 import type { Area } from "../http/area";
 import { receive } from "./inbound";
 import { reassignReviews } from "./replies";
-import { emailRouter } from "./routes";
 import { consumeTriage, sweepReceived } from "./triage-queue";
 
 /**
@@ -10,7 +9,7 @@ import { consumeTriage, sweepReceived } from "./triage-queue";
  */
 export const emailArea: Area = {
   name: "email",
-  router: emailRouter,
+  routes: { paths: ["/v1/api/email"], load: async () => (await import("./routes")).emailRouter },
   email: async (message, env) => {
     const result = await receive(env, {
       from: message.from,
