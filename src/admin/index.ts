@@ -1,5 +1,4 @@
 import type { Area } from "../http/area";
-import { eraseCredentials } from "../identity/credentials";
 
 /** Users, personal access tokens and erasure, for workspace admins. */
 export const adminArea: Area = {
@@ -8,5 +7,6 @@ export const adminArea: Area = {
     paths: ["/v1/api/admin/users", "/v1/api/admin/tokens", "/v1/admin/users"],
     load: async () => (await import("./routes")).adminRouter,
   },
-  eraseStep: eraseCredentials,
+  eraseStep: async (env, workspaceId, userId) =>
+    (await import("../identity/credentials")).eraseCredentials(env, workspaceId, userId),
 };

@@ -1,6 +1,4 @@
 import type { Area } from "../http/area";
-import { sleepIdleApps } from "./service";
-import { appTools } from "./tools";
 
 /**
  * Every minute the scheduler calls the crons; the sweep for idle apps runs once an hour
@@ -8,6 +6,7 @@ import { appTools } from "./tools";
  */
 async function sleepSweep(env: Env, controller: ScheduledController): Promise<void> {
   if (new Date(controller.scheduledTime).getUTCMinutes() !== 0) return;
+  const { sleepIdleApps } = await import("./service");
   await sleepIdleApps(env, controller.scheduledTime);
 }
 
@@ -15,6 +14,6 @@ async function sleepSweep(env: Env, controller: ScheduledController): Promise<vo
 export const appsArea: Area = {
   name: "apps",
   routes: { paths: ["/v1/api/apps", "/v1/apps"], load: async () => (await import("./routes")).appsRouter },
-  tools: appTools,
+  tools: async (scope) => (await import("./tools")).appTools(scope),
   crons: [sleepSweep],
 };

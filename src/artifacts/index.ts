@@ -1,6 +1,4 @@
 import type { Area } from "../http/area";
-import { eraseArtifacts } from "./service";
-import { artifactTools } from "./tools";
 
 export const artifactsArea: Area = {
   name: "artifacts",
@@ -8,6 +6,6 @@ export const artifactsArea: Area = {
     paths: ["/v1/api/conversations", "/v1/api/artifacts"],
     load: async () => (await import("./routes")).artifactsRouter,
   },
-  eraseStep: eraseArtifacts,
-  tools: artifactTools,
+  eraseStep: async (env, workspaceId, userId) => (await import("./service")).eraseArtifacts(env, workspaceId, userId),
+  tools: async (scope) => (await import("./tools")).artifactTools(scope),
 };

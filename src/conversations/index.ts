@@ -1,5 +1,4 @@
 import type { Area } from "../http/area";
-import { eraseParticipation } from "./erasure";
 
 /** Conversations between members and agents, and the turns that answer them. */
 export const conversationsArea: Area = {
@@ -8,5 +7,6 @@ export const conversationsArea: Area = {
     paths: ["/v1/api/chat", "/v1/api/conversations", "/v1/api/ask"],
     load: async () => (await import("./routes")).conversationsRouter,
   },
-  eraseStep: eraseParticipation,
+  eraseStep: async (env, workspaceId, userId) =>
+    (await import("./erasure")).eraseParticipation(env, workspaceId, userId),
 };

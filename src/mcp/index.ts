@@ -1,5 +1,4 @@
 import type { Area } from "../http/area";
-import { mcpTools } from "./client";
 
 /** MCP: custom servers of the workspace, and every enabled server's tools in an agent's turn. */
 export const mcpArea: Area = {
@@ -8,5 +7,5 @@ export const mcpArea: Area = {
     paths: ["/v1/mcp/custom", "/v1/mcp/connectors", "/v1/api/mcp"],
     load: async () => (await import("./routes")).mcpRouter,
   },
-  tools: mcpTools,
+  tools: async (scope) => (await import("./client")).mcpTools(scope),
 };

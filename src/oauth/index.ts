@@ -1,6 +1,5 @@
 import type { Area } from "../http/area";
 import { OAUTH_ACCESS_TOKEN } from "./access-token";
-import { eraseOAuthUser } from "./revocation";
 
 /** The OAuth 2.1 authorization server; its access tokens are accepted on the API. */
 export const oauthArea: Area = {
@@ -11,5 +10,6 @@ export const oauthArea: Area = {
   },
   bearerKind: OAUTH_ACCESS_TOKEN,
   // Revokes the user's grants (and so every token) and forgets their consents.
-  eraseStep: eraseOAuthUser,
+  eraseStep: async (env, workspaceId, userId) =>
+    (await import("./revocation")).eraseOAuthUser(env, workspaceId, userId),
 };

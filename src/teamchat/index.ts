@@ -1,9 +1,9 @@
 import type { Area } from "../http/area";
-import { pruneStates } from "./service";
 
 /** Once an hour, forget redeemed install states that have expired anyway. */
 async function pruneSweep(env: Env, controller: ScheduledController): Promise<void> {
   if (new Date(controller.scheduledTime).getUTCMinutes() !== 30) return;
+  const { pruneStates } = await import("./service");
   await pruneStates(env, controller.scheduledTime);
 }
 
