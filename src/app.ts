@@ -1,3 +1,4 @@
+import type { OpenAPIHono } from "@hono/zod-openapi";
 import { Scalar } from "@scalar/hono-api-reference";
 import { requestId } from "hono/request-id";
 import { secureHeaders } from "hono/secure-headers";
@@ -14,8 +15,10 @@ import { conversationsArea } from "./conversations";
 import { emailArea } from "./email";
 import { healthArea } from "./health";
 import { type Area, registryOf } from "./http/area";
+import type { AppEnv } from "./http/context";
 import { bearerCors } from "./http/cors";
 import { d1Session } from "./http/d1-session";
+import { lazyRoutes, loadRoutes } from "./http/lazy-routes";
 import type { AreaRegistry } from "./http/registry";
 import { BEARER, createRouter, limitBody, SESSION } from "./http/route";
 import { mcpArea } from "./mcp";
@@ -75,33 +78,12 @@ export function createApp(registry: AreaRegistry = registryOf(AREAS)) {
     c.set("areas", registry);
     return next();
   });
-  app.use(bearerCors(() => app.openAPIRegistry.definitions));
-  for (const area of AREAS) if (area.router) app.route("/", area.router);
-
-  app.openAPIRegistry.registerComponent("securitySchemes", BEARER, {
-    type: "http",
-    scheme: "bearer",
-    description:
-      "A personal access token (svc_pat_…) or an OAuth access token (svc_at_…). Scopes are listed per operation; " +
-      "`role:admin` means a workspace admin's credential, whatever its scopes.",
-  });
-  app.openAPIRegistry.registerComponent("securitySchemes", SESSION, {
-    type: "apiKey",
-    in: "cookie",
-    name: SESSION_COOKIE,
-    description:
-      "The browser's sign-in session, set by the sign-in page; accepted only by the operations that list it. A state change made with it must come from this service's own origin.",
-  });
-  app.doc31("/v1/openapi.json", (c) => ({
-    openapi: "3.1.0",
-    info: {
-      title: "Workspace Agent Service API",
-      version: "1.0.0",
-      description:
-        "Multi-tenant API for configurable AI agents, with a built-in OAuth 2.1 authorization server. Errors are RFC 9457 problem details.",
-    },
-    servers: [{ url: c.env.BASE_URL || new URL(c.req.url).origin }],
-  }));
+  app.use(bearerCors(async () => (await documentation()).openAPIRegistry.definitions));
+  for (const area of AREAS) {
+    if (area.router) app.route("/", area.router);
+    if (area.routes) app.use(lazyRoutes(area.routes));
+  }
+  app.get("/v1/openapi.json", async (c) => (await documentation()).fetch(c.req.raw, c.env));
   // The reference's script is a static asset of this Worker (wrangler.toml [assets]), never a CDN's.
   app.get(DOCS_SCRIPT, async (c) => {
     const asset = await c.env.ASSETS.fetch(c.req.raw);
@@ -124,4 +106,47 @@ export function createApp(registry: AreaRegistry = registryOf(AREAS)) {
   app.use(limitBody());
   app.notFound((c) => problem(c, 404, "not_found", `No route for ${c.req.method} ${c.req.path}`));
   return app;
+}
+
+let documented: Promise<OpenAPIHono<AppEnv>> | undefined;
+
+/**
+ * The OpenAPI document's app: every area's routes (the lazy ones loaded for it), in the area
+ * list's order, and the security schemes. Built on the first request that needs the whole
+ * contract (the document, a CORS check), once per isolate.
+ */
+function documentation(): Promise<OpenAPIHono<AppEnv>> {
+  documented ??= (async () => {
+    const doc = createRouter();
+    for (const area of AREAS) {
+      const router = area.router ?? (area.routes && (await loadRoutes(area.routes)));
+      if (router) doc.route("/", router);
+    }
+    doc.openAPIRegistry.registerComponent("securitySchemes", BEARER, {
+      type: "http",
+      scheme: "bearer",
+      description:
+        "A personal access token (svc_pat_…) or an OAuth access token (svc_at_…). Scopes are listed per operation; " +
+        "`role:admin` means a workspace admin's credential, whatever its scopes.",
+    });
+    doc.openAPIRegistry.registerComponent("securitySchemes", SESSION, {
+      type: "apiKey",
+      in: "cookie",
+      name: SESSION_COOKIE,
+      description:
+        "The browser's sign-in session, set by the sign-in page; accepted only by the operations that list it. A state change made with it must come from this service's own origin.",
+    });
+    doc.doc31("/v1/openapi.json", (c) => ({
+      openapi: "3.1.0",
+      info: {
+        title: "Workspace Agent Service API",
+        version: "1.0.0",
+        description:
+          "Multi-tenant API for configurable AI agents, with a built-in OAuth 2.1 authorization server. Errors are RFC 9457 problem details.",
+      },
+      servers: [{ url: c.env.BASE_URL || new URL(c.req.url).origin }],
+    }));
+    return doc;
+  })();
+  return documented;
 }

@@ -1,5 +1,7 @@
 import type { Area } from "../http/area";
-import { accountRouter } from "./routes";
 
 /** Sign-up, the caller's own account, and erasing it. */
-export const accountArea: Area = { name: "account", router: accountRouter };
+export const accountArea: Area = {
+  name: "account",
+  routes: { paths: ["/v1/api/signup", "/v1/api/me"], load: async () => (await import("./routes")).accountRouter },
+};

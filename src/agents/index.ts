@@ -1,4 +1,6 @@
 import type { Area } from "../http/area";
-import { agentsRouter } from "./routes";
 
-export const agentsArea: Area = { name: "agents", router: agentsRouter };
+export const agentsArea: Area = {
+  name: "agents",
+  routes: { paths: ["/v1/agents", "/v1/avatars"], load: async () => (await import("./routes")).agentsRouter },
+};

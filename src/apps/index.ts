@@ -1,7 +1,4 @@
 import type { Area } from "../http/area";
-import { appsRouter } from "./routes";
-import { sleepIdleApps } from "./service";
-import { appTools } from "./tools";
 
 /**
  * Every minute the scheduler calls the crons; the sweep for idle apps runs once an hour
@@ -9,13 +6,14 @@ import { appTools } from "./tools";
  */
 async function sleepSweep(env: Env, controller: ScheduledController): Promise<void> {
   if (new Date(controller.scheduledTime).getUTCMinutes() !== 0) return;
+  const { sleepIdleApps } = await import("./service");
   await sleepIdleApps(env, controller.scheduledTime);
 }
 
 /** Apps are workspace data: erasing their creator keeps them (no erase step). */
 export const appsArea: Area = {
   name: "apps",
-  router: appsRouter,
-  tools: appTools,
+  routes: { paths: ["/v1/api/apps", "/v1/apps"], load: async () => (await import("./routes")).appsRouter },
+  tools: async (scope) => (await import("./tools")).appTools(scope),
   crons: [sleepSweep],
 };

@@ -1,11 +1,11 @@
 import type { Area } from "../http/area";
-import { artifactsRouter } from "./routes";
-import { eraseArtifacts } from "./service";
-import { artifactTools } from "./tools";
 
 export const artifactsArea: Area = {
   name: "artifacts",
-  router: artifactsRouter,
-  eraseStep: eraseArtifacts,
-  tools: artifactTools,
+  routes: {
+    paths: ["/v1/api/conversations", "/v1/api/artifacts"],
+    load: async () => (await import("./routes")).artifactsRouter,
+  },
+  eraseStep: async (env, workspaceId, userId) => (await import("./service")).eraseArtifacts(env, workspaceId, userId),
+  tools: async (scope) => (await import("./tools")).artifactTools(scope),
 };

@@ -20,10 +20,13 @@ const count = z.number().nullish();
 const flag = z.boolean().nullish();
 const texts = z.array(z.string()).nullish();
 const numbers = z.record(z.string(), z.number()).nullish();
-const details = <T extends z.ZodRawShape>(shape: T) => z.object(shape);
+const details =
+  <T extends z.ZodRawShape>(shape: T) =>
+  () =>
+    z.object(shape);
 const none = details({});
 
-export const AUDIT_EVENTS = {
+const EVENT_DETAILS = {
   // access and identity
   "access.denied": details({ method: text, path: text, required: text }),
   "workspace.signup": details({ workspace_name: text, slug: text, email: text, name: text }),
@@ -205,7 +208,29 @@ export const AUDIT_EVENTS = {
   "oauth.token.refresh": details({ client_id: text, scope: text }),
   // the audit log itself: a witness refused a checkpoint (it saw another history of the log)
   "audit.witness.conflict": details({ witness: text, witness_size: count, size: count }),
-} as const satisfies Record<string, z.ZodObject>;
+} as const satisfies Record<string, () => z.ZodObject>;
+
+/**
+ * Each kind's schema, built on its first use: building a hundred of them when the isolate
+ * starts would cost every request's startup, for the few kinds a request records.
+ */
+export const AUDIT_EVENTS = builtOnFirstUse(EVENT_DETAILS);
+
+function builtOnFirstUse<T extends Record<string, () => unknown>>(builders: T): { [K in keyof T]: ReturnType<T[K]> } {
+  const built = {} as { [K in keyof T]: ReturnType<T[K]> };
+  for (const [kind, build] of Object.entries(builders)) {
+    Object.defineProperty(built, kind, {
+      enumerable: true,
+      configurable: true,
+      get: () => {
+        const schema = build();
+        Object.defineProperty(built, kind, { value: schema, enumerable: true });
+        return schema;
+      },
+    });
+  }
+  return built;
+}
 
 export type AuditKind = keyof typeof AUDIT_EVENTS;
 export type AuditDetails<K extends AuditKind> = z.input<(typeof AUDIT_EVENTS)[K]>;

@@ -1,8 +1,8 @@
 import { asc, eq } from "drizzle-orm";
 import { creditPacks, plans } from "../db/schema";
 import { db } from "../platform/db";
+import { prices } from "./prices";
 import type { Pack, Plan } from "./schemas";
-import { prices } from "./stripe";
 
 /** Plans and packs as clients see them; `priced` comes from STRIPE_PRICES, the free plan's credits from FREE_MONTHLY_CREDITS. */
 

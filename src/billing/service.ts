@@ -8,8 +8,9 @@ import { logError } from "../platform/log";
 import { ApiError, badRequest } from "../platform/problem";
 import { findPack, findPlan } from "./catalogue";
 import { grantedBalance } from "./ledger";
+import { prices } from "./prices";
 import type { BillingStatus } from "./schemas";
-import { prices, stripeClient } from "./stripe";
+import { stripeClient } from "./stripe";
 
 /** Subscription statuses under which the subscribed plan applies; anything else is the free plan. */
 export const LIVE_STATUSES: readonly string[] = ["active", "trialing", "past_due"];

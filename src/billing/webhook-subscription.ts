@@ -7,8 +7,9 @@ import { db } from "../platform/db";
 import { nowIso } from "../platform/env";
 import { logError } from "../platform/log";
 import { findPlan } from "./catalogue";
+import { slugForPrice } from "./prices";
 import { type Account, findAccount, LIVE_STATUSES } from "./service";
-import { slugForPrice, stripeClient } from "./stripe";
+import { stripeClient } from "./stripe";
 import {
   type Effect,
   type Effects,

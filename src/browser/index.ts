@@ -1,6 +1,9 @@
 import type { Area } from "../http/area";
-import { browserRouter } from "./routes";
-import { eraseBrowserSession } from "./service";
 
 /** The member's own browser, driven through the extension's WebSocket. */
-export const browserArea: Area = { name: "browser", router: browserRouter, eraseStep: eraseBrowserSession };
+export const browserArea: Area = {
+  name: "browser",
+  routes: { paths: ["/v1/agent-browser"], load: async () => (await import("./routes")).browserRouter },
+  eraseStep: async (env, workspaceId, userId) =>
+    (await import("./service")).eraseBrowserSession(env, workspaceId, userId),
+};

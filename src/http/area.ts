@@ -2,6 +2,7 @@ import type { Hono } from "hono";
 import { type BearerKind, PAT_KIND } from "../auth/resolve";
 import type { ToolProvider } from "../platform/turn-tools";
 import type { AppEnv } from "./context";
+import type { LazyRoutes } from "./lazy-routes";
 import type { AreaRegistry, CronJob, EraseStep, InboundEmail, QueueConsumer } from "./registry";
 
 /**
@@ -12,6 +13,8 @@ export type Area = {
   name: string;
   /** Its HTTP routes, mounted at the root. */
   router?: Hono<AppEnv>;
+  /** Or its HTTP routes loaded on the first request to them (see `LazyRoutes`). */
+  routes?: LazyRoutes;
   /** Run when a user is erased, in the order of the area list. */
   eraseStep?: EraseStep;
   /** A bearer-token kind the area issues, recognized by its prefix. */

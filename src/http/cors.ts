@@ -99,9 +99,9 @@ const policy = cors({
  * operations of the OpenAPI document whose security is a bearer token and not the sign-in
  * session. Pages, the sign-in and consent forms and every route that takes the session cookie
  * never answer CORS, so another origin can never use a signed-in browser's cookie through them.
- * `definitions` is read on first use, once every area's routes are mounted.
+ * `definitions` is read on the first request with an origin to check, once for the isolate.
  */
-export function bearerCors(definitions: () => readonly Definition[]): MiddlewareHandler<AppEnv> {
+export function bearerCors(definitions: () => Promise<readonly Definition[]>): MiddlewareHandler<AppEnv> {
   let operations: Operation[] | null = null;
   return async (c, next) => {
     const origin = c.req.header("Origin");
@@ -110,7 +110,7 @@ export function bearerCors(definitions: () => readonly Definition[]): Middleware
     const preflight = c.req.method === "OPTIONS" ? c.req.header("Access-Control-Request-Method") : undefined;
     if (c.req.method === "OPTIONS" && !preflight) return next();
     const method = (preflight ?? c.req.method).toUpperCase();
-    operations ??= compile(definitions());
+    operations ??= compile(await definitions());
     const path = c.req.path;
     const matched = operations.filter(
       (op) => (op.method === method || (method === "HEAD" && op.method === "GET")) && op.pattern.test(path),

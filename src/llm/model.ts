@@ -1,45 +1,50 @@
-import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
 import type { ImageModel, LanguageModel } from "ai";
-import { createWorkersAI } from "workers-ai-provider";
 import { effectiveModel } from "./models";
 
 /** The Workers AI model used when no OpenAI-compatible endpoint is configured. */
 export const WORKERS_AI_DEFAULT_MODEL = "@cf/meta/llama-3.3-70b-instruct-fp8-fast";
 
-type Provider = ReturnType<typeof createOpenAICompatible>;
-/**
- * Providers kept per isolate, by endpoint and key, with their chat models by id: building a
- * provider or a model (its response schemas) per turn costs more than the turn's own work.
- */
-const providers = new Map<string, { provider: Provider; chatModels: Map<string, LanguageModel> }>();
+const loadProviders = () => import("./providers");
 
-function openAiCompatible(env: Env) {
-  const key = `${env.LLM_BASE_URL}\n${env.LLM_API_KEY ?? ""}`;
-  let entry = providers.get(key);
-  if (!entry) {
-    const provider = createOpenAICompatible({
-      name: "llm",
-      baseURL: env.LLM_BASE_URL!.replace(/\/+$/, ""),
-      apiKey: env.LLM_API_KEY,
-      // Structured output (email triage, profile enrichment) as a JSON schema the provider enforces.
-      supportsStructuredOutputs: true,
-    });
-    entry = { provider, chatModels: new Map() };
-    if (providers.size >= 8) providers.clear();
-    providers.set(key, entry);
-  }
-  return entry;
+/** The endpoint's chat models kept per isolate, by endpoint, key and model id (see `providers.ts`). */
+const chatModels = new Map<string, LanguageModel>();
+
+type ChatModel = Extract<LanguageModel, { specificationVersion: "v4" }>;
+type ImageGenerator = Extract<ImageModel, { specificationVersion: "v4" }>;
+
+/**
+ * A model that loads its provider package on its first call (see `providers.ts`): the startup
+ * of an isolate, and every request that calls no model, skip evaluating it. `provider` and
+ * `modelId` are the loaded model's own.
+ */
+function deferredChatModel(provider: string, modelId: string, load: () => Promise<LanguageModel>): ChatModel {
+  let loaded: Promise<ChatModel> | undefined;
+  const model = () => (loaded ??= load().then((m) => m as ChatModel));
+  return {
+    specificationVersion: "v4",
+    provider,
+    modelId,
+    get supportedUrls() {
+      return model().then((m) => m.supportedUrls);
+    },
+    doGenerate: async (options) => (await model()).doGenerate(options),
+    doStream: async (options) => (await model()).doStream(options),
+  };
 }
 
-function openAiCompatibleChatModel(env: Env, modelId: string): LanguageModel {
-  const { provider, chatModels } = openAiCompatible(env);
-  let model = chatModels.get(modelId);
-  if (!model) {
-    model = provider.chatModel(modelId);
-    if (chatModels.size >= 64) chatModels.clear();
-    chatModels.set(modelId, model);
-  }
-  return model;
+function deferredImageModel(provider: string, modelId: string, load: () => Promise<ImageModel>): ImageGenerator {
+  let loaded: Promise<ImageGenerator> | undefined;
+  const model = () => (loaded ??= load().then((m) => m as ImageGenerator));
+  return {
+    specificationVersion: "v4",
+    provider,
+    modelId,
+    maxImagesPerCall: async () => {
+      const m = await model();
+      return typeof m.maxImagesPerCall === "function" ? m.maxImagesPerCall({ modelId }) : m.maxImagesPerCall;
+    },
+    doGenerate: async (options) => (await model()).doGenerate(options),
+  };
 }
 
 /**
@@ -49,10 +54,21 @@ function openAiCompatibleChatModel(env: Env, modelId: string): LanguageModel {
  * `modelId` is a provider model id, used as given.
  */
 export function languageModel(env: Env, modelId?: string | null): LanguageModel | null {
-  if (env.LLM_BASE_URL) return openAiCompatibleChatModel(env, modelId || env.LLM_MODEL || "default");
-  if (env.AI) {
-    const workersAi = createWorkersAI({ binding: env.AI });
-    return workersAi((modelId || env.LLM_MODEL || WORKERS_AI_DEFAULT_MODEL) as Parameters<typeof workersAi>[0]);
+  if (env.LLM_BASE_URL) {
+    const id = modelId || env.LLM_MODEL || "default";
+    const key = `${env.LLM_BASE_URL}\n${env.LLM_API_KEY ?? ""}\n${id}`;
+    let model = chatModels.get(key);
+    if (!model) {
+      model = deferredChatModel("llm.chat", id, async () => (await loadProviders()).openAiCompatibleChatModel(env, id));
+      if (chatModels.size >= 256) chatModels.clear();
+      chatModels.set(key, model);
+    }
+    return model;
+  }
+  const ai = env.AI;
+  if (ai) {
+    const id = modelId || env.LLM_MODEL || WORKERS_AI_DEFAULT_MODEL;
+    return deferredChatModel("workersai.chat", id, async () => (await loadProviders()).workersAiChatModel(ai, id));
   }
   return null;
 }
@@ -81,8 +97,12 @@ export function agentLanguageModel(
  * or both providers are unset.
  */
 export function imageModel(env: Env): ImageModel | null {
-  if (!env.IMAGE_MODEL) return null;
-  if (env.LLM_BASE_URL) return openAiCompatible(env).provider.imageModel(env.IMAGE_MODEL);
-  if (env.AI) return createWorkersAI({ binding: env.AI }).image(env.IMAGE_MODEL);
+  const id = env.IMAGE_MODEL;
+  if (!id) return null;
+  if (env.LLM_BASE_URL)
+    return deferredImageModel("llm.image", id, async () => (await loadProviders()).openAiCompatibleImageModel(env, id));
+  const ai = env.AI;
+  if (ai)
+    return deferredImageModel("workersai.image", id, async () => (await loadProviders()).workersAiImageModel(ai, id));
   return null;
 }

@@ -1,7 +1,9 @@
 import type { Area } from "../http/area";
-import { memoryRouter } from "./routes";
-import { eraseMemory } from "./service";
-import { memoryTools } from "./tools";
 
 /** Facts agents remember about a user, and the agents a user froze out of them. */
-export const memoryArea: Area = { name: "memory", router: memoryRouter, eraseStep: eraseMemory, tools: memoryTools };
+export const memoryArea: Area = {
+  name: "memory",
+  routes: { paths: ["/v1/memory"], load: async () => (await import("./routes")).memoryRouter },
+  eraseStep: async (env, workspaceId, userId) => (await import("./service")).eraseMemory(env, workspaceId, userId),
+  tools: async (scope) => (await import("./tools")).memoryTools(scope),
+};

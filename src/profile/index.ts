@@ -1,12 +1,11 @@
 import type { Area } from "../http/area";
-import { CRAWL_QUEUE, consumeCrawls } from "./crawls";
 import { refreshProfiles } from "./refresh";
-import { profileRouter } from "./routes";
 
 /** The workspace's business profile: overrides, the queued crawler and its weekly refresh. */
 export const profileArea: Area = {
   name: "profile",
-  router: profileRouter,
-  queues: { [CRAWL_QUEUE]: consumeCrawls },
+  routes: { paths: ["/v1/api/business-profile"], load: async () => (await import("./routes")).profileRouter },
+  // The crawler (`CRAWL_QUEUE` in crawls.ts) loads with its first batch, not with the isolate.
+  queues: { "profile-crawl": async (batch, env) => (await import("./crawls")).consumeCrawls(batch, env) },
   crons: [refreshProfiles],
 };

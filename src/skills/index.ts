@@ -1,6 +1,8 @@
 import type { Area } from "../http/area";
-import { skillsRouter } from "./routes";
-import { skillToolProvider } from "./tools";
 
 /** The skill catalogue: installing skills for the workspace, and using them as tools of an agent's turn. */
-export const skillsArea: Area = { name: "skills", router: skillsRouter, tools: skillToolProvider() };
+export const skillsArea: Area = {
+  name: "skills",
+  routes: { paths: ["/v1/api/skills"], load: async () => (await import("./routes")).skillsRouter },
+  tools: async (scope) => (await import("./tools")).skillToolProvider()(scope),
+};

@@ -1,4 +1,6 @@
 import type { Area } from "../http/area";
-import { workspaceRouter } from "./routes";
 
-export const workspaceArea: Area = { name: "workspace", router: workspaceRouter };
+export const workspaceArea: Area = {
+  name: "workspace",
+  routes: { paths: ["/v1/api/admin/workspace"], load: async () => (await import("./routes")).workspaceRouter },
+};
