@@ -18,11 +18,15 @@ export const ApprovalSchema = z
     input_digest: z
       .string()
       .openapi({ description: "SHA-256 (hex) of the call's arguments as canonical JSON (sorted keys)" }),
-    requested_by: Id.openapi({ description: "The user whose message started the turn" }),
+    requested_by: Id.nullable().openapi({
+      description: "The user whose message started the turn; null once that user is erased",
+    }),
     requested_at: z.iso.datetime(),
     expires_at: z.iso.datetime(),
     state: z.enum(APPROVAL_STATES),
-    decided_by: Id.nullable(),
+    decided_by: Id.nullable().openapi({
+      description: "Null while pending, when it expired, or once the decider is erased",
+    }),
     decided_at: z.iso.datetime().nullable(),
     reason: z.string().nullable(),
   })

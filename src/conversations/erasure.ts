@@ -3,19 +3,22 @@ import { alias } from "drizzle-orm/sqlite-core";
 import { conversationParticipants } from "../db/schema";
 import { db } from "../platform/db";
 import { forgetConversation, forgetUser } from "./participants";
+import { eraseApprovals } from "./room/approvals";
 import { conversationRoom } from "./room/client";
 import { deletionQueries } from "./service";
 
 /**
  * Erasure step: the user leaves every conversation of the workspace. A conversation nobody
- * is left in goes, with its room's storage; its artifacts are detached first, so the artifacts
- * step (after this one) deletes the ones the user produced.
+ * is left in goes, with its room's storage and approvals; its artifacts are detached first, so
+ * the artifacts step (after this one) deletes the ones the user produced. In the others, the
+ * user's approvals lose the user (see `eraseApprovals`), and a turn that waited for the user's
+ * approvals ends before the next steps run.
  */
 export async function eraseParticipation(
   env: Env,
   workspaceId: string,
   userId: string,
-): Promise<{ conversations_left: number }> {
+): Promise<{ conversations_left: number; approvals_anonymized: number }> {
   const d = db(env);
   const p = conversationParticipants;
   const other = alias(conversationParticipants, "other");
@@ -36,5 +39,7 @@ export async function eraseParticipation(
   forgetUser(workspaceId, userId);
   for (const { id, alone } of results) if (alone) forgetConversation(id);
   for (const { id, alone } of results) if (alone) await conversationRoom(env, id).destroy();
-  return { conversations_left: results.length };
+  const { approvals, unblocked } = await eraseApprovals(env, workspaceId, userId);
+  for (const id of unblocked) await conversationRoom(env, id).resumeWaiting(id, workspaceId);
+  return { conversations_left: results.length, approvals_anonymized: approvals };
 }

@@ -3,7 +3,7 @@ import { resolveAgent } from "../agents/service";
 import { detachConversationApps } from "../apps/service";
 import { detachConversationArtifacts, visibleArtifactIds } from "../artifacts/service";
 import { type AuditEventInput, auditInBatch, jsonBoolean, PREVIOUS_STATEMENT_CHANGED } from "../audit/events";
-import { agents, conversationParticipants, conversations, messages, users } from "../db/schema";
+import { agents, approvals, conversationParticipants, conversations, messages, users } from "../db/schema";
 import { decodeCursor, encodeCursor } from "../platform/cursor";
 import { type Db, db, parseJsonArray } from "../platform/db";
 import { nowIso } from "../platform/env";
@@ -261,7 +261,7 @@ export async function deleteConversation(
 
 /**
  * A conversation's rows in D1, gone (the last statement deletes the directory row): its
- * artifacts and apps detached, its participants, and messages from before rooms.
+ * artifacts and apps detached, its approvals, its participants, and messages from before rooms.
  */
 export function deletionQueries(env: Env, workspaceId: string, id: string) {
   const d = db(env);
@@ -269,6 +269,7 @@ export function deletionQueries(env: Env, workspaceId: string, id: string) {
     detachConversationArtifacts(env, workspaceId, id),
     detachConversationApps(env, workspaceId, id),
     d.delete(messages).where(eq(messages.conversationId, id)),
+    d.delete(approvals).where(eq(approvals.conversationId, id)),
     d.delete(conversationParticipants).where(eq(conversationParticipants.conversationId, id)),
     d.delete(conversations).where(and(eq(conversations.id, id), eq(conversations.workspaceId, workspaceId))),
   ] as const;

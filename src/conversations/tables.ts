@@ -87,6 +87,7 @@ export const approvals = sqliteTable(
     toolName: text("tool_name").notNull(),
     /** SHA-256 (hex) of the call's arguments as canonical JSON; never the arguments. */
     inputDigest: text("input_digest").notNull(),
+    /** Empty once that user is erased. */
     requestedBy: text("requested_by").notNull(),
     requestedAt: text("requested_at").notNull(),
     expiresAt: text("expires_at").notNull(),

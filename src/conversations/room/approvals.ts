@@ -69,7 +69,8 @@ const toApproval = (r: ApprovalRow): Approval => ({
   turn_id: r.turnId,
   tool_name: r.toolName,
   input_digest: r.inputDigest,
-  requested_by: r.requestedBy,
+  // Empty once the requester was erased (the column is not nullable).
+  requested_by: r.requestedBy || null,
   requested_at: r.requestedAt,
   expires_at: r.expiresAt,
   state: r.state,
@@ -169,8 +170,14 @@ const turnApprovals = (env: Env, conversationId: string, turnId: string) =>
     .all();
 
 /** Pending approvals past their time become `expired` (each with its event); they count as denied. */
-async function expireLate(env: Env, rows: ApprovalRow[]): Promise<void> {
-  const late = rows.filter((r) => r.state === "pending" && isExpired(r));
+const expireLate = (env: Env, rows: ApprovalRow[]) =>
+  expire(
+    env,
+    rows.filter((r) => r.state === "pending" && isExpired(r)),
+  );
+
+/** Pending approvals become `expired` now, decided by nobody (each with its event); they count as denied. */
+async function expire(env: Env, late: ApprovalRow[]): Promise<void> {
   if (!late.length) return;
   const d = db(env);
   const at = nowIso();
@@ -391,4 +398,35 @@ export async function notifyRequester(
   await messageMember(env, p.context.workspaceId, userId, text).catch((e: unknown) =>
     logError("approvals: notifying the requester failed", e),
   );
+}
+
+/**
+ * Erasure: a user's approvals keep their decision but lose the user. Pending ones the user
+ * asked for expire now (nobody is left to want them: their turn ends with the calls denied);
+ * rows the user asked for lose the requester, rows they decided lose the decider and the
+ * reason they wrote. Answers the rows changed and the conversations whose turn no longer waits.
+ */
+export async function eraseApprovals(
+  env: Env,
+  workspaceId: string,
+  userId: string,
+): Promise<{ approvals: number; unblocked: string[] }> {
+  const d = db(env);
+  const mine = and(eq(approvals.workspaceId, workspaceId), eq(approvals.requestedBy, userId));
+  const pending = await d
+    .select()
+    .from(approvals)
+    .where(and(mine, eq(approvals.state, "pending")))
+    .all();
+  await expire(env, pending);
+  const [requested, decided] = await d.batch([
+    d.update(approvals).set({ requestedBy: "" }).where(mine).returning({ id: approvals.id }),
+    d
+      .update(approvals)
+      .set({ decidedBy: null, reason: null })
+      .where(and(eq(approvals.workspaceId, workspaceId), eq(approvals.decidedBy, userId)))
+      .returning({ id: approvals.id }),
+  ]);
+  const touched = new Set([...requested, ...decided].map((r) => r.id));
+  return { approvals: touched.size, unblocked: [...new Set(pending.map((r) => r.conversationId))] };
 }

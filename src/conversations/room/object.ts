@@ -163,6 +163,17 @@ export abstract class ConversationRoomObject extends DurableObject<Env> implemen
     return { answers, stream: followTurn(this.db, resumedAt.turnId, resumedAt.seq, this.running) };
   }
 
+  /**
+   * The waiting turn goes on if none of its approvals is pending any more (they expired when
+   * its requester was erased): the calls count as denied. Answers once that segment has ended.
+   */
+  async resumeWaiting(conversationId: string, workspaceId: string): Promise<void> {
+    await this.ready(conversationId, workspaceId);
+    const waiting = awaitingTurn(this.db);
+    if (waiting) await this.resume(waiting.id);
+    await this.running?.settled;
+  }
+
   /** Resumes a waiting turn whose approvals are all decided; answers the sequence number its new segment follows. */
   private async resume(turnId: string): Promise<number | null> {
     if (this.running) return null;
