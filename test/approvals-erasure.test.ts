@@ -123,6 +123,13 @@ describe("erasure: approvals keep their decision but lose the erased user", () =
       decided_at: before.decided_at,
       reason: null,
     });
+    // Nor does the reply's stored tool part keep the reason.
+    const read = await call("GET", `/v1/api/conversations/${conversationId}`, { token: ws.adminToken });
+    expect(await read.text()).not.toContain("Alice from accounting");
+    const replay = await call("GET", `/v1/api/conversations/${conversationId}/stream?after=${approval.turn_id}:0`, {
+      token: ws.adminToken,
+    });
+    expect(await replay.text()).not.toContain("Alice from accounting");
     // The decision is still taken: a second one is refused as before.
     await expectProblem(
       await decide(ws.adminToken, conversationId, approval.id, { approved: false }),

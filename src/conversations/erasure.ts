@@ -3,7 +3,7 @@ import { alias } from "drizzle-orm/sqlite-core";
 import { conversationParticipants } from "../db/schema";
 import { db } from "../platform/db";
 import { forgetConversation, forgetUser } from "./participants";
-import { eraseApprovals } from "./room/approvals";
+import { eraseApprovals, reasonsGiven } from "./room/approvals";
 import { conversationRoom } from "./room/client";
 import { deletionQueries } from "./service";
 
@@ -39,6 +39,14 @@ export async function eraseParticipation(
   forgetUser(workspaceId, userId);
   for (const { id, alone } of results) if (alone) forgetConversation(id);
   for (const { id, alone } of results) if (alone) await conversationRoom(env, id).destroy();
+  // The rooms first, so a retry after a failure still finds the reasons to forget.
+  const reasons = await reasonsGiven(env, workspaceId, userId);
+  for (const id of new Set(reasons.map((r) => r.conversationId)))
+    await conversationRoom(env, id).forgetReasons(
+      id,
+      workspaceId,
+      reasons.filter((r) => r.conversationId === id),
+    );
   const { approvals, unblocked } = await eraseApprovals(env, workspaceId, userId);
   for (const id of unblocked) await conversationRoom(env, id).resumeWaiting(id, workspaceId);
   return { conversations_left: results.length, approvals_anonymized: approvals };

@@ -1,6 +1,6 @@
 import { hash } from "node:crypto";
 import { convertToModelMessages, type ModelMessage, type UIMessage, type UIMessageChunk } from "ai";
-import { and, asc, eq, gt } from "drizzle-orm";
+import { and, asc, eq, gt, isNotNull } from "drizzle-orm";
 import { agentCapabilities, getAgentRecord } from "../../agents/service";
 import { type AuditActor, type AuditEventInput, auditInBatch, PREVIOUS_STATEMENT_CHANGED } from "../../audit/events";
 import { approvals, conversationParticipants } from "../../db/schema";
@@ -404,7 +404,8 @@ export async function notifyRequester(
  * Erasure: a user's approvals keep their decision but lose the user. Pending ones the user
  * asked for expire now (nobody is left to want them: their turn ends with the calls denied);
  * rows the user asked for lose the requester, rows they decided lose the decider and the
- * reason they wrote. Answers the rows changed and the conversations whose turn no longer waits.
+ * reason they wrote (their rooms forget it first, from `reasonsGiven`). Answers the rows
+ * changed and the conversations whose turn no longer waits.
  */
 export async function eraseApprovals(
   env: Env,
@@ -424,9 +425,38 @@ export async function eraseApprovals(
     d
       .update(approvals)
       .set({ decidedBy: null, reason: null })
-      .where(and(eq(approvals.workspaceId, workspaceId), eq(approvals.decidedBy, userId)))
+      .where(decidedBy(workspaceId, userId))
       .returning({ id: approvals.id }),
   ]);
   const touched = new Set([...requested, ...decided].map((r) => r.id));
   return { approvals: touched.size, unblocked: [...new Set(pending.map((r) => r.conversationId))] };
+}
+
+const decidedBy = (workspaceId: string, userId: string) =>
+  and(eq(approvals.workspaceId, workspaceId), eq(approvals.decidedBy, userId));
+
+/** A reason a user gave for a decision, which the turn's stored reply also holds. */
+export type GivenReason = { conversationId: string; turnId: string; approvalId: string };
+
+/** The decisions a user gave a reason for (read before `eraseApprovals` forgets them). */
+export const reasonsGiven = (env: Env, workspaceId: string, userId: string): Promise<GivenReason[]> =>
+  db(env)
+    .select({ conversationId: approvals.conversationId, turnId: approvals.turnId, approvalId: approvals.id })
+    .from(approvals)
+    .where(and(decidedBy(workspaceId, userId), isNotNull(approvals.reason)))
+    .all();
+
+/** The room's side of erasure: the reasons go from the tool parts of the turns' replies. */
+export function forgetReasons(d: RoomDb, given: GivenReason[]): void {
+  for (const turnId of new Set(given.map((g) => g.turnId))) {
+    const message = messageById(d, turnId);
+    if (!message) continue;
+    const ids = new Set(given.filter((g) => g.turnId === turnId).map((g) => g.approvalId));
+    const parts = message.parts.map((p) => {
+      if (!isToolPart(p) || !("approval" in p) || !p.approval || !ids.has(p.approval.id)) return p;
+      const { reason: _, ...approval } = p.approval as { id: string; reason?: string };
+      return { ...p, approval } as StoredPart;
+    });
+    d.update(messages).set({ parts }).where(eq(messages.id, turnId)).run();
+  }
 }

@@ -9,7 +9,16 @@ import { newId } from "../../platform/ids";
 import { logError } from "../../platform/log";
 import type { ToolProvider } from "../../platform/turn-tools";
 import type { Message } from "../schemas";
-import { awaitingTurn, type Decision, type DecisionAnswer, decide, markResumed, resumeStart } from "./approvals";
+import {
+  awaitingTurn,
+  type Decision,
+  type DecisionAnswer,
+  decide,
+  forgetReasons,
+  type GivenReason,
+  markResumed,
+  resumeStart,
+} from "./approvals";
 import { claimNewMessage, claimRegeneration } from "./claims";
 import { followTurn } from "./follow";
 import { importFromD1 } from "./import";
@@ -172,6 +181,12 @@ export abstract class ConversationRoomObject extends DurableObject<Env> implemen
     const waiting = awaitingTurn(this.db);
     if (waiting) await this.resume(waiting.id);
     await this.running?.settled;
+  }
+
+  /** Erasure: the reasons an erased member gave for their decisions go from the stored replies. */
+  async forgetReasons(conversationId: string, workspaceId: string, given: GivenReason[]): Promise<void> {
+    await this.ready(conversationId, workspaceId);
+    forgetReasons(this.db, given);
   }
 
   /** Resumes a waiting turn whose approvals are all decided; answers the sequence number its new segment follows. */
