@@ -7,7 +7,7 @@ import { approvalResponsesOf, openChat, questionOf } from "./chat";
 import { conversationCreated } from "./events";
 import { conversationRoom } from "./room/client";
 import { uiStreamResponse } from "./room/sse";
-import { TAGS } from "./route-parts";
+import { TAGS, uiStream } from "./route-parts";
 import { ChatIdParamSchema, ChatRequestSchema, IdempotencyHeaderSchema } from "./schemas";
 import { chatConversation } from "./service";
 import { postChatMessage, postMessage, turnContext, turnReady } from "./turns";
@@ -30,7 +30,7 @@ route({ scope: "conversations:write" }, "POST /v1/api/chat", "Chat (AI SDK trans
     "and answers the resumed turn's new segment (its `start` carries the same message id).",
   request: { headers: IdempotencyHeaderSchema, body: jsonBody(ChatRequestSchema) },
   responses: {
-    200: { description: "The turn's stream", content: { "text/event-stream": { schema: { type: "string" } } } },
+    200: uiStream("The turn's stream"),
     400: problemResponse(
       "Invalid body, no user message with text, nothing to regenerate (`nothing_to_regenerate`), or a malformed approval response (`invalid_approval`)",
     ),
@@ -89,7 +89,7 @@ route({ scope: "conversations:read" }, "GET /v1/api/chat/{id}/stream", "Resume a
     "its start; 204 when no turn runs or the chat id names no conversation of the caller yet.",
   request: { params: ChatIdParamSchema },
   responses: {
-    200: { description: "The stream", content: { "text/event-stream": { schema: { type: "string" } } } },
+    200: uiStream("The stream"),
     204: { description: "No turn running" },
     400: problemResponse("A chat id over 128 characters"),
   },
