@@ -1,7 +1,8 @@
 import { generateImage, type ImageModel } from "ai";
 import { logError } from "../platform/log";
+import { sniffImageType } from "../platform/media-types";
 import { ApiError } from "../platform/problem";
-import { type AvatarImage, MAX_GENERATED_AVATAR_BYTES, sniffImageType } from "./avatars";
+import { type AvatarImage, MAX_GENERATED_AVATAR_BYTES } from "./avatars";
 
 /** The fixed style every generated avatar is drawn in; the admin's prompt only fills in the look. */
 export const AVATAR_STYLE =
