@@ -1,4 +1,5 @@
 import { generateImage, type ImageModel } from "ai";
+import { requestCallLimits } from "../llm/model";
 import { logError } from "../platform/log";
 import { sniffImageType } from "../platform/media-types";
 import { ApiError } from "../platform/problem";
@@ -33,13 +34,7 @@ export async function generateAvatarImage(
 ): Promise<AvatarImage> {
   let bytes: Uint8Array;
   try {
-    const result = await generateImage({
-      model,
-      prompt,
-      n: 1,
-      maxRetries: 1,
-      abortSignal: signal ?? AbortSignal.timeout(60_000),
-    });
+    const result = await generateImage({ model, prompt, n: 1, ...requestCallLimits(signal) });
     bytes = result.image.uint8Array;
   } catch (e) {
     logError("avatar generation failed", e);
