@@ -1,8 +1,8 @@
-import { callerActor, callerEvent } from "../http/audit";
+import { callerEvent } from "../http/audit";
 import { routesOf } from "../http/endpoint";
 import { jsonBody } from "../http/route";
 import { badRequest, conflict, notFound, problemResponse } from "../platform/problem";
-import { refusedDecision } from "./approval-routes";
+import { decideAsCaller, refusedDecision } from "./approval-routes";
 import { approvalResponsesOf, openChat, questionOf } from "./chat";
 import { conversationCreated } from "./events";
 import { conversationRoom } from "./room/client";
@@ -50,13 +50,7 @@ route({ scope: "conversations:write" }, "POST /v1/api/chat", "Chat (AI SDK trans
   if (responses) {
     const conversation = await chatConversation(c.env, caller.workspace.id, caller.userId, body.id);
     if (!conversation) throw notFound("No such chat");
-    const decider = { userId: caller.userId, actor: callerActor(caller) };
-    const { answers, stream } = await conversationRoom(c.env, conversation.id).decide(
-      conversation.id,
-      caller.workspace.id,
-      responses.map((r) => ({ ...r, decider })),
-      true,
-    );
+    const { answers, stream } = await decideAsCaller(c, conversation.id, responses, true);
     if (stream) return uiStreamResponse(stream) as never;
     for (const answer of answers) if (answer.kind !== "accepted") throw refusedDecision(answer);
     throw conflict("approval_pending", "Other approvals of this turn still wait for a decision");
