@@ -1,7 +1,9 @@
 import { generateImage, type ImageModel } from "ai";
+import { requestCallLimits } from "../llm/model";
 import { logError } from "../platform/log";
+import { sniffImageType } from "../platform/media-types";
 import { ApiError } from "../platform/problem";
-import { type AvatarImage, MAX_GENERATED_AVATAR_BYTES, sniffImageType } from "./avatars";
+import { type AvatarImage, MAX_GENERATED_AVATAR_BYTES } from "./avatars";
 
 /** The fixed style every generated avatar is drawn in; the admin's prompt only fills in the look. */
 export const AVATAR_STYLE =
@@ -32,13 +34,7 @@ export async function generateAvatarImage(
 ): Promise<AvatarImage> {
   let bytes: Uint8Array;
   try {
-    const result = await generateImage({
-      model,
-      prompt,
-      n: 1,
-      maxRetries: 1,
-      abortSignal: signal ?? AbortSignal.timeout(60_000),
-    });
+    const result = await generateImage({ model, prompt, n: 1, ...requestCallLimits(signal) });
     bytes = result.image.uint8Array;
   } catch (e) {
     logError("avatar generation failed", e);

@@ -1,5 +1,6 @@
 import { sha256 } from "@noble/hashes/sha2.js";
 import { bytesToHex, utf8ToBytes } from "@noble/hashes/utils.js";
+import { sniffImageType } from "../platform/media-types";
 import { badRequest } from "../platform/problem";
 
 /**
@@ -14,18 +15,6 @@ export const MAX_GENERATED_AVATAR_BYTES = 10 * 1024 * 1024;
 export const AVATAR_CACHE_CONTROL = "public, max-age=31536000, immutable";
 
 export type AvatarImage = { bytes: Uint8Array; contentType: string };
-
-const startsWith = (b: Uint8Array, sig: readonly number[], at = 0) => sig.every((v, i) => b[at + i] === v);
-const ascii = (s: string) => Array.from(s, (ch) => ch.charCodeAt(0));
-
-/** The image type by magic bytes (never by what the client claims), or null. */
-export function sniffImageType(b: Uint8Array): string | null {
-  if (startsWith(b, [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a])) return "image/png";
-  if (startsWith(b, [0xff, 0xd8, 0xff])) return "image/jpeg";
-  if (startsWith(b, ascii("GIF87a")) || startsWith(b, ascii("GIF89a"))) return "image/gif";
-  if (b.length >= 12 && startsWith(b, ascii("RIFF")) && startsWith(b, ascii("WEBP"), 8)) return "image/webp";
-  return null;
-}
 
 const DATA_URL_PREFIX = /^data:[a-z0-9!#$&^_.+-]+\/[a-z0-9!#$&^_.+-]+(?:;[a-z0-9_.-]+=[^;,]*)*;base64,/i;
 

@@ -1,4 +1,5 @@
 import { generateText, type LanguageModel } from "ai";
+import { requestCallLimits } from "../llm/model";
 import { logError } from "../platform/log";
 import { ApiError } from "../platform/problem";
 import type { BusinessProfileFacts } from "../profile/service";
@@ -103,8 +104,7 @@ export async function draftInstructions(
       model,
       system: SUGGESTION_SYSTEM_PROMPT,
       prompt: suggestionPrompt(input),
-      maxRetries: 1,
-      abortSignal: signal ?? AbortSignal.timeout(60_000),
+      ...requestCallLimits(signal),
     });
     text = cleanDraft(result.text);
   } catch (e) {

@@ -1,6 +1,8 @@
 import { z } from "@hono/zod-openapi";
+import type { Context } from "hono";
 import { auditLog } from "../../durable-objects/audit-log/client";
 import { deliverNow } from "../audit/delivery";
+import type { AppEnv } from "../http/context";
 import { routesOf } from "../http/endpoint";
 import { jsonResponse } from "../http/route";
 import { badRequest, notFound, problemResponse } from "../platform/problem";
@@ -25,6 +27,20 @@ const route = routesOf(["Audit"]);
 const TEXT = "text/plain; charset=utf-8";
 const text = (description: string) => ({ description, content: { [TEXT]: { schema: z.string() } } });
 
+/** The caller's workspace log, read-your-writes: the events committed before this request are in it. */
+async function deliveredLog(c: Context<AppEnv>) {
+  const workspaceId = c.var.caller.workspace.id;
+  await deliverNow(c.env, workspaceId);
+  return auditLog(c.env, workspaceId);
+}
+
+const withDetails = <E extends { details: string }>(
+  event: E,
+): Omit<E, "details"> & { details: Record<string, unknown> } => ({
+  ...event,
+  details: JSON.parse(event.details) as Record<string, unknown>,
+});
+
 route("admin", "GET /v1/admin/audit", "List audit events, newest first", {
   request: { query: AuditQuerySchema },
   responses: {
@@ -33,9 +49,8 @@ route("admin", "GET /v1/admin/audit", "List audit events, newest first", {
   },
 }).handle(async (c) => {
   const q = c.req.valid("query");
-  const workspaceId = c.var.caller.workspace.id;
-  await deliverNow(c.env, workspaceId); // read-your-writes: events committed before this request are listed
-  const { events, total } = await auditLog(c.env, workspaceId).list(
+  const log = await deliveredLog(c);
+  const { events, total } = await log.list(
     {
       days: q.days,
       kind: q.kind,
@@ -49,7 +64,7 @@ route("admin", "GET /v1/admin/audit", "List audit events, newest first", {
   );
   return c.json(
     {
-      events: events.map((e) => ({ ...e, details: JSON.parse(e.details) as Record<string, unknown> })),
+      events: events.map(withDetails),
       total,
       page: q.page,
       page_size: q.page_size,
@@ -66,9 +81,8 @@ route("admin", "GET /v1/admin/audit/verify", "Verify the hash chain of the most 
     400: problemResponse("Malformed query"),
   },
 }).handle(async (c) => {
-  const workspaceId = c.var.caller.workspace.id;
-  await deliverNow(c.env, workspaceId);
-  return c.json(await auditLog(c.env, workspaceId).verify(c.req.valid("query").limit), 200);
+  const log = await deliveredLog(c);
+  return c.json(await log.verify(c.req.valid("query").limit), 200);
 });
 
 route("public", "GET /v1/audit/log-key", "The audit log's checkpoint verifier key", {
@@ -98,9 +112,9 @@ route("admin", "GET /v1/admin/audit/checkpoint", "The workspace audit log's late
 }).handle(async (c) => {
   const workspaceId = c.var.caller.workspace.id;
   const witnesses = await configuredWitnesses(c.env);
-  await deliverNow(c.env, workspaceId);
+  const log = await deliveredLog(c);
   const signer = await auditSigner(c.env, c.req.url);
-  const head = await auditLog(c.env, workspaceId).checkpointHead(
+  const head = await log.checkpointHead(
     witnesses.map((w) => w.verifierKey),
     Date.now(),
   );
@@ -123,12 +137,10 @@ route("admin", "GET /v1/admin/audit/events/{seq}", "One audit event with its Mer
     404: problemResponse("No such event"),
   },
 }).handle(async (c) => {
-  const workspaceId = c.var.caller.workspace.id;
-  await deliverNow(c.env, workspaceId);
-  const found = await auditLog(c.env, workspaceId).eventWithLeaf(c.req.valid("param").seq);
+  const log = await deliveredLog(c);
+  const found = await log.eventWithLeaf(c.req.valid("param").seq);
   if (!found) throw notFound("No such audit event");
-  const { event, leaf } = found;
-  return c.json({ ...event, details: JSON.parse(event.details) as Record<string, unknown>, leaf }, 200);
+  return c.json({ ...withDetails(found.event), leaf: found.leaf }, 200);
 });
 
 route("admin", "GET /v1/admin/audit/proofs/inclusion", "RFC 9162 inclusion proof of an event", {
@@ -140,9 +152,8 @@ route("admin", "GET /v1/admin/audit/proofs/inclusion", "RFC 9162 inclusion proof
   },
 }).handle(async (c) => {
   const { seq, size } = c.req.valid("query");
-  const workspaceId = c.var.caller.workspace.id;
-  await deliverNow(c.env, workspaceId);
-  const proof = await auditLog(c.env, workspaceId).inclusionProof(seq, size);
+  const log = await deliveredLog(c);
+  const proof = await log.inclusionProof(seq, size);
   if (!proof) throw badRequest("proof_out_of_range", `seq ${seq} in a tree of ${size} is beyond the audit log's tree`);
   return c.json(proof, 200);
 });
@@ -156,9 +167,8 @@ route("admin", "GET /v1/admin/audit/proofs/consistency", "RFC 9162 consistency p
   },
 }).handle(async (c) => {
   const { from, to } = c.req.valid("query");
-  const workspaceId = c.var.caller.workspace.id;
-  await deliverNow(c.env, workspaceId);
-  const proof = await auditLog(c.env, workspaceId).consistencyProof(from, to);
+  const log = await deliveredLog(c);
+  const proof = await log.consistencyProof(from, to);
   if (!proof)
     throw badRequest("proof_out_of_range", `from ${from} to ${to} is not within the audit log's tree (or from > to)`);
   return c.json(proof, 200);

@@ -1,4 +1,6 @@
+import type { Context } from "hono";
 import { callerActor } from "../http/audit";
+import type { AppEnv } from "../http/context";
 import { routesOf } from "../http/endpoint";
 import { jsonBody, jsonResponse } from "../http/route";
 import { ApiError, conflict, notFound, problemResponse } from "../platform/problem";
@@ -8,7 +10,7 @@ import {
   DecideApprovalRequestSchema,
   DecisionResponseSchema,
 } from "./approval-schemas";
-import { type DecisionAnswer, pendingFor } from "./room/approvals";
+import { type Decision, type DecisionAnswer, pendingFor } from "./room/approvals";
 import { conversationRoom } from "./room/client";
 import { TAGS } from "./route-parts";
 import { requireParticipant } from "./service";
@@ -16,6 +18,26 @@ import { requireParticipant } from "./service";
 /** Tool calls an agent holds back until a person decides: what waits, and the decision. */
 const route = routesOf(TAGS);
 export const approvalRouter = route.router;
+
+/**
+ * The caller's decisions on approvals of one conversation, taken in its room; with `stream`
+ * the answer carries the resumed turn's stream once no approval of the turn waits.
+ */
+export function decideAsCaller(
+  c: Context<AppEnv>,
+  conversationId: string,
+  decisions: Omit<Decision, "decider">[],
+  stream: boolean,
+) {
+  const { caller } = c.var;
+  const decider = { userId: caller.userId, actor: callerActor(caller) };
+  return conversationRoom(c.env, conversationId).decide(
+    conversationId,
+    caller.workspace.id,
+    decisions.map((d) => ({ ...d, decider })),
+    stream,
+  );
+}
 
 /** A decision the room did not take: 404, 409 `approval_decided` or 410 `approval_expired`. */
 export function refusedDecision(answer: Exclude<DecisionAnswer, { kind: "accepted" }>): ApiError {
@@ -64,17 +86,10 @@ route(
   const { approved, reason } = c.req.valid("json");
   const { caller } = c.var;
   await requireParticipant(c.env, caller.workspace.id, caller.userId, id);
-  const { answers } = await conversationRoom(c.env, id).decide(
+  const { answers } = await decideAsCaller(
+    c,
     id,
-    caller.workspace.id,
-    [
-      {
-        approvalId: approval_id,
-        approved,
-        reason: reason ?? null,
-        decider: { userId: caller.userId, actor: callerActor(caller) },
-      },
-    ],
+    [{ approvalId: approval_id, approved, reason: reason ?? null }],
     false,
   );
   const answer = answers[0]!;

@@ -1,13 +1,13 @@
-import { callerActor, callerEvent } from "../http/audit";
+import { callerEvent } from "../http/audit";
 import { routesOf } from "../http/endpoint";
 import { jsonBody } from "../http/route";
 import { badRequest, conflict, notFound, problemResponse } from "../platform/problem";
-import { refusedDecision } from "./approval-routes";
+import { decideAsCaller, refusedDecision } from "./approval-routes";
 import { approvalResponsesOf, openChat, questionOf } from "./chat";
 import { conversationCreated } from "./events";
 import { conversationRoom } from "./room/client";
 import { uiStreamResponse } from "./room/sse";
-import { TAGS } from "./route-parts";
+import { TAGS, uiStream } from "./route-parts";
 import { ChatIdParamSchema, ChatRequestSchema, IdempotencyHeaderSchema } from "./schemas";
 import { chatConversation } from "./service";
 import { postChatMessage, postMessage, turnContext, turnReady } from "./turns";
@@ -30,7 +30,7 @@ route({ scope: "conversations:write" }, "POST /v1/api/chat", "Chat (AI SDK trans
     "and answers the resumed turn's new segment (its `start` carries the same message id).",
   request: { headers: IdempotencyHeaderSchema, body: jsonBody(ChatRequestSchema) },
   responses: {
-    200: { description: "The turn's stream", content: { "text/event-stream": { schema: { type: "string" } } } },
+    200: uiStream("The turn's stream"),
     400: problemResponse(
       "Invalid body, no user message with text, nothing to regenerate (`nothing_to_regenerate`), or a malformed approval response (`invalid_approval`)",
     ),
@@ -50,13 +50,7 @@ route({ scope: "conversations:write" }, "POST /v1/api/chat", "Chat (AI SDK trans
   if (responses) {
     const conversation = await chatConversation(c.env, caller.workspace.id, caller.userId, body.id);
     if (!conversation) throw notFound("No such chat");
-    const decider = { userId: caller.userId, actor: callerActor(caller) };
-    const { answers, stream } = await conversationRoom(c.env, conversation.id).decide(
-      conversation.id,
-      caller.workspace.id,
-      responses.map((r) => ({ ...r, decider })),
-      true,
-    );
+    const { answers, stream } = await decideAsCaller(c, conversation.id, responses, true);
     if (stream) return uiStreamResponse(stream) as never;
     for (const answer of answers) if (answer.kind !== "accepted") throw refusedDecision(answer);
     throw conflict("approval_pending", "Other approvals of this turn still wait for a decision");
@@ -89,7 +83,7 @@ route({ scope: "conversations:read" }, "GET /v1/api/chat/{id}/stream", "Resume a
     "its start; 204 when no turn runs or the chat id names no conversation of the caller yet.",
   request: { params: ChatIdParamSchema },
   responses: {
-    200: { description: "The stream", content: { "text/event-stream": { schema: { type: "string" } } } },
+    200: uiStream("The stream"),
     204: { description: "No turn running" },
     400: problemResponse("A chat id over 128 characters"),
   },

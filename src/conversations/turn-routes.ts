@@ -6,7 +6,7 @@ import { ApiError, badRequest, problemResponse } from "../platform/problem";
 import { conversationRoom } from "./room/client";
 import { LIVE_VIEWER_HEADER, type LiveViewer } from "./room/live";
 import { parsePosition, uiStreamResponse } from "./room/sse";
-import { idErrors, notParticipant, params, TAGS } from "./route-parts";
+import { idErrors, notParticipant, params, TAGS, uiStream } from "./route-parts";
 import { LastEventIdHeaderSchema, StopResponseSchema, StreamQuerySchema } from "./schemas";
 import { participantConversation, requireParticipant } from "./service";
 
@@ -22,7 +22,7 @@ route({ scope: "conversations:read" }, "GET /v1/api/conversations/{id}/stream", 
     "no duplicate. 204 when no turn runs, or after the last event of a turn that has ended.",
   request: { ...params, query: StreamQuerySchema, headers: LastEventIdHeaderSchema },
   responses: {
-    200: { description: "The stream", content: { "text/event-stream": { schema: { type: "string" } } } },
+    200: uiStream("The stream"),
     204: { description: "Nothing to stream" },
     400: problemResponse("Malformed id or position"),
     404: notParticipant,

@@ -9,7 +9,6 @@ import {
   turnAgentQuery,
   usableAgent,
 } from "../agents/service";
-import type { AuditActor } from "../audit/events";
 import { creditCheckValues, creditsLeft, preparedCreditCheck, requireCredits } from "../billing/ledger";
 import { callerActor } from "../http/audit";
 import type { AppEnv } from "../http/context";
@@ -21,16 +20,11 @@ import { baseUrl } from "../platform/env";
 import { ApiError, badRequest, conflict } from "../platform/problem";
 import { rememberParticipant } from "./participants";
 import { conversationRoom } from "./room/client";
+import type { TurnCaller, TurnInput } from "./room/types";
 import type { Message } from "./schemas";
 import { noSuchConversation, preparedTurnConversation, toConversation } from "./service";
 
-export type TurnContext = {
-  env: Env;
-  workspace: { id: string; name: string };
-  userId: string;
-  actor: AuditActor;
-  origin: string;
-};
+export type TurnContext = TurnCaller & { env: Env };
 
 /** A route's caller, as the turn records and bills it. */
 export const turnContext = (c: Context<AppEnv>): TurnContext => ({
@@ -110,15 +104,8 @@ export type PostedTurn =
 
 type TurnMessage = { content: string; agent_slug?: string };
 
-type TurnOptions = {
-  stream: boolean;
+type TurnOptions = Pick<TurnInput, "stream" | "userMessageId" | "regenerate" | "history"> & {
   idempotencyKey?: string | null;
-  /** The client's id for the user message (AI SDK ids), kept as given. */
-  userMessageId?: string;
-  /** Answer the last question again, replacing the last reply. */
-  regenerate?: boolean;
-  /** The earlier messages as the client sends them (OpenAI-compatible clients); else the room's. */
-  history?: { role: "user" | "assistant"; content: string }[];
 };
 
 /**

@@ -6,6 +6,12 @@ export const WORKERS_AI_DEFAULT_MODEL = "@cf/meta/llama-3.3-70b-instruct-fp8-fas
 
 const loadProviders = () => import("./providers");
 
+/** A model call a request waits for: one retry, and 60 s unless the caller brings its own signal. */
+export const requestCallLimits = (signal?: AbortSignal) => ({
+  maxRetries: 1,
+  abortSignal: signal ?? AbortSignal.timeout(60_000),
+});
+
 /** The endpoint's chat models kept per isolate, by endpoint, key and model id (see `providers.ts`). */
 const chatModels = new Map<string, LanguageModel>();
 

@@ -1,8 +1,8 @@
 import type { Context } from "hono";
 import type { AuditEventInput, AuditEventOf } from "../audit/events";
 import type { Caller } from "../auth/caller";
-import type { TurnContext } from "../conversations/turns";
-import { callerActor, callerEvent } from "../http/audit";
+import { type TurnContext, turnContext } from "../conversations/turns";
+import { callerEvent } from "../http/audit";
 import type { AppEnv } from "../http/context";
 import { baseUrl } from "../platform/env";
 
@@ -24,12 +24,6 @@ export const toolContext = (c: Context<AppEnv>): ToolContext => {
     caller,
     origin,
     event: (input) => callerEvent(c, input),
-    turn: {
-      env: c.env,
-      workspace: { id: caller.workspace.id, name: caller.workspace.name },
-      userId: caller.userId,
-      actor: callerActor(caller),
-      origin,
-    },
+    turn: turnContext(c),
   };
 };

@@ -1,11 +1,11 @@
 import type { Context } from "hono";
 import { conversationCreated } from "../conversations/events";
 import type { Conversation } from "../conversations/schemas";
-import { callerActor, callerEvent } from "../http/audit";
+import { turnContext } from "../conversations/turns";
+import { callerEvent } from "../http/audit";
 import type { AppEnv } from "../http/context";
 import { routesOf } from "../http/endpoint";
 import { createRouter, jsonBody, jsonResponse } from "../http/route";
-import { baseUrl } from "../platform/env";
 import { openAiErrorResponse } from "../platform/openai-error";
 import {
   ChatCompletionChunkSchema,
@@ -82,13 +82,7 @@ route({ scope: "conversations:write" }, "POST /v1/chat/completions", "Run a turn
   },
 }).handle(async (c) => {
   const request = c.req.valid("json");
-  const ctx = {
-    env: c.env,
-    workspace: { id: c.var.caller.workspace.id, name: c.var.caller.workspace.name },
-    userId: c.var.caller.userId,
-    actor: callerActor(c.var.caller),
-    origin: baseUrl(c.env, c.req.url),
-  };
+  const ctx = turnContext(c);
   const named = c.req.valid("header")["x-conversation-id"];
   const completion = await runCompletion(ctx, request, named, createdEvent(c));
   const headers = { [CONVERSATION_HEADER]: completion.conversationId };

@@ -28,3 +28,15 @@ export function mediaTypeOf(name: string): string | undefined {
   const ext = /\.([A-Za-z0-9]+)$/.exec(name)?.[1]?.toLowerCase();
   return ext ? BY_EXTENSION[ext] : undefined;
 }
+
+const startsWith = (b: Uint8Array, sig: readonly number[], at = 0) => sig.every((v, i) => b[at + i] === v);
+const ascii = (s: string) => Array.from(s, (ch) => ch.charCodeAt(0));
+
+/** The image type by magic bytes (never by what the client claims), or null. */
+export function sniffImageType(b: Uint8Array): "image/png" | "image/jpeg" | "image/gif" | "image/webp" | null {
+  if (startsWith(b, [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a])) return "image/png";
+  if (startsWith(b, [0xff, 0xd8, 0xff])) return "image/jpeg";
+  if (startsWith(b, ascii("GIF87a")) || startsWith(b, ascii("GIF89a"))) return "image/gif";
+  if (b.length >= 12 && startsWith(b, ascii("RIFF")) && startsWith(b, ascii("WEBP"), 8)) return "image/webp";
+  return null;
+}

@@ -1,19 +1,19 @@
 import { generateImage, type ImageModel } from "ai";
 import { logError } from "../platform/log";
+import { sniffImageType } from "../platform/media-types";
 import type { TurnScope } from "../platform/turn-tools";
 import { nameStem, storeProduced } from "./produced";
 
 /** Largest generated image stored. */
 export const MAX_IMAGE_BYTES = 10 * 1024 * 1024;
 
-/** The image types a model may hand back, by their first bytes. */
+/** The image types a model may hand back (GIF is not one), with the extension they are stored under. */
+const EXTENSIONS: Partial<Record<string, string>> = { "image/png": "png", "image/jpeg": "jpg", "image/webp": "webp" };
+
 function imageType(bytes: Uint8Array): { type: string; ext: string } | null {
-  const starts = (...sig: number[]) => sig.every((b, i) => bytes[i] === b);
-  if (starts(0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a)) return { type: "image/png", ext: "png" };
-  if (starts(0xff, 0xd8, 0xff)) return { type: "image/jpeg", ext: "jpg" };
-  if (starts(0x52, 0x49, 0x46, 0x46) && String.fromCharCode(...bytes.subarray(8, 12)) === "WEBP")
-    return { type: "image/webp", ext: "webp" };
-  return null;
+  const type = sniffImageType(bytes);
+  const ext = type && EXTENSIONS[type];
+  return type && ext ? { type, ext } : null;
 }
 
 export type GeneratedImage = { artifact_id: string; download_url: string; content_type: string };

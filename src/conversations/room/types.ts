@@ -7,13 +7,17 @@ import type { LiveFrame } from "./live";
 import type { ModelFailure, StoredPart } from "./schema";
 import type { RoomDb } from "./store";
 
-/** What the Worker hands the room once it has checked the caller, the conversation and the agent. */
-export type TurnInput = {
-  conversationId: string;
+/** Who asks for a turn, as the turn records and bills it. */
+export type TurnCaller = {
   workspace: { id: string; name: string };
   userId: string;
   actor: AuditActor;
   origin: string;
+};
+
+/** What the Worker hands the room once it has checked the caller, the conversation and the agent. */
+export type TurnInput = TurnCaller & {
+  conversationId: string;
   agent: AgentRecord;
   /** The skills and MCP servers the agent may use in this turn. */
   capabilities: Capabilities;
