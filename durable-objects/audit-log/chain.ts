@@ -8,12 +8,11 @@
  *
  * `canonical` is JSON with object keys sorted recursively and no insignificant white space;
  * absent ids are JSON null. The first entry's prev_hash is GENESIS_HASH (64 zeros).
- * Hashing is synchronous (the runtime's native SHA-256 through `node:crypto`), so
- * an append never awaits between reading the head and writing the entry, and verification
- * costs one native call per digest.
+ * Hashing is synchronous (the runtime's native SHA-256, see sha256.ts), so an append never
+ * awaits between reading the head and writing the entry.
  */
 import { Buffer } from "node:buffer";
-import { hash } from "node:crypto";
+import { equalsHex, sha256, toHex } from "./sha256";
 
 export const GENESIS_HASH = "0".repeat(64);
 const VERSION = "v1";
@@ -45,9 +44,8 @@ export function canonicalJson(value: unknown): string {
 const HEX_SALT = /^(?:[0-9a-f]{2})+$/;
 
 /**
- * The salt's bytes then the details' UTF-8, in one buffer kept for the next call (used and done
- * with synchronously), so a digest is one native call: a hash object with two updates, or the
- * runtime's Buffer hex decoding, cost about 2 µs more each (measured in workerd).
+ * One buffer for the bytes being hashed, kept for the next call (filled and hashed
+ * synchronously): no allocation per digest for the usual entry and details.
  */
 const scratch = new Uint8Array(4096);
 const utf8 = new TextEncoder();
@@ -55,24 +53,43 @@ const utf8 = new TextEncoder();
 /** The value of one lowercase hex digit (the salt has been checked to be lowercase hex). */
 const nibble = (code: number) => (code > 57 ? code - 87 : code - 48);
 
-/** A stored salt that is not lowercase hex matches no digest (verify reports a content break). */
-export function detailsDigest(saltHex: string, canonicalDetails: string): string {
-  if (!HEX_SALT.test(saltHex)) return "";
+/** SHA-256 of the salt's bytes then the details' UTF-8; null for a stored salt that is not lowercase hex. */
+function detailsSha256(saltHex: string, canonicalDetails: string): Uint8Array | null {
+  if (!HEX_SALT.test(saltHex)) return null;
   const saltLength = saltHex.length / 2;
   if (saltLength + canonicalDetails.length * 3 > scratch.length)
-    return hash("sha256", Buffer.concat([Buffer.from(saltHex, "hex"), Buffer.from(canonicalDetails, "utf8")]), "hex");
+    return sha256(Buffer.concat([Buffer.from(saltHex, "hex"), Buffer.from(canonicalDetails, "utf8")]));
   for (let i = 0; i < saltLength; i++)
     scratch[i] = (nibble(saltHex.charCodeAt(2 * i)) << 4) | nibble(saltHex.charCodeAt(2 * i + 1));
   const { written } = utf8.encodeInto(canonicalDetails, scratch.subarray(saltLength));
-  return hash("sha256", scratch.subarray(0, saltLength + written), "hex");
+  return sha256(scratch.subarray(0, saltLength + written));
+}
+
+/** A stored salt that is not lowercase hex matches no digest (verify reports a content break). */
+export function detailsDigest(saltHex: string, canonicalDetails: string): string {
+  const digest = detailsSha256(saltHex, canonicalDetails);
+  return digest ? toHex(digest) : "";
+}
+
+/** Whether the details, salted, still hash to the stored `digest` (hex), without building the hex. */
+export function detailsMatch(saltHex: string, canonicalDetails: string, digest: string): boolean {
+  const computed = detailsSha256(saltHex, canonicalDetails);
+  return computed !== null && equalsHex(computed, digest);
 }
 
 export function entryHash(f: ChainFields): string {
   return encodedEntryHash(encodeEntry(f));
 }
 
+/** SHA-256 of a string's UTF-8. */
+export function utf8Sha256(text: string): Uint8Array {
+  if (text.length * 3 > scratch.length) return sha256(utf8.encode(text));
+  const { written } = utf8.encodeInto(text, scratch);
+  return sha256(scratch.subarray(0, written));
+}
+
 export function encodedEntryHash(encoded: string): string {
-  return hash("sha256", encoded, "hex");
+  return toHex(utf8Sha256(encoded));
 }
 
 /** The entry's canonical encoding: its UTF-8 is what the hash covers and the Merkle tree's leaf. */

@@ -9,16 +9,18 @@ import {
   type ChainFields,
   canonicalJson,
   detailsDigest,
+  detailsMatch,
   encodedEntryHash,
   encodeEntry,
-  entryHash,
   GENESIS_HASH,
   newSalts,
+  utf8Sha256,
 } from "./chain";
 import { appendLeaf, consistencyProof, inclusionProof, leafHash, type NodeStore, rootHash } from "./merkle";
 import migrations from "./migrations/migrations.js";
 import * as schema from "./schema";
 import { events } from "./schema";
+import { equalsHex } from "./sha256";
 import type {
   ActorKind,
   AppendEvent,
@@ -130,7 +132,7 @@ export class AuditLog extends DurableObject<Env> {
   /** Appends received since the last flush, written together by the next one. */
   private pending: PendingAppend[] = [];
 
-  private readonly tree: NodeStore;
+  private readonly tree: TreeStore;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -158,6 +160,7 @@ export class AuditLog extends DurableObject<Env> {
       ].map(chainRow);
       this.ctx.storage.transactionSync(() => {
         for (const r of rows) appendLeaf(this.tree, r.seq - 1, leafHash(encodeEntry(r)));
+        this.tree.write();
       });
     }
   }
@@ -280,6 +283,7 @@ export class AuditLog extends DurableObject<Env> {
             this.head = plan.head;
             outcomes.push({ ok: true, written: plan.written });
           } catch (error) {
+            this.tree.forget();
             outcomes.push({ ok: false, error });
             // The appends after it were chained onto it: plan them again from the head as it stands.
             const rest = this.plan(
@@ -291,6 +295,7 @@ export class AuditLog extends DurableObject<Env> {
         });
       });
     } catch (error) {
+      this.tree.forget();
       this.head = this.readHead();
       for (const p of group) p.reject(error);
       return;
@@ -349,6 +354,7 @@ export class AuditLog extends DurableObject<Env> {
       this.ctx.storage.sql.exec(INSERT_EVENT, ...row);
       appendLeaf(this.tree, (row[0] as number) - 1, leaves[i]!);
     });
+    this.tree.write();
   }
 
   /** Where the batch's outbox rows already stand in the chain (none read when no event names one). */
@@ -412,18 +418,18 @@ export class AuditLog extends DurableObject<Env> {
     let first: number | null = null;
     for (let lo = fromSeq; lo <= toSeq; lo += VERIFY_CHUNK) {
       if (lo > fromSeq) await new Promise((resolve) => setTimeout(resolve, 0)); // let appends in between chunks
-      const rows = [
-        ...this.ctx.storage.sql.exec(SELECT_CHAIN_ROWS, lo, Math.min(toSeq, lo + VERIFY_CHUNK - 1)).raw(),
-      ].map(chainRow);
-      const digests = rows.map((r) => (r.salt === null ? null : detailsDigest(r.salt, r.details)));
-      const hashes = rows.map(entryHash);
-      for (const [i, r] of rows.entries()) {
+      // Rows are hashed as the cursor yields them: no array of the chunk, no hex built per digest.
+      for (const raw of this.ctx.storage.sql
+        .exec(SELECT_CHAIN_ROWS, lo, Math.min(toSeq, lo + VERIFY_CHUNK - 1))
+        .raw()) {
+        const r = chainRow(raw);
         first ??= r.seq;
         checked += 1;
         const breakType =
           r.seq !== expectedSeq || r.prevHash !== expectedPrev
             ? "linkage"
-            : (digests[i] !== null && digests[i] !== r.detailsDigest) || hashes[i] !== r.hash
+            : (r.salt !== null && !detailsMatch(r.salt, r.details, r.detailsDigest)) ||
+                !equalsHex(utf8Sha256(encodeEntry(r)), r.hash)
               ? "content"
               : null;
         if (breakType)
@@ -456,16 +462,52 @@ export const WITNESS_ROUND_INTERVAL_MS = 60_000;
 
 const base64 = (bytes: Uint8Array) => Buffer.from(bytes).toString("base64");
 
-function sqlNodeStore(sql: SqlStorage): NodeStore {
+/** Rows of tree_nodes per INSERT: three bound parameters each, within the statement's limit of 100. */
+const NODES_PER_INSERT = 33;
+
+type TreeStore = NodeStore & {
+  /** Writes the nodes put since the last call. */
+  write(): void;
+  /** Drops what is buffered or remembered: the transaction that wrote it rolled back. */
+  forget(): void;
+};
+
+/**
+ * The tree's nodes in SQL. The two newest nodes of each level are kept in memory: the node an
+ * append pairs with is the one before the node it just put, so an append reads none. Puts are buffered and written
+ * together by `write()` (one INSERT per append instead of one per node).
+ */
+function sqlNodeStore(sql: SqlStorage): TreeStore {
+  type Node = { idx: number; hash: Uint8Array };
+  let newest: ({ last: Node; before?: Node } | undefined)[] = [];
+  let pending: (number | ArrayBuffer)[] = [];
   return {
-    get: (level, idx) =>
-      new Uint8Array(
+    get: (level, idx) => {
+      const kept = newest[level];
+      if (kept?.last.idx === idx) return kept.last.hash;
+      if (kept?.before?.idx === idx) return kept.before.hash;
+      return new Uint8Array(
         sql.exec<{ hash: ArrayBuffer }>("SELECT hash FROM tree_nodes WHERE level = ? AND idx = ?", level, idx).one()
           .hash,
-      ),
+      );
+    },
     put: (level, idx, hash) => {
-      // A digest may be a view into a larger pooled buffer: bind a copy of its own bytes.
-      sql.exec("INSERT INTO tree_nodes (level, idx, hash) VALUES (?, ?, ?)", level, idx, hash.slice().buffer);
+      newest[level] = { last: { idx, hash }, before: newest[level]?.last };
+      // A digest may be a view into a larger buffer: bind a copy of its own bytes.
+      pending.push(level, idx, hash.slice().buffer);
+    },
+    write: () => {
+      const params = pending;
+      pending = [];
+      for (let at = 0; at < params.length; at += 3 * NODES_PER_INSERT) {
+        const chunk = params.slice(at, at + 3 * NODES_PER_INSERT);
+        const values = Array.from({ length: chunk.length / 3 }, () => "(?, ?, ?)").join(", ");
+        sql.exec(`INSERT INTO tree_nodes (level, idx, hash) VALUES ${values}`, ...chunk);
+      }
+    },
+    forget: () => {
+      newest = [];
+      pending = [];
     },
   };
 }

@@ -9,26 +9,37 @@
  * reads O(log n) nodes, since RFC 9162's split (the largest power of two below the size) always
  * puts a perfect, aligned subtree on the left.
  */
-import { createHash } from "node:crypto";
+import { sha256 } from "./sha256";
 
 export type NodeStore = {
   get(level: number, idx: number): Uint8Array;
   put(level: number, idx: number, hash: Uint8Array): void;
 };
 
-const LEAF = new Uint8Array([0]);
-const NODE = new Uint8Array([1]);
+/** The prefixed bytes being hashed, filled and hashed synchronously (a leaf that does not fit gets its own). */
+const scratch = new Uint8Array(4096);
+const utf8 = new TextEncoder();
 
 export function leafHash(leaf: Uint8Array | string): Uint8Array {
-  return createHash("sha256").update(LEAF).update(leaf).digest();
+  scratch[0] = 0;
+  if (typeof leaf === "string" && leaf.length * 3 < scratch.length)
+    return sha256(scratch.subarray(0, 1 + utf8.encodeInto(leaf, scratch.subarray(1)).written));
+  const bytes = typeof leaf === "string" ? utf8.encode(leaf) : leaf;
+  const buffer = bytes.length < scratch.length ? scratch : new Uint8Array(bytes.length + 1);
+  buffer[0] = 0;
+  buffer.set(bytes, 1);
+  return sha256(buffer.subarray(0, bytes.length + 1));
 }
 
 export function nodeHash(left: Uint8Array, right: Uint8Array): Uint8Array {
-  return createHash("sha256").update(NODE).update(left).update(right).digest();
+  scratch[0] = 1;
+  scratch.set(left, 1);
+  scratch.set(right, 1 + left.length);
+  return sha256(scratch.subarray(0, 1 + left.length + right.length));
 }
 
 /** The root of the empty tree: SHA-256 of nothing. */
-export const EMPTY_ROOT: Uint8Array = createHash("sha256").digest();
+export const EMPTY_ROOT: Uint8Array = sha256(new Uint8Array(0));
 
 /** Stores leaf `index` and every perfect subtree it completes. `index` must be the tree's size. */
 export function appendLeaf(store: NodeStore, index: number, hash: Uint8Array): void {
