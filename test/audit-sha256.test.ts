@@ -1,12 +1,11 @@
 import { hash } from "node:crypto";
 import { describe, expect, it } from "vitest";
-import { equalsHex, nativeFastPath, sha256, toHex } from "../durable-objects/audit-log/sha256";
+import { equalsHex, sha256, toHex } from "../durable-objects/audit-log/sha256";
 
 const utf8 = new TextEncoder();
 
 describe("the audit chain's SHA-256", () => {
-  it("takes the runtime's native handle directly in workerd, and agrees with node:crypto's hash()", () => {
-    expect(nativeFastPath).toBe(true);
+  it("agrees with node:crypto's hash() as hex, whatever the input's length", () => {
     for (const text of ["", "abc", "x".repeat(55), "y".repeat(64), "ü".repeat(1000)]) {
       const bytes = utf8.encode(text);
       expect(toHex(sha256(bytes))).toBe(hash("sha256", bytes, "hex"));
