@@ -119,8 +119,26 @@ describe("an app page in a real browser", () => {
     const { id } = (await conversation.json()) as { id: string };
     const turn = await api(`/v1/api/conversations/${id}/messages`, { json: { content: "Publish a cookie probe" } });
     expect(turn.status, await turn.clone().text()).toBe(200);
-    const { reply } = (await turn.json()) as { reply: { tool_calls: { name: string; ok: boolean }[] } };
-    expect(reply.tool_calls).toEqual([{ name: "publish_app", ok: true }]);
+    // A public app waits for a person's approval first; approved, the same turn goes on and publishes it.
+    const waiting = (await (await api("/v1/api/approvals")).json()) as {
+      approvals: { id: string; tool_name: string }[];
+    };
+    expect(waiting.approvals.map((a) => a.tool_name)).toEqual(["publish_app"]);
+    const decided = await api(`/v1/api/conversations/${id}/approvals/${waiting.approvals[0]!.id}`, {
+      json: { approved: true },
+    });
+    expect(decided.status, await decided.clone().text()).toBe(202);
+    // The resumed turn ends in the room; its reply then carries the call.
+    const toolCalls = async () => {
+      const read = (await (await api(`/v1/api/conversations/${id}`)).json()) as {
+        messages: { tool_calls?: { name: string; ok: boolean }[] }[];
+      };
+      return read.messages.at(-1)?.tool_calls ?? [];
+    };
+    const published = JSON.stringify([{ name: "publish_app", ok: true }]);
+    for (let i = 0; i < 60 && JSON.stringify(await toolCalls()) !== published; i++)
+      await new Promise((r) => setTimeout(r, 500));
+    expect(await toolCalls()).toEqual([{ name: "publish_app", ok: true }]);
 
     const list = (await (await api("/v1/api/apps")).json()) as { apps: { url: string; conversation_id: string }[] };
     expect(list.apps).toHaveLength(1);
