@@ -106,6 +106,18 @@ module.exports = {
       to: { path: `^src/${AREAS}/(.*routes.*|index\\.ts)$`, pathNot: "^src/$1/" },
     },
     {
+      name: "room-loads-its-turn-on-use",
+      comment:
+        "the Worker exports the room's class, so what it imports at module scope runs at every isolate's startup: the turn's code (the AI SDK with it) loads with import() when a room first needs it",
+      severity: "error",
+      from: { path: "^src/conversations/room/object\\.ts$" },
+      to: {
+        path: "^src/conversations/room/(turn|approvals)\\.ts$|node_modules/ai/",
+        dynamic: false,
+        dependencyTypesNot: ["type-only"],
+      },
+    },
+    {
       name: "only-app-lists-areas",
       severity: "error",
       from: { path: "^src/", pathNot: "^src/(app|index)\\.ts$" },

@@ -9,7 +9,7 @@ import { newId } from "../../platform/ids";
 import { logError } from "../../platform/log";
 import type { ToolProvider } from "../../platform/turn-tools";
 import type { Message } from "../schemas";
-import { awaitingTurn, type Decision, type DecisionAnswer, decide, markResumed, resumeStart } from "./approvals";
+import type { Decision, DecisionAnswer } from "./approvals";
 import { claimNewMessage, claimRegeneration } from "./claims";
 import { followTurn } from "./follow";
 import { importFromD1 } from "./import";
@@ -36,8 +36,14 @@ import {
   turnById,
   turnByKey,
 } from "./store";
-import { runInRoom, settleInterrupted } from "./turn";
 import type { RoomHost, RunningTurn, TurnAnswer, TurnInput } from "./types";
+
+/**
+ * The turn's code (approvals.ts and turn.ts, the AI SDK with them) loads with a room's first
+ * use of it, not with the Worker that exports the class: requests that never reach a room do
+ * not pay for evaluating it at startup.
+ */
+const turnCode = () => Promise.all([import("./approvals"), import("./turn")]);
 
 /** Heartbeat while a turn runs: the alarm keeps the room from being evicted, and finds turns a restart cut short. */
 export const KEEP_ALIVE_MS = 30_000;
@@ -73,6 +79,7 @@ export abstract class ConversationRoomObject extends DurableObject<Env> implemen
    */
   async startTurn(input: TurnInput): Promise<TurnAnswer> {
     await this.ready(input.conversationId, input.workspace.id);
+    const [{ awaitingTurn }, { runInRoom }] = await turnCode();
     // Only a restart leaves turns that no code runs: once per instance (the alarm looks too).
     if (!this.recovered) await this.recoverInterrupted();
     // From here to the claim nothing awaits: of two requests, one starts the turn and the
@@ -147,6 +154,7 @@ export abstract class ConversationRoomObject extends DurableObject<Env> implemen
     stream: boolean,
   ): Promise<{ answers: DecisionAnswer[]; stream?: ReadableStream<Uint8Array> }> {
     await this.ready(conversationId, workspaceId);
+    const [{ decide }] = await turnCode();
     const answers: DecisionAnswer[] = [];
     const touched = new Set<string>();
     for (const decision of decisions) {
@@ -166,6 +174,7 @@ export abstract class ConversationRoomObject extends DurableObject<Env> implemen
   /** Resumes a waiting turn whose approvals are all decided; answers the sequence number its new segment follows. */
   private async resume(turnId: string): Promise<number | null> {
     if (this.running) return null;
+    const [{ markResumed, resumeStart }, { runInRoom }] = await turnCode();
     const start = await resumeStart(this, turnId).catch((e: unknown) => {
       logError("room: resuming a turn after its approvals failed", e);
       return null;
@@ -285,6 +294,7 @@ export abstract class ConversationRoomObject extends DurableObject<Env> implemen
     this.recovered = true;
     const orphans = runningTurns(this.db).filter((t) => t.id !== this.running?.turnId);
     if (!orphans.length) return;
+    const [, { settleInterrupted }] = await turnCode();
     for (const turn of orphans) {
       await settleInterrupted(this, turn).catch((e) => logError("room: ending an interrupted turn failed", e));
     }
