@@ -106,15 +106,15 @@ module.exports = {
       to: { path: `^src/${AREAS}/(.*routes.*|index\\.ts)$`, pathNot: "^src/$1/" },
     },
     {
-      name: "room-loads-its-turn-on-use",
+      name: "objects-load-their-work-on-use",
       comment:
-        "the Worker exports the room's class, so what it imports at module scope runs at every isolate's startup: the turn's code (the AI SDK with it) loads with import() when a room first needs it",
+        "the Worker exports the Durable Object classes, so what their modules import at module scope runs at every isolate's startup: the room's turn code (the AI SDK with it) and the browser protocol's schemas load with import() when an object first needs them",
       severity: "error",
-      from: { path: "^src/conversations/room/object\\.ts$" },
+      from: { path: "^(src/conversations/room/object|durable-objects/browser-session)\\.ts$" },
       to: {
-        path: "^src/conversations/room/(turn|approvals)\\.ts$|node_modules/ai/",
+        path: "^src/conversations/room/(turn|approvals)\\.ts$|^durable-objects/protocol\\.ts$|node_modules/ai/",
         dynamic: false,
-        dependencyTypesNot: ["type-only"],
+        dependencyTypesNot: ["type-only", "type-import"],
       },
     },
     {
