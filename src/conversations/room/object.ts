@@ -13,7 +13,7 @@ import type { Decision, DecisionAnswer } from "./approvals";
 import { claimNewMessage, claimRegeneration } from "./claims";
 import { followTurn } from "./follow";
 import { importFromD1 } from "./import";
-import { LIVE_PING, LIVE_PONG, LIVE_VIEWER_HEADER, type LiveFrame, LiveViewerSchema, liveFrame } from "./live";
+import { LIVE_PING, LIVE_PONG, LIVE_VIEWER_HEADER, type LiveFrame, liveFrame, liveViewerSchema } from "./live";
 import migrations from "./migrations/migrations.js";
 import type { TurnContextRow, TurnState } from "./schema";
 import * as schema from "./schema";
@@ -254,7 +254,7 @@ export abstract class ConversationRoomObject extends DurableObject<Env> implemen
    * The Worker has checked the caller; it names the conversation in the request's header.
    */
   override async fetch(request: Request): Promise<Response> {
-    const viewer = LiveViewerSchema.parse(JSON.parse(request.headers.get(LIVE_VIEWER_HEADER) ?? "null"));
+    const viewer = liveViewerSchema().parse(JSON.parse(request.headers.get(LIVE_VIEWER_HEADER) ?? "null"));
     await this.ready(viewer.conversationId, viewer.workspaceId);
     const [client, server] = Object.values(new WebSocketPair()) as [WebSocket, WebSocket];
     this.ctx.acceptWebSocket(server, [viewer.userId]);
