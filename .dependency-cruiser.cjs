@@ -106,6 +106,18 @@ module.exports = {
       to: { path: `^src/${AREAS}/(.*routes.*|index\\.ts)$`, pathNot: "^src/$1/" },
     },
     {
+      name: "objects-load-their-work-on-use",
+      comment:
+        "the Worker exports the Durable Object classes, so what their modules import at module scope runs at every isolate's startup: the room's turn code (the AI SDK with it) and the browser protocol's schemas load with import() when an object first needs them",
+      severity: "error",
+      from: { path: "^(src/conversations/room/object|durable-objects/browser-session)\\.ts$" },
+      to: {
+        path: "^src/conversations/room/(turn|approvals)\\.ts$|^durable-objects/protocol\\.ts$|node_modules/ai/",
+        dynamic: false,
+        dependencyTypesNot: ["type-only", "type-import"],
+      },
+    },
+    {
       name: "only-app-lists-areas",
       severity: "error",
       from: { path: "^src/", pathNot: "^src/(app|index)\\.ts$" },

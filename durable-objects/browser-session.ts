@@ -3,32 +3,20 @@ import { z } from "zod";
 import { auditAlone } from "../src/audit/events";
 import { nowIso } from "../src/platform/env";
 import { logError } from "../src/platform/log";
-import {
-  CLOSE,
-  CommandFrameSchema,
-  type CommandOutcome,
-  ExtensionFrameSchema,
-  LIMITS,
-  type Method,
-  PARAMS,
-  PING_FRAME,
-  PONG_FRAME,
-  RESULTS,
-  ReadyParamsSchema,
-  type SessionErrorEvent,
-} from "./protocol";
+import type { CommandOutcome, Method, SessionErrorEvent } from "./protocol";
 
 /** Header on the Worker's internal upgrade request carrying the verified identity (never a client header). */
 export const CONNECTION_META_HEADER = "X-Browser-Session-Meta";
 
-export const ConnectionMetaSchema = z.object({
-  userId: z.string().min(1),
-  workspaceId: z.string().min(1),
-  tokenId: z.string().min(1),
-  /** Chosen by the Worker so its connect audit event and the object's disconnect event share a target. */
-  connectionId: z.string().min(1),
-});
-export type ConnectionMeta = z.infer<typeof ConnectionMetaSchema>;
+const connectionMetaSchema = () =>
+  z.object({
+    userId: z.string().min(1),
+    workspaceId: z.string().min(1),
+    tokenId: z.string().min(1),
+    /** Chosen by the Worker so its connect audit event and the object's disconnect event share a target. */
+    connectionId: z.string().min(1),
+  });
+export type ConnectionMeta = z.infer<ReturnType<typeof connectionMetaSchema>>;
 
 /** Per-socket state that must survive hibernation (kept with `serializeAttachment`). */
 export type Attachment = ConnectionMeta & {
@@ -46,6 +34,8 @@ export type ConnectionInfo = Pick<Attachment, "connectionId" | "connectedAt" | "
 
 type Pending = { connectionId: string; method: Method; settle: (outcome: CommandOutcome) => void };
 
+type Protocol = typeof import("./protocol");
+
 const OPEN = 1;
 
 /**
@@ -55,13 +45,23 @@ const OPEN = 1;
  * evicted while one waits.
  */
 export class BrowserSession extends DurableObject<Env> {
+  /**
+   * The frame protocol's schemas, loaded before the object takes its first event: the Worker
+   * exports this class, so a static import would build them at every isolate's startup.
+   */
+  private protocol!: Protocol;
   private readonly pending = new Map<number, Pending>();
   /** Frames per socket in the current rate window; losing it on eviction only resets the window. */
   private readonly rate = new Map<string, { windowStart: number; count: number }>();
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
-    ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair(PING_FRAME, PONG_FRAME));
+    void ctx.blockConcurrencyWhile(async () => {
+      this.protocol = await import("./protocol");
+      ctx.setWebSocketAutoResponse(
+        new WebSocketRequestResponsePair(this.protocol.PING_FRAME, this.protocol.PONG_FRAME),
+      );
+    });
   }
 
   /** The WebSocket upgrade, handed over by the Worker once it has authenticated the PAT. */
@@ -69,11 +69,11 @@ export class BrowserSession extends DurableObject<Env> {
     if (request.headers.get("Upgrade")?.toLowerCase() !== "websocket") {
       return new Response("Expected a WebSocket upgrade", { status: 426, headers: { Upgrade: "websocket" } });
     }
-    const meta = ConnectionMetaSchema.safeParse(safeJson(request.headers.get(CONNECTION_META_HEADER) ?? ""));
+    const meta = connectionMetaSchema().safeParse(safeJson(request.headers.get(CONNECTION_META_HEADER) ?? ""));
     if (!meta.success) return new Response("Missing connection metadata", { status: 400 });
 
     for (const old of this.ctx.getWebSockets()) {
-      await this.retire(old, CLOSE.replaced, "replaced by a newer connection", "replaced");
+      await this.retire(old, this.protocol.CLOSE.replaced, "replaced by a newer connection", "replaced");
     }
 
     const { 0: client, 1: server } = new WebSocketPair();
@@ -107,26 +107,28 @@ export class BrowserSession extends DurableObject<Env> {
   command(
     method: Method,
     params: Record<string, unknown> = {},
-    timeoutMs: number = LIMITS.defaultTimeoutMs,
+    timeoutMs: number = this.protocol.LIMITS.defaultTimeoutMs,
   ): Promise<CommandOutcome> {
-    const frame = CommandFrameSchema.pick({ method: true, params: true }).safeParse({ method, params });
+    const frame = this.protocol.CommandFrameSchema.pick({ method: true, params: true }).safeParse({ method, params });
     if (!frame.success) return Promise.resolve(fail("invalid argument", `unknown method ${String(method)}`));
-    const checked = PARAMS[frame.data.method].safeParse(frame.data.params);
+    const checked = this.protocol.PARAMS[frame.data.method].safeParse(frame.data.params);
     if (!checked.success) return Promise.resolve(fail("invalid argument", z.prettifyError(checked.error)));
 
     const ws = this.live();
     if (!ws) return Promise.resolve(fail("not connected", "The user's browser is not connected"));
-    if (this.pending.size >= LIMITS.maxPending) {
-      return Promise.resolve(fail("busy", `At most ${LIMITS.maxPending} commands may wait for the browser at once`));
+    if (this.pending.size >= this.protocol.LIMITS.maxPending) {
+      return Promise.resolve(
+        fail("busy", `At most ${this.protocol.LIMITS.maxPending} commands may wait for the browser at once`),
+      );
     }
 
     const attachment = attachmentOf(ws);
     const id = attachment.nextId;
     ws.serializeAttachment({ ...attachment, nextId: id + 1 });
     const wait = clamp(
-      Number.isFinite(timeoutMs) ? timeoutMs : LIMITS.defaultTimeoutMs,
-      LIMITS.minTimeoutMs,
-      LIMITS.maxTimeoutMs,
+      Number.isFinite(timeoutMs) ? timeoutMs : this.protocol.LIMITS.defaultTimeoutMs,
+      this.protocol.LIMITS.minTimeoutMs,
+      this.protocol.LIMITS.maxTimeoutMs,
     );
 
     return new Promise<CommandOutcome>((resolve) => {
@@ -152,7 +154,8 @@ export class BrowserSession extends DurableObject<Env> {
   /** Ends the user's session (erasure, a revoked token): closes the socket and fails its commands. */
   async disconnect(reason: string): Promise<boolean> {
     let closed = false;
-    for (const ws of this.ctx.getWebSockets()) closed = (await this.retire(ws, CLOSE.ended, reason, "ended")) || closed;
+    for (const ws of this.ctx.getWebSockets())
+      closed = (await this.retire(ws, this.protocol.CLOSE.ended, reason, "ended")) || closed;
     return closed;
   }
 
@@ -164,19 +167,19 @@ export class BrowserSession extends DurableObject<Env> {
     if (typeof message !== "string") {
       return this.refuse(ws, "binary frame", "Frames are JSON text; binary frames are not accepted");
     }
-    if (message.length > LIMITS.maxFrameChars) {
+    if (message.length > this.protocol.LIMITS.maxFrameChars) {
       const id = leadingId(message);
-      const detail = `A frame may hold at most ${LIMITS.maxFrameChars} characters`;
+      const detail = `A frame may hold at most ${this.protocol.LIMITS.maxFrameChars} characters`;
       if (id !== null) this.pending.get(id)?.settle(fail("frame too large", detail));
       return this.refuse(ws, "frame too large", detail, id ?? undefined);
     }
-    const parsed = ExtensionFrameSchema.safeParse(safeJson(message));
+    const parsed = this.protocol.ExtensionFrameSchema.safeParse(safeJson(message));
     if (!parsed.success) return this.refuse(ws, "invalid frame", z.prettifyError(parsed.error));
     const frame = parsed.data;
 
     if (frame.type === "event") {
       if (frame.method === "computer.ready") {
-        const ready = ReadyParamsSchema.safeParse(frame.params ?? {});
+        const ready = this.protocol.ReadyParamsSchema.safeParse(frame.params ?? {});
         if (!ready.success) return this.refuse(ws, "invalid frame", z.prettifyError(ready.error));
         ws.serializeAttachment({ ...attachment, userAgent: ready.data.user_agent ?? null });
       }
@@ -196,7 +199,7 @@ export class BrowserSession extends DurableObject<Env> {
       pending.settle(fail(frame.error, frame.message ?? frame.error));
       return;
     }
-    const result = RESULTS[pending.method].safeParse(frame.result);
+    const result = this.protocol.RESULTS[pending.method].safeParse(frame.result);
     pending.settle(
       result.success
         ? { ok: true, result: result.data as Record<string, unknown> }
@@ -266,13 +269,13 @@ export class BrowserSession extends DurableObject<Env> {
   private withinRate(ws: WebSocket, connectionId: string): boolean {
     const now = Date.now();
     let r = this.rate.get(connectionId);
-    if (!r || now - r.windowStart >= LIMITS.rateWindowMs) {
+    if (!r || now - r.windowStart >= this.protocol.LIMITS.rateWindowMs) {
       r = { windowStart: now, count: 0 };
       this.rate.set(connectionId, r);
     }
     r.count += 1;
-    if (r.count <= LIMITS.maxFramesPerWindow) return true;
-    void this.retire(ws, CLOSE.policy, "rate limit exceeded", "rate_limited");
+    if (r.count <= this.protocol.LIMITS.maxFramesPerWindow) return true;
+    void this.retire(ws, this.protocol.CLOSE.policy, "rate limit exceeded", "rate_limited");
     return false;
   }
 

@@ -1,6 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { AREAS } from "../src/app";
 import { covers, loadRoutes } from "../src/http/lazy-routes";
+import { openAIErrorSchema } from "../src/platform/openai-error";
+import { problemSchema } from "../src/platform/problem";
 import { call, expectProblem } from "./support/api";
 import { signupWorkspace } from "./support/seed";
 
@@ -19,6 +21,26 @@ describe("areas' routes loaded on first use", () => {
         .filter((path) => !covers(area.routes!, path));
       expect(outside, `${area.name}: routes outside its paths`).toEqual([]);
     }
+  });
+
+  it("builds no area's routes when the isolate starts: every area's load on first use", () => {
+    expect(AREAS.filter((a) => a.router).map((a) => a.name)).toEqual([]);
+    expect(AREAS.every((a) => a.routes)).toBe(true);
+  });
+
+  it("documents the shared error shapes, built on first use, as one component each", async () => {
+    expect(problemSchema()).toBe(problemSchema());
+    expect(openAIErrorSchema()).toBe(openAIErrorSchema());
+    const doc = (await (await call("GET", "/v1/openapi.json")).json()) as {
+      components: { schemas: Record<string, unknown> };
+      paths: Record<string, Record<string, { responses: Record<string, { content?: Record<string, unknown> }> }>>;
+    };
+    expect(doc.components.schemas).toHaveProperty("Problem");
+    expect(doc.components.schemas).toHaveProperty("OpenAIError");
+    const notFound = doc.paths["/v1/agents/{id}"]!.get!.responses["404"]!;
+    expect(notFound.content).toEqual({
+      "application/problem+json": { schema: { $ref: "#/components/schemas/Problem" } },
+    });
   });
 
   it("answers a lazy area's route with the app's middleware around it", async () => {

@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { balance, debit } from "../src/billing/ledger";
 import { ConversationSchema } from "../src/conversations/schemas";
 import { ChatCompletionChunkSchema, ChatCompletionSchema, ModelListSchema } from "../src/openai/schemas";
-import { OpenAIErrorSchema } from "../src/platform/openai-error";
+import { openAIErrorSchema } from "../src/platform/openai-error";
 import { createAgent } from "./support/agents";
 import { call, parse } from "./support/api";
 import { auditEvents } from "./support/audit";
@@ -30,7 +30,7 @@ async function expectOpenAiError(res: Response, status: number, code: string) {
   const text = await res.text();
   expect(res.status, text).toBe(status);
   expect(res.headers.get("Content-Type")).toMatch(/^application\/json/);
-  const body = OpenAIErrorSchema.parse(JSON.parse(text));
+  const body = openAIErrorSchema().parse(JSON.parse(text));
   expect(body.error.code, text).toBe(code);
   return body.error;
 }
@@ -368,7 +368,7 @@ describe("POST /v1/chat/completions", () => {
     const events = await sseData(
       await complete(ws.adminToken, { model: "default", stream: true, messages: [{ role: "user", content: "Hi" }] }),
     );
-    const last = OpenAIErrorSchema.parse(events.at(-1));
+    const last = openAIErrorSchema().parse(events.at(-1));
     expect(last.error).toMatchObject({ code: "model_error", type: "server_error" });
     expect(last.error.message).toContain("scripted failure");
     expect(events).not.toContain("[DONE]");

@@ -2,7 +2,7 @@ import { z } from "@hono/zod-openapi";
 import { idPathParams } from "../http/params";
 import { describeRuntimeProfiles, RUNTIME_PROFILE_SLUGS } from "../llm/models";
 import { TONES, VERBOSITIES } from "../llm/system-prompt";
-import { ProblemSchema } from "../platform/problem";
+import { problemSchema } from "../platform/problem";
 import { isToolPattern } from "../runtime/approval-patterns";
 import { AGENT_HANDLE_PATTERN, HANDLE_RULE, RESERVED_AGENT_HANDLES } from "./handles";
 
@@ -48,12 +48,14 @@ export type AgentRow = z.infer<typeof AgentRowSchema>;
 export const AgentListSchema = z.object({ agents: z.array(AgentRowSchema) }).openapi("AgentList");
 
 /** A refused agent save; an `unknown_model` refusal lists the models the provider offers. */
-export const AgentRequestProblemSchema = ProblemSchema.extend({
-  available_models: z
-    .array(z.string())
-    .optional()
-    .openapi({ description: "With `unknown_model`: the model ids the configured provider offers" }),
-}).openapi("AgentRequestProblem");
+export const AgentRequestProblemSchema = problemSchema()
+  .extend({
+    available_models: z
+      .array(z.string())
+      .optional()
+      .openapi({ description: "With `unknown_model`: the model ids the configured provider offers" }),
+  })
+  .openapi("AgentRequestProblem");
 
 export const AgentIdParamSchema = idPathParams("The agent's id");
 

@@ -15,15 +15,20 @@ import { markForDelivery } from "./delivery";
  * Personal data (emails, names) is allowed only in `details`, which erasure redacts; the
  * event's `target` and `intent` carry ids and verbs only.
  */
-const text = z.string().nullish();
-const count = z.number().nullish();
-const flag = z.boolean().nullish();
-const texts = z.array(z.string()).nullish();
-const numbers = z.record(z.string(), z.number()).nullish();
+// Each field's schema is built with its kind's, so the module builds none when the isolate starts.
+const text = () => z.string().nullish();
+const count = () => z.number().nullish();
+const flag = () => z.boolean().nullish();
+const texts = () => z.array(z.string()).nullish();
+const numbers = () => z.record(z.string(), z.number()).nullish();
 const details =
-  <T extends z.ZodRawShape>(shape: T) =>
+  <T extends Record<string, () => z.ZodType>>(fields: T) =>
   () =>
-    z.object(shape);
+    z.object(
+      Object.fromEntries(Object.entries(fields).map(([name, build]) => [name, build()])) as {
+        [K in keyof T]: ReturnType<T[K]>;
+      },
+    );
 const none = details({});
 
 const EVENT_DETAILS = {

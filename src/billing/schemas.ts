@@ -1,6 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import { queryInteger } from "../http/query";
-import { ProblemSchema } from "../platform/problem";
+import { problemSchema } from "../platform/problem";
 
 export const LEDGER_KINDS = [
   "monthly_grant",
@@ -100,8 +100,10 @@ export const WebhookAckSchema = z
   .openapi("WebhookAck");
 
 /** The 402 of any paid action: the usual problem plus the balance and what can be bought. */
-export const InsufficientCreditsProblemSchema = ProblemSchema.extend({
-  code: z.literal("insufficient_credits"),
-  balance: z.number().int(),
-  packs: z.array(PackSchema),
-}).openapi("InsufficientCreditsProblem");
+export const InsufficientCreditsProblemSchema = problemSchema()
+  .extend({
+    code: z.literal("insufficient_credits"),
+    balance: z.number().int(),
+    packs: z.array(PackSchema),
+  })
+  .openapi("InsufficientCreditsProblem");

@@ -1,6 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import { cursorPageQuery, nextCursor } from "../http/query";
-import { ProblemSchema } from "../platform/problem";
+import { problemSchema } from "../platform/problem";
 
 const Id = z.uuid();
 
@@ -96,15 +96,17 @@ export const ConversationIdParamSchema = z.object({
 export const ListQuerySchema = z.object(cursorPageQuery);
 
 /** The 502 of a turn whose model did not answer: the provider's own message and status. */
-export const ModelErrorProblemSchema = ProblemSchema.extend({
-  code: z.literal("model_error"),
-  detail: z.string().openapi({ description: "The provider's message, e.g. The model `x` does not exist" }),
-  provider_status: z
-    .number()
-    .int()
-    .optional()
-    .openapi({ description: "The provider's HTTP status; absent when it never answered" }),
-}).openapi("ModelErrorProblem");
+export const ModelErrorProblemSchema = problemSchema()
+  .extend({
+    code: z.literal("model_error"),
+    detail: z.string().openapi({ description: "The provider's message, e.g. The model `x` does not exist" }),
+    provider_status: z
+      .number()
+      .int()
+      .optional()
+      .openapi({ description: "The provider's HTTP status; absent when it never answered" }),
+  })
+  .openapi("ModelErrorProblem");
 
 /** `<turn_id>:<seq>`, the SSE id of a turn's stream event. */
 const Position = z.string().max(200).openapi({ example: "0190e5a3-0000-7000-8000-000000000000:12" });

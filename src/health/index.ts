@@ -1,4 +1,6 @@
 import type { Area } from "../http/area";
-import { healthRouter } from "./routes";
 
-export const healthArea: Area = { name: "health", router: healthRouter };
+export const healthArea: Area = {
+  name: "health",
+  routes: { paths: ["/v1/health"], load: async () => (await import("./routes")).healthRouter },
+};

@@ -6,36 +6,40 @@ import { z } from "@hono/zod-openapi";
  * class by the status and shows `message`). Extension members (a 402's `balance`, a 502's
  * `provider_status`) sit beside them in `error`.
  */
-export const OpenAIErrorSchema = z
-  .object({
-    error: z
-      .looseObject({
-        message: z.string(),
-        type: z.string().openapi({
-          description:
-            "`invalid_request_error` (4xx), `insufficient_quota` (402), `requests` (429) or `server_error` (5xx)",
-        }),
-        code: z
-          .string()
-          .nullable()
-          .openapi({
+const buildOpenAIErrorSchema = () =>
+  z
+    .object({
+      error: z
+        .looseObject({
+          message: z.string(),
+          type: z.string().openapi({
             description:
-              "Stable machine-readable code: `invalid_api_key` (401), `model_not_found`, `insufficient_credits`, " +
-              "`insufficient_scope`, `validation_failed`, `unsupported_parameter`, `turn_in_progress`, `model_error`, …",
+              "`invalid_request_error` (4xx), `insufficient_quota` (402), `requests` (429) or `server_error` (5xx)",
           }),
-        param: z.string().nullable().openapi({ description: "The request field at fault, when one is" }),
-      })
-      .openapi({
-        example: {
-          message: "No model named nope",
-          type: "invalid_request_error",
-          code: "model_not_found",
-          param: "model",
-        },
-      }),
-  })
-  .openapi("OpenAIError");
-export type OpenAIError = z.infer<typeof OpenAIErrorSchema>;
+          code: z
+            .string()
+            .nullable()
+            .openapi({
+              description:
+                "Stable machine-readable code: `invalid_api_key` (401), `model_not_found`, `insufficient_credits`, " +
+                "`insufficient_scope`, `validation_failed`, `unsupported_parameter`, `turn_in_progress`, `model_error`, …",
+            }),
+          param: z.string().nullable().openapi({ description: "The request field at fault, when one is" }),
+        })
+        .openapi({
+          example: {
+            message: "No model named nope",
+            type: "invalid_request_error",
+            code: "model_not_found",
+            param: "model",
+          },
+        }),
+    })
+    .openapi("OpenAIError");
+let builtOpenAIErrorSchema: ReturnType<typeof buildOpenAIErrorSchema> | undefined;
+/** Built on first use (by the routes' OpenAPI entries), not when the isolate starts. */
+export const openAIErrorSchema = () => (builtOpenAIErrorSchema ??= buildOpenAIErrorSchema());
+export type OpenAIError = z.infer<ReturnType<typeof buildOpenAIErrorSchema>>;
 
 function typeFor(status: number): string {
   if (status === 402) return "insufficient_quota";
@@ -56,5 +60,5 @@ export function openAiErrorBody(
 /** Response entries for the OpenAPI document. */
 export const openAiErrorResponse = (description: string) => ({
   description,
-  content: { "application/json": { schema: OpenAIErrorSchema } },
+  content: { "application/json": { schema: openAIErrorSchema() } },
 });

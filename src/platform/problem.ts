@@ -2,19 +2,26 @@ import { z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 
-/** RFC 9457 problem details, the one error shape of every non-OAuth endpoint. */
-export const ProblemSchema = z
-  .object({
-    type: z.string().openapi({ example: "about:blank" }),
-    title: z.string().openapi({ example: "Bad Request" }),
-    status: z.number().int().openapi({ example: 400 }),
-    code: z.string().openapi({ example: "invalid_request", description: "Stable machine-readable error code" }),
-    detail: z.string().optional(),
-    errors: z.array(z.object({ path: z.string(), message: z.string() })).optional(),
-    request_id: z.string().optional(),
-  })
-  .openapi("Problem");
-export type Problem = z.infer<typeof ProblemSchema>;
+/**
+ * RFC 9457 problem details, the one error shape of every non-OAuth endpoint. Built on first use
+ * (by the routes' OpenAPI entries), not when the isolate starts; one instance, so the document
+ * names it once.
+ */
+const buildProblemSchema = () =>
+  z
+    .object({
+      type: z.string().openapi({ example: "about:blank" }),
+      title: z.string().openapi({ example: "Bad Request" }),
+      status: z.number().int().openapi({ example: 400 }),
+      code: z.string().openapi({ example: "invalid_request", description: "Stable machine-readable error code" }),
+      detail: z.string().optional(),
+      errors: z.array(z.object({ path: z.string(), message: z.string() })).optional(),
+      request_id: z.string().optional(),
+    })
+    .openapi("Problem");
+let builtProblemSchema: ReturnType<typeof buildProblemSchema> | undefined;
+export const problemSchema = () => (builtProblemSchema ??= buildProblemSchema());
+export type Problem = z.infer<ReturnType<typeof buildProblemSchema>>;
 export type FieldError = { path: string; message: string };
 
 const TITLES: Record<number, string> = {
@@ -95,5 +102,5 @@ export function fieldErrors(issues: readonly { path: readonly PropertyKey[]; mes
 /** Response entries for the OpenAPI document. */
 export const problemResponse = (description: string) => ({
   description,
-  content: { "application/problem+json": { schema: ProblemSchema } },
+  content: { "application/problem+json": { schema: problemSchema() } },
 });

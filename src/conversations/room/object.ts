@@ -9,20 +9,11 @@ import { newId } from "../../platform/ids";
 import { logError } from "../../platform/log";
 import type { ToolProvider } from "../../platform/turn-tools";
 import type { Message } from "../schemas";
-import {
-  awaitingTurn,
-  type Decision,
-  type DecisionAnswer,
-  decide,
-  forgetReasons,
-  type GivenReason,
-  markResumed,
-  resumeStart,
-} from "./approvals";
+import type { Decision, DecisionAnswer, GivenReason } from "./approvals";
 import { claimNewMessage, claimRegeneration } from "./claims";
 import { followTurn } from "./follow";
 import { importFromD1 } from "./import";
-import { LIVE_PING, LIVE_PONG, LIVE_VIEWER_HEADER, type LiveFrame, LiveViewerSchema, liveFrame } from "./live";
+import { LIVE_PING, LIVE_PONG, LIVE_VIEWER_HEADER, type LiveFrame, liveFrame, liveViewerSchema } from "./live";
 import migrations from "./migrations/migrations.js";
 import type { TurnContextRow, TurnState } from "./schema";
 import * as schema from "./schema";
@@ -45,8 +36,14 @@ import {
   turnById,
   turnByKey,
 } from "./store";
-import { runInRoom, settleInterrupted } from "./turn";
 import type { RoomHost, RunningTurn, TurnAnswer, TurnInput } from "./types";
+
+/**
+ * The turn's code (approvals.ts and turn.ts, the AI SDK with them) loads with a room's first
+ * use of it, not with the Worker that exports the class: requests that never reach a room do
+ * not pay for evaluating it at startup.
+ */
+const turnCode = () => Promise.all([import("./approvals"), import("./turn")]);
 
 /** Heartbeat while a turn runs: the alarm keeps the room from being evicted, and finds turns a restart cut short. */
 export const KEEP_ALIVE_MS = 30_000;
@@ -82,6 +79,7 @@ export abstract class ConversationRoomObject extends DurableObject<Env> implemen
    */
   async startTurn(input: TurnInput): Promise<TurnAnswer> {
     await this.ready(input.conversationId, input.workspace.id);
+    const [{ awaitingTurn }, { runInRoom }] = await turnCode();
     // Only a restart leaves turns that no code runs: once per instance (the alarm looks too).
     if (!this.recovered) await this.recoverInterrupted();
     // From here to the claim nothing awaits: of two requests, one starts the turn and the
@@ -156,6 +154,7 @@ export abstract class ConversationRoomObject extends DurableObject<Env> implemen
     stream: boolean,
   ): Promise<{ answers: DecisionAnswer[]; stream?: ReadableStream<Uint8Array> }> {
     await this.ready(conversationId, workspaceId);
+    const [{ decide }] = await turnCode();
     const answers: DecisionAnswer[] = [];
     const touched = new Set<string>();
     for (const decision of decisions) {
@@ -178,6 +177,7 @@ export abstract class ConversationRoomObject extends DurableObject<Env> implemen
    */
   async resumeWaiting(conversationId: string, workspaceId: string): Promise<void> {
     await this.ready(conversationId, workspaceId);
+    const [{ awaitingTurn }] = await turnCode();
     const waiting = awaitingTurn(this.db);
     if (waiting) await this.resume(waiting.id);
     await this.running?.settled;
@@ -186,12 +186,14 @@ export abstract class ConversationRoomObject extends DurableObject<Env> implemen
   /** Erasure: the reasons an erased member gave for their decisions go from the stored replies. */
   async forgetReasons(conversationId: string, workspaceId: string, given: GivenReason[]): Promise<void> {
     await this.ready(conversationId, workspaceId);
+    const [{ forgetReasons }] = await turnCode();
     forgetReasons(this.db, given);
   }
 
   /** Resumes a waiting turn whose approvals are all decided; answers the sequence number its new segment follows. */
   private async resume(turnId: string): Promise<number | null> {
     if (this.running) return null;
+    const [{ markResumed, resumeStart }, { runInRoom }] = await turnCode();
     const start = await resumeStart(this, turnId).catch((e: unknown) => {
       logError("room: resuming a turn after its approvals failed", e);
       return null;
@@ -271,7 +273,7 @@ export abstract class ConversationRoomObject extends DurableObject<Env> implemen
    * The Worker has checked the caller; it names the conversation in the request's header.
    */
   override async fetch(request: Request): Promise<Response> {
-    const viewer = LiveViewerSchema.parse(JSON.parse(request.headers.get(LIVE_VIEWER_HEADER) ?? "null"));
+    const viewer = liveViewerSchema().parse(JSON.parse(request.headers.get(LIVE_VIEWER_HEADER) ?? "null"));
     await this.ready(viewer.conversationId, viewer.workspaceId);
     const [client, server] = Object.values(new WebSocketPair()) as [WebSocket, WebSocket];
     this.ctx.acceptWebSocket(server, [viewer.userId]);
@@ -311,6 +313,7 @@ export abstract class ConversationRoomObject extends DurableObject<Env> implemen
     this.recovered = true;
     const orphans = runningTurns(this.db).filter((t) => t.id !== this.running?.turnId);
     if (!orphans.length) return;
+    const [, { settleInterrupted }] = await turnCode();
     for (const turn of orphans) {
       await settleInterrupted(this, turn).catch((e) => logError("room: ending an interrupted turn failed", e));
     }
