@@ -19,6 +19,7 @@ import { usageEntries } from "./support/ledger";
 import { inRoom, roomMessages } from "./support/rooms";
 import { scriptedModels, toolMessages } from "./support/scripted-llm";
 import { addUser, signupWorkspace } from "./support/seed";
+import { uiChunksOf } from "./support/ui-chat";
 
 const { script } = scriptedModels();
 
@@ -53,17 +54,7 @@ const post = (token: string, id: string, content: string) =>
 /** The UI message stream chunks of an SSE answer, up to `[DONE]`. */
 async function chunksOf(res: Response): Promise<UIMessageChunk[]> {
   expect(res.status).toBe(200);
-  const text = await res.text();
-  return text
-    .split("\n\n")
-    .map((block) =>
-      block
-        .split("\n")
-        .find((l) => l.startsWith("data: "))
-        ?.slice(6),
-    )
-    .filter((data): data is string => !!data && data !== "[DONE]")
-    .map((data) => JSON.parse(data) as UIMessageChunk);
+  return uiChunksOf(await res.text());
 }
 
 /** What `useChat` builds from chunks (optionally continuing a message it has). */

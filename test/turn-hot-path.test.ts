@@ -20,6 +20,7 @@ import { countingD1 } from "./support/d1-count";
 import { roomMessages } from "./support/rooms";
 import { scriptedModels } from "./support/scripted-llm";
 import { signupWorkspace } from "./support/seed";
+import { uiChunksOf } from "./support/ui-chat";
 import { unique } from "./support/unique";
 
 // What a turn asks of D1, and when: the Worker's side in one round trip before the room (issue
@@ -234,16 +235,7 @@ describe("the reply's parts", () => {
       body: { content: "Write my notes" },
       headers: { Accept: "text/event-stream" },
     });
-    const chunks = (await res.text())
-      .split("\n\n")
-      .map((block) =>
-        block
-          .split("\n")
-          .find((l) => l.startsWith("data: "))
-          ?.slice(6),
-      )
-      .filter((data): data is string => !!data && data !== "[DONE]")
-      .map((data) => JSON.parse(data) as UIMessageChunk);
+    const chunks = uiChunksOf(await res.text());
     let built: UIMessage | undefined;
     const stream = new ReadableStream<UIMessageChunk>({
       start(controller) {

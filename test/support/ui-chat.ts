@@ -34,3 +34,16 @@ export const textOf = (m: UIMessage) =>
     .filter((p) => p.type === "text")
     .map((p) => p.text)
     .join("");
+
+/** The UI message stream chunks of an SSE body, up to `[DONE]`. */
+export const uiChunksOf = (sse: string): UIMessageChunk[] =>
+  sse
+    .split("\n\n")
+    .map((block) =>
+      block
+        .split("\n")
+        .find((l) => l.startsWith("data: "))
+        ?.slice(6),
+    )
+    .filter((data): data is string => !!data && data !== "[DONE]")
+    .map((data) => JSON.parse(data) as UIMessageChunk);
