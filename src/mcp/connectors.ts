@@ -172,7 +172,9 @@ async function deniedEnrollment(env: Env, workspaceId: string, connectorId: stri
 
 const randomSerial = () => {
   const bytes = crypto.getRandomValues(new Uint8Array(16));
-  bytes[0]! &= 0x7f; // a positive INTEGER
+  // 0x01-0x7f first: a positive INTEGER with no leading zero octet, so the hex we store is the
+  // serial every X.509 reader prints (a 0x00 first byte made it differ, 1 time in 128).
+  bytes[0] = (bytes[0]! % 0x7f) + 1;
   return [...bytes].map((b) => b.toString(16).padStart(2, "0")).join("");
 };
 
