@@ -1,4 +1,5 @@
 import { spawnSync } from "node:child_process";
+import os from "node:os";
 import path from "node:path";
 import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-plugin";
 import { defineConfig } from "vitest/config";
@@ -53,6 +54,9 @@ export default defineConfig(async () => {
       exclude: ["test/e2e/**"],
       setupFiles: ["./test/setup.ts"],
       testTimeout: 30_000,
+      // Vitest's default is one file at a time on a 2-core machine, yet a file spends most of its
+      // time waiting on workerd; two or more at once keep both cores busy.
+      maxWorkers: Math.max(2, os.availableParallelism()),
       // Vitest empties CSS modules by default; the crawler's fixture stylesheets are read as text.
       css: { include: [/test\/fixtures\/.*\.css/] },
     },
