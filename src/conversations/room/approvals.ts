@@ -69,8 +69,7 @@ const toApproval = (r: ApprovalRow): Approval => ({
   turn_id: r.turnId,
   tool_name: r.toolName,
   input_digest: r.inputDigest,
-  // Empty once the requester was erased (the column is not nullable).
-  requested_by: r.requestedBy || null,
+  requested_by: r.requestedBy,
   requested_at: r.requestedAt,
   expires_at: r.expiresAt,
   state: r.state,
@@ -79,7 +78,7 @@ const toApproval = (r: ApprovalRow): Approval => ({
   reason: r.reason,
 });
 
-const requestedBy = (context: TurnContextRow) => context.userId ?? context.actor.id ?? "";
+const requestedBy = (context: TurnContextRow) => context.userId ?? context.actor.id ?? null;
 
 /**
  * The D1 side of a turn pausing: one pending approval per held-back call, each with its
@@ -116,7 +115,7 @@ export function approvalRequests(
         target: `approval:${row.id}`,
         agentId: p.context.agentId,
         conversationId: p.conversationId,
-        subjectUserId: row.requestedBy || null,
+        subjectUserId: row.requestedBy,
         details: {
           approval_id: row.id,
           turn_id: row.turnId,
@@ -315,7 +314,8 @@ export async function resumeStart(room: RoomHost, turnId: string): Promise<Resum
     approvalExpiresAt: undefined,
     segment: (context.segment ?? 1) + 1,
   };
-  const userId = requestedBy(context);
+  // A turn's caller always names a user (`TurnCaller`); one erased meanwhile is nobody.
+  const userId = requestedBy(context) ?? "";
   return {
     input: {
       conversationId: room.conversationId,
@@ -421,7 +421,7 @@ export async function eraseApprovals(
     .all();
   await expire(env, pending);
   const [requested, decided] = await d.batch([
-    d.update(approvals).set({ requestedBy: "" }).where(mine).returning({ id: approvals.id }),
+    d.update(approvals).set({ requestedBy: null }).where(mine).returning({ id: approvals.id }),
     d
       .update(approvals)
       .set({ decidedBy: null, reason: null })
