@@ -9,7 +9,8 @@ import { newId } from "../../platform/ids";
 import { logError } from "../../platform/log";
 import type { ToolProvider } from "../../platform/turn-tools";
 import type { Message } from "../schemas";
-import type { Decision, DecisionAnswer, GivenReason } from "./approvals";
+import type { Decision, DecisionAnswer } from "./approval-decisions";
+import type { GivenReason } from "./approval-erasure";
 import { claimNewMessage, claimRegeneration } from "./claims";
 import { followTurn } from "./follow";
 import { importFromD1 } from "./import";
@@ -39,11 +40,11 @@ import {
 import type { RoomHost, RunningTurn, TurnAnswer, TurnInput } from "./types";
 
 /**
- * The turn's code (approvals.ts and turn.ts, the AI SDK with them) loads with a room's first
+ * The turn's code (approval-*.ts and turn.ts, the AI SDK with them) loads with a room's first
  * use of it, not with the Worker that exports the class: requests that never reach a room do
  * not pay for evaluating it at startup.
  */
-const turnCode = () => Promise.all([import("./approvals"), import("./turn")]);
+const turnCode = () => Promise.all([import("./approval-resume"), import("./turn")]);
 
 /** Heartbeat while a turn runs: the alarm keeps the room from being evicted, and finds turns a restart cut short. */
 export const KEEP_ALIVE_MS = 30_000;
@@ -154,7 +155,7 @@ export abstract class ConversationRoomObject extends DurableObject<Env> implemen
     stream: boolean,
   ): Promise<{ answers: DecisionAnswer[]; stream?: ReadableStream<Uint8Array> }> {
     await this.ready(conversationId, workspaceId);
-    const [{ decide }] = await turnCode();
+    const { decide } = await import("./approval-decisions");
     const answers: DecisionAnswer[] = [];
     const touched = new Set<string>();
     for (const decision of decisions) {
@@ -186,7 +187,7 @@ export abstract class ConversationRoomObject extends DurableObject<Env> implemen
   /** Erasure: the reasons an erased member gave for their decisions go from the stored replies. */
   async forgetReasons(conversationId: string, workspaceId: string, given: GivenReason[]): Promise<void> {
     await this.ready(conversationId, workspaceId);
-    const [{ forgetReasons }] = await turnCode();
+    const { forgetReasons } = await import("./approval-erasure");
     forgetReasons(this.db, given);
   }
 
