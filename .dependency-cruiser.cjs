@@ -112,7 +112,7 @@ module.exports = {
       severity: "error",
       from: { path: "^(src/conversations/room/object|durable-objects/browser-session)\\.ts$" },
       to: {
-        path: "^src/conversations/room/(turn|approvals)\\.ts$|^durable-objects/protocol\\.ts$|node_modules/ai/",
+        path: "^src/conversations/room/(turn|intake|resumption|approval-[a-z]+)\\.ts$|^durable-objects/protocol\\.ts$|node_modules/ai/",
         dynamic: false,
         dependencyTypesNot: ["type-only", "type-import"],
       },

@@ -16,7 +16,7 @@ const FILE = { name: "plan.md", content: "the plan" };
 
 type ApprovalRow = {
   state: string;
-  requested_by: string;
+  requested_by: string | null;
   decided_by: string | null;
   decided_at: string | null;
   reason: string | null;
@@ -152,9 +152,14 @@ describe("erasure: approvals keep their decision but lose the erased user", () =
     const summary = await erase(ws.adminToken, member.user.id);
     expect(summary.counts.approvals_anonymized).toBe(1);
 
+    // The requester is gone from the row: NULL, not an empty string standing for nobody.
     const row = (await approvalRow(approval.id))!;
-    expect(row).toMatchObject({ state: "expired", requested_by: "", decided_by: null, reason: null });
+    expect(row).toMatchObject({ state: "expired", requested_by: null, decided_by: null, reason: null });
     expect(row.decided_at).toBeTruthy();
+    const rows = await env.DB.prepare("SELECT COUNT(*) AS n FROM approvals WHERE requested_by = ''").first<{
+      n: number;
+    }>();
+    expect(rows!.n).toBe(0);
     // Not listed for the other participant any more, and nobody can approve it now.
     expect(await pendingOf(ws.adminToken)).toEqual([]);
     await expectProblem(
@@ -179,6 +184,22 @@ describe("erasure: approvals keep their decision but lose the erased user", () =
       body: { content: "Anyone there?" },
     });
     expect(next.status).toBe(200);
+  });
+
+  it("an approval whose requester is gone shows `requested_by: null` in the API", async () => {
+    const { ws, member, conversationId } = await shared();
+    script({ tool: "deliver_file", args: FILE }, { text: "Delivered." });
+    const approval = await pause(ws.adminToken, conversationId);
+    // As erasure leaves a row it anonymises (a pending one it also expires, so it is set here directly).
+    await env.DB.prepare("UPDATE approvals SET requested_by = NULL WHERE id = ?1").bind(approval.id).run();
+    const [listed] = await pendingOf(member.token);
+    expect(listed).toMatchObject({ id: approval.id, requested_by: null });
+    const decided = await parse(
+      await decide(member.token, conversationId, approval.id, { approved: true }),
+      DecisionResponseSchema,
+    );
+    expect(decided.approval).toMatchObject({ id: approval.id, state: "approved", requested_by: null });
+    await eventually(async () => (await turnState(conversationId)) === "completed", 5_000);
   });
 
   it("a conversation nobody is left in goes with its approvals", async () => {

@@ -10,7 +10,8 @@ import {
   DecideApprovalRequestSchema,
   DecisionResponseSchema,
 } from "./approval-schemas";
-import { type Decision, type DecisionAnswer, pendingFor } from "./room/approvals";
+import type { Decision, DecisionAnswer } from "./room/approval-decisions";
+import { pendingFor } from "./room/approval-requests";
 import { conversationRoom } from "./room/client";
 import { TAGS } from "./route-parts";
 import { requireParticipant } from "./service";

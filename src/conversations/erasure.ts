@@ -3,7 +3,7 @@ import { alias } from "drizzle-orm/sqlite-core";
 import { conversationParticipants } from "../db/schema";
 import { db } from "../platform/db";
 import { forgetConversation, forgetUser } from "./participants";
-import { eraseApprovals, reasonsGiven } from "./room/approvals";
+import { eraseApprovals, reasonsGiven } from "./room/approval-erasure";
 import { conversationRoom } from "./room/client";
 import { deletionQueries } from "./service";
 

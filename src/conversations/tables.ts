@@ -87,8 +87,8 @@ export const approvals = sqliteTable(
     toolName: text("tool_name").notNull(),
     /** SHA-256 (hex) of the call's arguments as canonical JSON; never the arguments. */
     inputDigest: text("input_digest").notNull(),
-    /** Empty once that user is erased. */
-    requestedBy: text("requested_by").notNull(),
+    /** Null once that user is erased. */
+    requestedBy: text("requested_by"),
     requestedAt: text("requested_at").notNull(),
     expiresAt: text("expires_at").notNull(),
     state: text("state", { enum: ["pending", "approved", "denied", "expired"] }).notNull(),
@@ -99,5 +99,8 @@ export const approvals = sqliteTable(
   (t) => [
     index("approvals_pending_idx").on(t.state, t.conversationId, t.requestedAt),
     index("approvals_turn_idx").on(t.conversationId, t.turnId),
+    // Erasure looks up a user's approvals by who asked and who decided.
+    index("approvals_requested_by_idx").on(t.requestedBy),
+    index("approvals_decided_by_idx").on(t.decidedBy),
   ],
 );

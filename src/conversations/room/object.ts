@@ -1,49 +1,47 @@
 import { DurableObject } from "cloudflare:workers";
-import { hash } from "node:crypto";
 import type { UIMessageChunk } from "ai";
 import { drizzle } from "drizzle-orm/durable-sqlite";
 import { migrate } from "drizzle-orm/durable-sqlite/migrator";
 import { deliveringAudit } from "../../audit/delivery";
-import { nowIso } from "../../platform/env";
-import { newId } from "../../platform/ids";
 import { logError } from "../../platform/log";
 import type { ToolProvider } from "../../platform/turn-tools";
 import type { Message } from "../schemas";
-import type { Decision, DecisionAnswer, GivenReason } from "./approvals";
-import { claimNewMessage, claimRegeneration } from "./claims";
+import type { Decision, DecisionAnswer } from "./approval-decisions";
+import type { GivenReason } from "./approval-erasure";
 import { followTurn } from "./follow";
 import { importFromD1 } from "./import";
 import { LIVE_PING, LIVE_PONG, LIVE_VIEWER_HEADER, type LiveFrame, liveFrame, liveViewerSchema } from "./live";
+import { acceptLiveSocket, broadcastFrame } from "./live-sockets";
 import migrations from "./migrations/migrations.js";
-import type { TurnContextRow, TurnState } from "./schema";
+import type { TurnState } from "./schema";
 import * as schema from "./schema";
 import { SSE_DONE, type StreamPosition, sseEvent } from "./sse";
 import {
   allMessages,
   appendEvents,
-  eventsAfter,
-  insertTurn,
   KEPT_TURNS,
   lastSeq,
-  messageById,
   meta,
   pruneEvents,
   pruneOlderTurns,
   type RoomDb,
-  releaseStaleKey,
   runningTurns,
   toMessage,
   turnById,
-  turnByKey,
 } from "./store";
-import type { RoomHost, RunningTurn, TurnAnswer, TurnInput } from "./types";
+import type { Room, RunningTurn, TurnAnswer, TurnInput } from "./types";
 
 /**
- * The turn's code (approvals.ts and turn.ts, the AI SDK with them) loads with a room's first
- * use of it, not with the Worker that exports the class: requests that never reach a room do
- * not pay for evaluating it at startup.
+ * The turn's code (turn.ts, intake.ts, resumption.ts, approval-*.ts; the AI SDK with them)
+ * loads with a room's first use of it, not with the Worker that exports the class: requests
+ * that never reach a room do not pay for evaluating it at startup.
  */
-const turnCode = () => Promise.all([import("./approvals"), import("./turn")]);
+const turnCode = {
+  intake: () => import("./intake"),
+  resume: () => import("./resumption"),
+  erasure: () => import("./approval-erasure"),
+  turn: () => import("./turn"),
+};
 
 /** Heartbeat while a turn runs: the alarm keeps the room from being evicted, and finds turns a restart cut short. */
 export const KEEP_ALIVE_MS = 30_000;
@@ -54,7 +52,7 @@ export const KEEP_ALIVE_MS = 30_000;
  * still reads it; its stream events are numbered and kept, so a client that lost the stream
  * resumes where it left off. The areas' tools come from the Worker's area list (`providers`).
  */
-export abstract class ConversationRoomObject extends DurableObject<Env> implements RoomHost {
+export abstract class ConversationRoomObject extends DurableObject<Env> implements Room {
   protected abstract readonly providers: readonly ToolProvider[];
   // The running turn (turn.ts) uses the bindings and the storage too.
   declare readonly env: Env;
@@ -65,7 +63,7 @@ export abstract class ConversationRoomObject extends DurableObject<Env> implemen
   private identity: { conversationId: string; workspaceId: string } | null = null;
   private importing: Promise<void> | null = null;
   /** Turns a restart cut short were looked for since this instance started. */
-  private recovered = false;
+  recovered = false;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -79,67 +77,8 @@ export abstract class ConversationRoomObject extends DurableObject<Env> implemen
    */
   async startTurn(input: TurnInput): Promise<TurnAnswer> {
     await this.ready(input.conversationId, input.workspace.id);
-    const [{ awaitingTurn }, { runInRoom }] = await turnCode();
-    // Only a restart leaves turns that no code runs: once per instance (the alarm looks too).
-    if (!this.recovered) await this.recoverInterrupted();
-    // From here to the claim nothing awaits: of two requests, one starts the turn and the
-    // other sees it (as a repeat of its key, or as the turn in progress).
-    const now = Date.now();
-    const requestHash = input.idempotencyKey ? requestDigest(input) : null;
-    if (input.idempotencyKey) {
-      releaseStaleKey(this.db, input.idempotencyKey, now);
-      const earlier = turnByKey(this.db, input.idempotencyKey, now);
-      if (earlier)
-        return earlier.requestHash === requestHash ? this.answerFor(earlier.id, input.stream) : { kind: "key_reused" };
-    }
-    if (!input.hasCredits) return { kind: "no_credits" };
-    if (this.running) return { kind: "busy" };
-    const waiting = awaitingTurn(this.db);
-    if (waiting) {
-      const expiresAt = waiting.context.approvalExpiresAt;
-      if (!expiresAt || Date.parse(expiresAt) > now) return { kind: "approval_pending" };
-      // Its approvals have expired: they count as denied, and the turn ends (this message waits for it).
-      this.ctx.waitUntil(this.resume(waiting.id));
-      return { kind: "busy" };
-    }
-    if (input.userMessageId && !input.regenerate && messageById(this.db, input.userMessageId))
-      return { kind: "key_reused" };
-    const turnId = newId();
-    const context: TurnContextRow = {
-      workspaceId: input.workspace.id,
-      actor: input.actor,
-      agentId: input.agent.id,
-      model: input.agent.model,
-      profile: input.profile,
-      userId: input.userId,
-      workspaceName: input.workspace.name,
-      origin: input.origin,
-    };
-    // The question and the turn are stored together, or neither is.
-    const claim = this.ctx.storage.transactionSync(() => {
-      const claimed = input.regenerate ? claimRegeneration(this.db) : claimNewMessage(this.db, input);
-      if (!claimed) return null;
-      const at = nowIso();
-      context.question = { added: claimed.messagesAdded, at };
-      const position = insertTurn(this.db, {
-        id: turnId,
-        userMessageId: claimed.userMessageId,
-        state: "accepted",
-        idempotencyKey: input.idempotencyKey,
-        requestHash,
-        context,
-        startedAt: at,
-      });
-      return { ...claimed, position };
-    });
-    if (!claim) return { kind: "nothing_to_regenerate" };
-    if (!input.regenerate)
-      this.broadcast(() =>
-        liveFrame.message(toMessage(input.conversationId, messageById(this.db, claim.userMessageId)!)),
-      );
-    this.running = runInRoom(this, { input: { ...input, content: claim.prompt }, turnId, context, ...claim });
-    await this.ctx.storage.setAlarm(Date.now() + KEEP_ALIVE_MS);
-    return this.answerFor(turnId, input.stream);
+    const { startTurn } = await turnCode.intake();
+    return startTurn(this, input);
   }
 
   /**
@@ -154,21 +93,8 @@ export abstract class ConversationRoomObject extends DurableObject<Env> implemen
     stream: boolean,
   ): Promise<{ answers: DecisionAnswer[]; stream?: ReadableStream<Uint8Array> }> {
     await this.ready(conversationId, workspaceId);
-    const [{ decide }] = await turnCode();
-    const answers: DecisionAnswer[] = [];
-    const touched = new Set<string>();
-    for (const decision of decisions) {
-      const { answer, turnId } = await decide(this.env, conversationId, workspaceId, decision);
-      answers.push(answer);
-      if (turnId) touched.add(turnId);
-    }
-    let resumedAt: { turnId: string; seq: number } | null = null;
-    for (const turnId of touched) {
-      const seq = await this.resume(turnId);
-      if (seq !== null) resumedAt = { turnId, seq };
-    }
-    if (!stream || !resumedAt) return { answers };
-    return { answers, stream: followTurn(this.db, resumedAt.turnId, resumedAt.seq, this.running) };
+    const { decideInRoom } = await turnCode.resume();
+    return decideInRoom(this, conversationId, workspaceId, decisions, stream);
   }
 
   /**
@@ -177,49 +103,15 @@ export abstract class ConversationRoomObject extends DurableObject<Env> implemen
    */
   async resumeWaiting(conversationId: string, workspaceId: string): Promise<void> {
     await this.ready(conversationId, workspaceId);
-    const [{ awaitingTurn }] = await turnCode();
-    const waiting = awaitingTurn(this.db);
-    if (waiting) await this.resume(waiting.id);
-    await this.running?.settled;
+    const { resumeWaiting } = await turnCode.resume();
+    await resumeWaiting(this);
   }
 
   /** Erasure: the reasons an erased member gave for their decisions go from the stored replies. */
   async forgetReasons(conversationId: string, workspaceId: string, given: GivenReason[]): Promise<void> {
     await this.ready(conversationId, workspaceId);
-    const [{ forgetReasons }] = await turnCode();
+    const { forgetReasons } = await turnCode.erasure();
     forgetReasons(this.db, given);
-  }
-
-  /** Resumes a waiting turn whose approvals are all decided; answers the sequence number its new segment follows. */
-  private async resume(turnId: string): Promise<number | null> {
-    if (this.running) return null;
-    const [{ markResumed, resumeStart }, { runInRoom }] = await turnCode();
-    const start = await resumeStart(this, turnId).catch((e: unknown) => {
-      logError("room: resuming a turn after its approvals failed", e);
-      return null;
-    });
-    // Two decisions may have got here at once: one resumes.
-    if (!start || this.running || turnById(this.db, turnId)?.state !== "awaiting_approval") return null;
-    markResumed(this.db, turnId, start.context);
-    this.running = runInRoom(this, start);
-    await this.ctx.storage.setAlarm(Date.now() + KEEP_ALIVE_MS);
-    return start.resume.seq;
-  }
-
-  /** The stream of a turn from its start (or the stored reply, once it has ended). */
-  private async answerFor(turnId: string, stream: boolean): Promise<TurnAnswer> {
-    if (stream) return { kind: "stream", turnId, stream: followTurn(this.db, turnId, 0, this.running) };
-    if (this.running?.turnId === turnId) await this.running.settled;
-    const ended = turnById(this.db, turnId)!;
-    const reply = messageById(this.db, ended.id);
-    const userMessage = messageById(this.db, ended.userMessageId);
-    if (!reply || !userMessage) return ended.failure ? { kind: "failed", failure: ended.failure } : { kind: "error" };
-    const conversationId = this.identity!.conversationId;
-    return {
-      kind: "reply",
-      userMessage: toMessage(conversationId, userMessage),
-      reply: toMessage(conversationId, reply),
-    };
   }
 
   /**
@@ -275,14 +167,7 @@ export abstract class ConversationRoomObject extends DurableObject<Env> implemen
   override async fetch(request: Request): Promise<Response> {
     const viewer = liveViewerSchema().parse(JSON.parse(request.headers.get(LIVE_VIEWER_HEADER) ?? "null"));
     await this.ready(viewer.conversationId, viewer.workspaceId);
-    const [client, server] = Object.values(new WebSocketPair()) as [WebSocket, WebSocket];
-    this.ctx.acceptWebSocket(server, [viewer.userId]);
-    // A viewer who arrives mid-turn sees the turn so far.
-    const running = this.running;
-    if (running)
-      for (const e of eventsAfter(this.db, running.turnId, 0))
-        server.send(JSON.stringify(liveFrame.chunk(running.turnId, e.seq, e.chunk)));
-    return new Response(null, { status: 101, webSocket: client });
+    return acceptLiveSocket(this.ctx, this.db, this.running, viewer.userId);
   }
 
   override async webSocketMessage(ws: WebSocket, message: string | ArrayBuffer): Promise<void> {
@@ -309,11 +194,11 @@ export abstract class ConversationRoomObject extends DurableObject<Env> implemen
   }
 
   /** Turns stored as running that no code runs any more (the room restarted) end as `failed`, billed for what they said. */
-  private async recoverInterrupted(): Promise<void> {
+  async recoverInterrupted(): Promise<void> {
     this.recovered = true;
     const orphans = runningTurns(this.db).filter((t) => t.id !== this.running?.turnId);
     if (!orphans.length) return;
-    const [, { settleInterrupted }] = await turnCode();
+    const { settleInterrupted } = await turnCode.turn();
     for (const turn of orphans) {
       await settleInterrupted(this, turn).catch((e) => logError("room: ending an interrupted turn failed", e));
     }
@@ -386,6 +271,10 @@ export abstract class ConversationRoomObject extends DurableObject<Env> implemen
     return this.providers;
   }
 
+  keepAlive(): Promise<void> {
+    return this.ctx.storage.setAlarm(Date.now() + KEEP_ALIVE_MS);
+  }
+
   /** Runs `work` with delivery of the audit events it writes, as every entry point does. */
   delivering<T>(work: () => Promise<T>): Promise<T> {
     return deliveringAudit(this.env, this.ctx, work);
@@ -393,16 +282,7 @@ export abstract class ConversationRoomObject extends DurableObject<Env> implemen
 
   /** Sends a frame to every participant watching on the live socket (made only when someone watches). */
   broadcast(frame: LiveFrame | (() => LiveFrame)): void {
-    const sockets = this.ctx.getWebSockets();
-    if (!sockets.length) return;
-    const text = JSON.stringify(typeof frame === "function" ? frame() : frame);
-    for (const ws of sockets) {
-      try {
-        ws.send(text);
-      } catch {
-        // A socket closing meanwhile.
-      }
-    }
+    broadcastFrame(this.ctx, frame);
   }
 
   /** Knows its conversation; on first use copies the messages it had in D1 before rooms held them. */
@@ -417,6 +297,3 @@ export abstract class ConversationRoomObject extends DurableObject<Env> implemen
     this.identity = { conversationId, workspaceId };
   }
 }
-
-/** What an idempotency key was first used for: the content and the agent asked. */
-const requestDigest = (input: TurnInput) => hash("sha256", JSON.stringify([input.content, input.agent.id]), "hex");

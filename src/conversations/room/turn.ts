@@ -12,16 +12,9 @@ import { turnCredits } from "../../runtime/credits";
 import { estimateTokens } from "../../runtime/history";
 import { runTurn, type ToolCallSummary, type TurnOutcome } from "../../runtime/turn";
 import { preparedMessageAdded } from "../directory";
-import {
-  approvalRequests,
-  awaitApproval,
-  notifyRequester,
-  type PendingCall,
-  pendingCalls,
-  type Resume,
-  replaceMessage,
-  toolCallsOfParts,
-} from "./approvals";
+import { type PendingCall, pendingCalls, toolCallsOfParts } from "./approval-parts";
+import { approvalRequests, notifyRequester } from "./approval-requests";
+import { awaitApproval, type Resume, replaceMessage } from "./approval-resume";
 import { liveFrame } from "./live";
 import type { ModelFailure, StoredPart, TurnContextRow } from "./schema";
 import {

@@ -99,3 +99,13 @@ export type TurnClaim = {
   /** How the conversation's message count changes as the turn starts (a regenerated reply goes). */
   messagesAdded: number;
 };
+
+/** What the room's own modules (intake.ts, resumption.ts) use of it, besides what a turn does. */
+export interface Room extends RoomHost {
+  running: RunningTurn | null;
+  /** Turns a restart cut short were looked for since this instance started. */
+  readonly recovered: boolean;
+  recoverInterrupted(): Promise<void>;
+  /** Sets the heartbeat alarm while a turn runs. */
+  keepAlive(): Promise<void>;
+}
