@@ -6,7 +6,7 @@ import { runEraseSteps } from "../src/admin/erase-service";
 import { AREAS } from "../src/app";
 import { emailArea } from "../src/email";
 import { NO_COUNTS } from "../src/email/endpoint-counters";
-import { MAX_EMAIL_BYTES } from "../src/email/inbound";
+import { headerBlock, MAX_EMAIL_BYTES } from "../src/email/inbound";
 import { EndpointListSchema, EndpointSchema, ReplyListSchema, ReplyRowSchema } from "../src/email/schemas";
 import { replySubject } from "../src/email/send";
 import { triageMessage } from "../src/email/triage";
@@ -424,6 +424,39 @@ describe("inbound mail", () => {
     expect(triagePrompt).toContain("Grüße aus Köln");
     const reply = await replyOf(id);
     expect(reply).toMatchObject({ handling_state: "awaiting_review", subject: "Grüße" });
+  });
+
+  it("takes the row's fields from the header block alone; the body, header-like lines included, changes none", async () => {
+    const ws = await signupWorkspace();
+    const to = await teamAddress(ws);
+    const raw = [
+      "From: Ada <ada@sender.test>",
+      `To: ${to}`,
+      "Subject: The real subject",
+      "Message-ID: <real@sender.test>",
+      "",
+      "Subject: not a header",
+      "Message-ID: <body@sender.test>",
+      "Auto-Submitted: auto-replied",
+      "",
+    ].join("\r\n");
+    const { rejected, queued } = await deliver(to, raw);
+    expect(rejected).toBeNull();
+    const row = await messageRow(queued[0]!.message_id);
+    expect(row).toMatchObject({
+      subject: "The real subject",
+      message_id_header: "<real@sender.test>",
+      auto_submitted: 0,
+    });
+    expect(await (await env.FILES.get(row!.raw_key as string))!.text()).toBe(raw);
+  });
+
+  it("finds the header block's end after CRLF or LF lines, and takes a message without a body whole", () => {
+    const bytes = (s: string) => new TextEncoder().encode(s);
+    const text = (b: Uint8Array) => new TextDecoder().decode(b);
+    expect(text(headerBlock(bytes("Subject: a\r\nTo: b\r\n\r\nbody\r\n")))).toBe("Subject: a\r\nTo: b\r\n\r\n");
+    expect(text(headerBlock(bytes("Subject: a\nTo: b\n\nbody\n")))).toBe("Subject: a\nTo: b\n\n");
+    expect(text(headerBlock(bytes("Subject: a\r\nTo: b\r\n")))).toBe("Subject: a\r\nTo: b\r\n");
   });
 });
 

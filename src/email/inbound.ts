@@ -205,7 +205,8 @@ async function store(env: Env, mail: Inbound, address: Address, route: Route, ra
   const rawKey = `email/${route.workspaceId}/${id}.eml`;
   await env.FILES.put(rawKey, raw, { httpMetadata: { contentType: "message/rfc822" } });
   const { default: PostalMime } = await import("postal-mime");
-  const email = await PostalMime.parse(raw);
+  // Every field the row takes comes from the header block; the body is parsed by triage, if at all.
+  const email = await PostalMime.parse(headerBlock(raw));
   const now = nowIso();
   const from = (email.from?.address || mail.from).toLowerCase();
   const references = [header(email, "references"), email.inReplyTo].filter(Boolean).join(" ").trim();
@@ -259,6 +260,16 @@ async function store(env: Env, mail: Inbound, address: Address, route: Route, ra
   }
   if (!written) await env.FILES.delete(rawKey);
   return written ? id : null;
+}
+
+/** The message up to the blank line that ends its header block (all of it when there is none). */
+export function headerBlock(raw: Uint8Array): Uint8Array {
+  for (let i = 0; i < raw.length - 1; i++) {
+    if (raw[i] !== 10) continue;
+    if (raw[i + 1] === 10) return raw.subarray(0, i + 2);
+    if (raw[i + 1] === 13 && raw[i + 2] === 10) return raw.subarray(0, i + 3);
+  }
+  return raw;
 }
 
 /** Queues a message's triage; a refusal is logged and left to the sweep. */
