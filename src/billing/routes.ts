@@ -48,8 +48,14 @@ const stripeRequest = (c: Context<AppEnv>): StripeRequest => ({
     }),
 });
 
-/** Records the Stripe session a route opened (nothing changed in D1, so the event stands alone). */
-const sessionOpened = (c: Context<AppEnv>, event: AuditEventOf) => auditAlone(c.env, callerEvent(c, event));
+/**
+ * Records the Stripe session a route opened (nothing changed in D1, so the event stands alone)
+ * and answers the Stripe page to send the browser to.
+ */
+async function redirectTo(c: Context<AppEnv>, url: string, event: AuditEventOf) {
+  await auditAlone(c.env, callerEvent(c, event));
+  return c.json({ url }, 200);
+}
 
 route("authenticated", "GET /v1/api/billing/plans", "The plan catalogue", {
   description: "`priced` plans can be bought through checkout; the free plan is never priced.",
@@ -99,8 +105,7 @@ route("admin", "POST /v1/api/billing/checkout", "Start a subscription checkout",
   const { plan_slug } = c.req.valid("json");
   const r = await startCheckout(c.env, c.var.caller.workspace.id, plan_slug, stripeRequest(c));
   const details = { plan_slug, session_id: r.sessionId };
-  await sessionOpened(c, { kind: "billing.checkout", target: `plan:${plan_slug}`, intent: "checkout", details });
-  return c.json({ url: r.url }, 200);
+  return redirectTo(c, r.url, { kind: "billing.checkout", target: `plan:${plan_slug}`, intent: "checkout", details });
 });
 
 route("admin", "POST /v1/api/billing/portal", "Open the billing portal", {
@@ -111,13 +116,12 @@ route("admin", "POST /v1/api/billing/portal", "Open the billing portal", {
   const workspaceId = c.var.caller.workspace.id;
   const r = await startPortal(c.env, workspaceId, stripeRequest(c));
   const details = { session_id: r.sessionId };
-  await sessionOpened(c, {
+  return redirectTo(c, r.url, {
     kind: "billing.portal",
     target: `workspace:${workspaceId}`,
     intent: "open_portal",
     details,
   });
-  return c.json({ url: r.url }, 200);
 });
 
 route("admin", "POST /v1/api/billing/topup", "Buy a credit pack", {
@@ -135,8 +139,7 @@ route("admin", "POST /v1/api/billing/topup", "Buy a credit pack", {
   const { pack_slug } = c.req.valid("json");
   const r = await startTopup(c.env, c.var.caller.workspace.id, pack_slug, stripeRequest(c));
   const details = { pack_slug, session_id: r.sessionId };
-  await sessionOpened(c, { kind: "billing.topup", target: `pack:${pack_slug}`, intent: "topup", details });
-  return c.json({ url: r.url }, 200);
+  return redirectTo(c, r.url, { kind: "billing.topup", target: `pack:${pack_slug}`, intent: "topup", details });
 });
 
 route("public", "POST /v1/webhooks/stripe", "Stripe webhook", {
