@@ -3,9 +3,8 @@ import { eraseUser } from "../admin/erase-service";
 import { auditDenied, callerEvent } from "../http/audit";
 import { routesOf } from "../http/endpoint";
 import { rateLimit } from "../http/rate-limit";
-import { jsonBody, jsonResponse } from "../http/route";
 import { reauthenticated } from "../identity/sessions";
-import { ApiError, problemResponse } from "../platform/problem";
+import { ApiError } from "../platform/problem";
 import { MeSchema, SelfEraseRequestSchema, SignupRequestSchema, SignupResponseSchema } from "./schemas";
 import { signup } from "./service";
 
@@ -18,13 +17,13 @@ route(
   {
     description:
       "Creates the workspace, its admin user, its default agent and an admin personal access token (shown once).",
-    request: { body: jsonBody(SignupRequestSchema) },
+    body: SignupRequestSchema,
     responses: {
-      201: jsonResponse(SignupResponseSchema, "The new workspace, its admin and the admin token"),
-      400: problemResponse("Invalid request"),
-      403: problemResponse("Sign-up is closed"),
-      409: problemResponse("Email already registered"),
-      429: problemResponse("Rate limited"),
+      201: [SignupResponseSchema, "The new workspace, its admin and the admin token"],
+      400: "Invalid request",
+      403: "Sign-up is closed",
+      409: "Email already registered",
+      429: "Rate limited",
     },
   },
   { middleware: [rateLimit("SIGNUP_LIMITER")] },
@@ -50,7 +49,7 @@ route(
 
 route("authenticated", "GET /v1/api/me", "The caller's identity", {
   session: true,
-  responses: { 200: jsonResponse(MeSchema, "The caller, its workspace and its effective scopes") },
+  responses: { 200: [MeSchema, "The caller, its workspace and its effective scopes"] },
 }).handle((c) => {
   const caller = c.var.caller;
   return c.json(
@@ -72,14 +71,12 @@ route(
     session: true,
     description:
       "Same erasure as the admin route, for the caller. Whatever credential calls it, the caller re-authenticates: `password` is the account password, and may be left out only with a sign-in session (cookie) younger than 10 minutes; otherwise 403 `reauthentication_required`, so a token alone (an integration's read-only PAT) can never erase its user. A session request from another origin is refused (403 `cross_origin_request`). The last admin of a workspace is refused (400). Rate limited per client address like sign-in (20 requests a minute).",
-    request: { body: jsonBody(SelfEraseRequestSchema) },
+    body: SelfEraseRequestSchema,
     responses: {
-      200: jsonResponse(ErasureSummarySchema, "The erasure summary"),
-      400: problemResponse("Not confirmed, or the caller is the workspace's last admin"),
-      403: problemResponse(
-        "`reauthentication_required`: no password, a wrong one, and no sign-in session younger than 10 minutes; `cross_origin_request`: a session request from another origin",
-      ),
-      429: problemResponse("Rate limited"),
+      200: [ErasureSummarySchema, "The erasure summary"],
+      400: "Not confirmed, or the caller is the workspace's last admin",
+      403: "`reauthentication_required`: no password, a wrong one, and no sign-in session younger than 10 minutes; `cross_origin_request`: a session request from another origin",
+      429: "Rate limited",
     },
   },
   { middleware: [rateLimit("SIGNIN_LIMITER")] },

@@ -1,10 +1,8 @@
 import { callerEvent } from "../http/audit";
 import { byIdErrors, routesOf } from "../http/endpoint";
-import { jsonBody, jsonResponse } from "../http/route";
 import { UserSchema } from "../identity/schemas";
 import { createToken, listTokens, revokeToken, tokenCreateEvent } from "../identity/tokens";
 import { createUser, listUsers } from "../identity/users";
-import { problemResponse } from "../platform/problem";
 import { EraseRequestSchema, ErasureSummarySchema } from "./erase-schemas";
 import { eraseUser, refuseSelfErase } from "./erase-service";
 import {
@@ -20,16 +18,12 @@ import {
 const route = routesOf(["Administration"]);
 
 route("admin", "GET /v1/api/admin/users", "List the workspace's users", {
-  responses: { 200: jsonResponse(UserListSchema, "The users") },
+  responses: { 200: [UserListSchema, "The users"] },
 }).handle(async (c) => c.json({ users: await listUsers(c.env, c.var.caller.workspace.id) }, 200));
 
 route("admin", "POST /v1/api/admin/users", "Add a user to the workspace", {
-  request: { body: jsonBody(CreateUserRequestSchema) },
-  responses: {
-    201: jsonResponse(UserSchema, "The new user"),
-    400: problemResponse("Invalid request"),
-    409: problemResponse("Email already registered"),
-  },
+  body: CreateUserRequestSchema,
+  responses: { 201: [UserSchema, "The new user"], 400: "Invalid request", 409: "Email already registered" },
 }).handle(async (c) => {
   const body = c.req.valid("json");
   const user = await createUser(c.env, c.var.caller.workspace.id, body, (u) =>
@@ -46,11 +40,11 @@ route("admin", "POST /v1/api/admin/users", "Add a user to the workspace", {
 route("admin", "POST /v1/api/admin/tokens", "Issue a personal access token", {
   description:
     "`user_id` defaults to the caller. Scopes beyond that user's role are refused. The secret is shown once.",
-  request: { body: jsonBody(CreateTokenRequestSchema) },
+  body: CreateTokenRequestSchema,
   responses: {
-    201: jsonResponse(CreatedTokenSchema, "The token, with its secret"),
-    400: problemResponse("Invalid request or scopes beyond the user's role"),
-    404: problemResponse("User not in this workspace"),
+    201: [CreatedTokenSchema, "The token, with its secret"],
+    400: "Invalid request or scopes beyond the user's role",
+    404: "User not in this workspace",
   },
 }).handle(async (c) => {
   const body = c.req.valid("json");
@@ -71,12 +65,12 @@ route("admin", "POST /v1/api/admin/tokens", "Issue a personal access token", {
 });
 
 route("admin", "GET /v1/api/admin/tokens", "List the workspace's personal access tokens (never their secrets)", {
-  responses: { 200: jsonResponse(TokenListSchema, "The tokens") },
+  responses: { 200: [TokenListSchema, "The tokens"] },
 }).handle(async (c) => c.json({ tokens: await listTokens(c.env, c.var.caller.workspace.id) }, 200));
 
 route("admin", "DELETE /v1/api/admin/tokens/{id}", "Revoke a personal access token", {
-  request: { params: TokenIdParamSchema },
-  responses: { 204: { description: "Revoked" }, ...byIdErrors("token") },
+  params: TokenIdParamSchema,
+  responses: { 204: "Revoked", ...byIdErrors("token") },
 }).handle(async (c) => {
   await revokeToken(c.env, c.var.caller.workspace.id, c.req.valid("param").id, (t) =>
     callerEvent(c, {
@@ -92,11 +86,12 @@ route("admin", "DELETE /v1/api/admin/tokens/{id}", "Revoke a personal access tok
 route("admin", "POST /v1/admin/users/{id}/erase", "Erase a user of the workspace", {
   description:
     "Revokes the user's credentials, removes their data in every area, redacts their personal data in the audit log (the chain still verifies) and anonymizes the user. Self-erase is refused here; use POST /v1/api/me/erase.",
-  request: { params: UserIdParamSchema, body: jsonBody(EraseRequestSchema) },
+  params: UserIdParamSchema,
+  body: EraseRequestSchema,
   responses: {
-    200: jsonResponse(ErasureSummarySchema, "The erasure summary"),
-    400: problemResponse("Self-erase, or the request is not confirmed"),
-    404: problemResponse("User not in this workspace"),
+    200: [ErasureSummarySchema, "The erasure summary"],
+    400: "Self-erase, or the request is not confirmed",
+    404: "User not in this workspace",
   },
 }).handle(async (c) => {
   const { id } = c.req.valid("param");

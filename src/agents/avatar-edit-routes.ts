@@ -2,9 +2,8 @@ import type { Context } from "hono";
 import { callerEvent } from "../http/audit";
 import { type AppEnv, requestOrigin } from "../http/context";
 import { routesOf } from "../http/endpoint";
-import { jsonBody, jsonResponse, MiB } from "../http/route";
+import { jsonBody, MiB } from "../http/route";
 import { imageModel } from "../llm/model";
-import { problemResponse } from "../platform/problem";
 import { avatarPrompt, generateAvatarImage } from "./avatar-generation";
 import { type AvatarImage, decodeAvatarUpload, storeAvatar } from "./avatars";
 import { agentEvent, agentResponse, configured, idErrors, params, pathAgent, TAGS } from "./route-parts";
@@ -34,11 +33,9 @@ route(
     request: { ...params, body: jsonBody(AvatarUploadRequestSchema) },
     responses: {
       200: agentResponse("The agent with its new avatar_url"),
-      400: problemResponse(
-        "Malformed id, or an empty (`empty_image`), oversized (`image_too_large`), undecodable (`invalid_image`) or unsupported (`unsupported_image`) image",
-      ),
-      404: problemResponse("No such agent in this workspace"),
-      413: problemResponse("Body over 2 MiB"),
+      400: "Malformed id, or an empty (`empty_image`), oversized (`image_too_large`), undecodable (`invalid_image`) or unsupported (`unsupported_image`) image",
+      404: "No such agent in this workspace",
+      413: "Body over 2 MiB",
     },
   },
   { maxBodyBytes: 2 * MiB },
@@ -56,11 +53,9 @@ route("admin", "POST /v1/agents/{id}/avatar/generate", "Generate an agent's avat
     "The optional `prompt` describes the look; it is wrapped in a fixed illustration style and safety rules and sent to the configured image model (`IMAGE_MODEL`). Synchronous; the platform bears the cost. The image is stored and set as `avatar_url`.",
   request: { ...params, body: { ...jsonBody(AvatarGenerateRequestSchema), required: false } },
   responses: {
-    200: jsonResponse(AvatarGenerateResponseSchema, "The new avatar URL"),
+    200: [AvatarGenerateResponseSchema, "The new avatar URL"],
     ...idErrors,
-    500: problemResponse(
-      "Generation failed (`avatar_generation_failed`) or no image model is configured (`image_model_not_configured`)",
-    ),
+    500: "Generation failed (`avatar_generation_failed`) or no image model is configured (`image_model_not_configured`)",
   },
 }).handle(async (c) => {
   const { id } = c.req.valid("param");

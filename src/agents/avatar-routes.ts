@@ -1,7 +1,7 @@
 import { z } from "@hono/zod-openapi";
 import { routesOf } from "../http/endpoint";
 
-import { notFound, problemResponse } from "../platform/problem";
+import { notFound } from "../platform/problem";
 import { asStored } from "../platform/stored-bytes";
 import { AVATAR_CACHE_CONTROL, avatarKeyFromUrlParts } from "./avatars";
 import { AvatarParamsSchema } from "./schemas";
@@ -14,14 +14,14 @@ const binary = z.string().openapi({ format: "binary" });
 route("public", "GET /v1/avatars/{workspace_id}/{hash}", "Download an agent avatar", {
   description:
     "Serves avatar bytes without a credential, for `<img>` tags: the URL (workspace id and SHA-256 of the content) is unguessable and lists nothing. Content never changes under a URL, so responses carry a strong `ETag` (the hash) and immutable caching; `If-None-Match` gets a 304. `Cross-Origin-Resource-Policy: cross-origin` lets other origins embed it.",
-  request: { params: AvatarParamsSchema },
+  params: AvatarParamsSchema,
   responses: {
     200: {
       description: "The image",
       content: Object.fromEntries(IMAGE_TYPES.map((t) => [t, { schema: binary }])),
     },
-    304: { description: "Not modified (the If-None-Match tag matched)" },
-    404: problemResponse("No such avatar"),
+    304: "Not modified (the If-None-Match tag matched)",
+    404: "No such avatar",
   },
 }).handle(async (c) => {
   const { workspace_id, hash } = c.req.valid("param");

@@ -3,7 +3,7 @@ import { callerEvent } from "../http/audit";
 import { type AppEnv, requestOrigin } from "../http/context";
 import { type Endpoint, routesOf } from "../http/endpoint";
 import { prefetched } from "../http/guards";
-import { jsonBody, jsonResponse } from "../http/route";
+import { jsonBody } from "../http/route";
 import { avatarEditRouter } from "./avatar-edit-routes";
 import { avatarRouter } from "./avatar-routes";
 import { monogramAvatar, storeAvatar } from "./avatars";
@@ -41,7 +41,7 @@ route(
   "List the workspace's agents",
   {
     description: "Default agent first, then enabled agents, then by slug.",
-    responses: { 200: jsonResponse(AgentListSchema, "The agents") },
+    responses: { 200: [AgentListSchema, "The agents"] },
   },
   { read: agentListRead },
 ).handle(async (c) =>
@@ -52,7 +52,7 @@ route("admin", "POST /v1/agents", "Create an agent", {
   description:
     "Creates an enabled, non-default agent. Without `avatar_url`, an SVG monogram in a colour derived from the slug is generated and stored. `skills` and `mcp_servers` must name installed entries. A slug or alias already used by any agent of the workspace is a 400 (`handle_taken`). " +
     PINNED_MODEL_DOC,
-  request: { body: jsonBody(CreateAgentRequestSchema) },
+  body: CreateAgentRequestSchema,
   responses: {
     200: agentResponse("The created agent"),
     400: agentProblem(

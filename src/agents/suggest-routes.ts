@@ -1,9 +1,7 @@
 import { auditAlone } from "../audit/events";
 import { callerEvent } from "../http/audit";
 import { routesOf } from "../http/endpoint";
-import { jsonResponse } from "../http/route";
 import { languageModel } from "../llm/model";
-import { problemResponse } from "../platform/problem";
 import { readBusinessProfile } from "../profile/service";
 import { agentEvent, configured, idErrors, params, pathAgent, TAGS } from "./route-parts";
 import { SuggestInstructionsResponseSchema } from "./schemas";
@@ -17,11 +15,9 @@ route("admin", "POST /v1/agents/{id}/suggest-instructions", "Draft instructions 
     "Drafts a tailored system prompt from the business profile (when there is one), the agent's role, description and settings, and its skills. The model never sees members, conversations, credentials or other agents; credentials and contact details are scrubbed from free text. The draft is returned for review and not saved. No request body.",
   request: params,
   responses: {
-    200: jsonResponse(SuggestInstructionsResponseSchema, "The draft"),
+    200: [SuggestInstructionsResponseSchema, "The draft"],
     ...idErrors,
-    500: problemResponse(
-      "The feature is disabled because no language-model provider is configured (`model_not_configured`), or the model failed (`suggestion_failed`)",
-    ),
+    500: "The feature is disabled because no language-model provider is configured (`model_not_configured`), or the model failed (`suggestion_failed`)",
   },
 }).handle(async (c) => {
   const { id } = c.req.valid("param");

@@ -1,14 +1,8 @@
 import type { Area } from "../http/area";
+import { hourly } from "../http/registry";
 
-/**
- * Every minute the scheduler calls the crons; the sweep for idle apps runs once an hour
- * (at minute 0 of the controller's scheduled time) and returns at once otherwise.
- */
-async function sleepSweep(env: Env, controller: ScheduledController): Promise<void> {
-  if (new Date(controller.scheduledTime).getUTCMinutes() !== 0) return;
-  const { sleepIdleApps } = await import("./service");
-  await sleepIdleApps(env, controller.scheduledTime);
-}
+/** The sweep for idle apps, at minute 0 of every hour. */
+const sleepSweep = hourly(0, async (env, at) => (await import("./service")).sleepIdleApps(env, at));
 
 /** Apps are workspace data: erasing their creator keeps them (no erase step). */
 export const appsArea: Area = {

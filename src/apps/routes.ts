@@ -6,10 +6,8 @@ import { apiResource, usableAt } from "../auth/resources";
 import { auditingRefusal, callerEvent } from "../http/audit";
 import type { AppEnv } from "../http/context";
 import { routesOf } from "../http/endpoint";
-import { jsonResponse } from "../http/route";
 import { baseUrl } from "../platform/env";
 import { logError } from "../platform/log";
-import { problemResponse } from "../platform/problem";
 import { AppIdParamsSchema, AppListSchema, AppSchema, toApp } from "./schemas";
 import { destroyApp, findVisitedApp, listApps, manifestOf, touchApp } from "./service";
 import { APP_CSP, appFileKey, appQuota, appsOrigin } from "./store";
@@ -20,7 +18,7 @@ const origin = (c: Context<AppEnv>) => appsOrigin(c.env, baseUrl(c.env, c.req.ur
 route({ scope: "conversations:read" }, "GET /v1/api/apps", "List the workspace's apps", {
   description:
     "Every app of the workspace that is not destroyed (any member sees them all), most recent activity first, with the workspace's quota (`APP_QUOTA`) and how many apps count against it. Agents publish apps with the `publish_app` tool; their pages are served under `url`.",
-  responses: { 200: jsonResponse(AppListSchema, "The apps, the quota and the count used") },
+  responses: { 200: [AppListSchema, "The apps, the quota and the count used"] },
 }).handle(async (c) => {
   const caller = c.var.caller;
   const rows = await listApps(c.env, caller.workspace.id);
@@ -38,12 +36,12 @@ route({ scope: "conversations:read" }, "GET /v1/api/apps", "List the workspace's
 route({ scope: "conversations:write" }, "DELETE /v1/api/apps/{id}", "Destroy an app", {
   description:
     "Its creator or a workspace admin destroys an app: its pages stop at once, its files are removed, it no longer counts against the quota and its slug is free again. Answers the app in state `destroyed`.",
-  request: { params: AppIdParamsSchema },
+  params: AppIdParamsSchema,
   responses: {
-    200: jsonResponse(AppSchema, "The destroyed app"),
-    400: problemResponse("Malformed app id"),
-    403: problemResponse("The caller lacks the scope, or is neither the app's creator nor an admin"),
-    404: problemResponse("No such app in this workspace (or already destroyed)"),
+    200: [AppSchema, "The destroyed app"],
+    400: "Malformed app id",
+    403: "The caller lacks the scope, or is neither the app's creator nor an admin",
+    404: "No such app in this workspace (or already destroyed)",
   },
 }).handle(async (c) => {
   const { id } = c.req.valid("param");

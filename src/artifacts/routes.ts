@@ -2,8 +2,7 @@ import { z } from "@hono/zod-openapi";
 import { auditingRefusal, callerEvent } from "../http/audit";
 import { requestOrigin } from "../http/context";
 import { routesOf } from "../http/endpoint";
-import { jsonResponse } from "../http/route";
-import { ApiError, badRequest, notFound, problemResponse } from "../platform/problem";
+import { ApiError, badRequest, notFound } from "../platform/problem";
 import { asStored } from "../platform/stored-bytes";
 import { contentDisposition, parseRange } from "./download";
 import { formDataBoundary } from "./multipart";
@@ -40,13 +39,11 @@ route(
       body: { required: true, content: { "multipart/form-data": { schema: uploadForm } } },
     },
     responses: {
-      201: jsonResponse(ArtifactSchema, "The stored artifact"),
-      400: problemResponse(
-        "Malformed id, or a form that is not a valid upload (no file, an empty file, unknown fields)",
-      ),
-      404: problemResponse("No such conversation in this workspace, or the caller does not take part in it"),
-      413: problemResponse("The file exceeds 25 MiB"),
-      415: problemResponse("The body is not multipart/form-data"),
+      201: [ArtifactSchema, "The stored artifact"],
+      400: "Malformed id, or a form that is not a valid upload (no file, an empty file, unknown fields)",
+      404: "No such conversation in this workspace, or the caller does not take part in it",
+      413: "The file exceeds 25 MiB",
+      415: "The body is not multipart/form-data",
     },
   },
   { maxBodyBytes: MAX_UPLOAD_BYTES + UPLOAD_OVERHEAD_BYTES, streamedBody: true },
@@ -79,7 +76,7 @@ route(
 route({ scope: "conversations:read" }, "GET /v1/api/artifacts", "List the artifacts the caller may see", {
   description:
     "Newest first, at most 500: the artifacts of conversations the caller takes part in, and the detached artifacts (their conversation was deleted) the caller produced. System assets such as avatars are not artifacts.",
-  responses: { 200: jsonResponse(ArtifactListSchema, "The caller's artifacts") },
+  responses: { 200: [ArtifactListSchema, "The caller's artifacts"] },
 }).handle(async (c) => {
   const caller = c.var.caller;
   const rows = await listArtifacts(c.env, caller.workspace.id, caller.userId);
@@ -90,14 +87,14 @@ route({ scope: "conversations:read" }, "GET /v1/api/artifacts", "List the artifa
 route("authenticated", "GET /v1/api/artifacts/{id}/download", "Download an artifact's bytes", {
   description:
     "Streams the bytes with the stored `Content-Type`, `Content-Disposition: attachment` (an ASCII `filename` and the UTF-8 `filename*`), `X-Content-Type-Options: nosniff`, `Content-Length` and a strong `ETag` (the SHA-256 of the bytes). A single `Range: bytes=…` gets 206 (`If-Range` honoured), an unsatisfiable one 416; a matching `If-None-Match` gets 304. The bytes go out as stored, whatever `Accept-Encoding` says (`Content-Encoding: identity`, `Cache-Control: no-transform`). Anyone who may not see the artifact gets 404.",
-  request: { params: ArtifactIdParamsSchema },
+  params: ArtifactIdParamsSchema,
   responses: {
     200: { description: "The bytes", content: { "application/octet-stream": { schema: binary } } },
     206: { description: "The requested byte range", content: { "application/octet-stream": { schema: binary } } },
-    304: { description: "Not modified (the If-None-Match tag matched)" },
-    400: problemResponse("Malformed artifact id"),
-    404: problemResponse("No such artifact, another workspace's, or one the caller may not see"),
-    416: problemResponse("The range starts past the end of the file"),
+    304: "Not modified (the If-None-Match tag matched)",
+    400: "Malformed artifact id",
+    404: "No such artifact, another workspace's, or one the caller may not see",
+    416: "The range starts past the end of the file",
   },
 }).handle(async (c) => {
   const { id } = c.req.valid("param");
@@ -140,12 +137,12 @@ route("authenticated", "GET /v1/api/artifacts/{id}/download", "Download an artif
 route({ scope: "conversations:write" }, "DELETE /v1/api/artifacts/{id}", "Delete an artifact and its bytes", {
   description:
     "The caller must take part in the artifact's conversation or, once it is detached, be its producer; otherwise 403. The artifact also leaves the conversation's transcript.",
-  request: { params: ArtifactIdParamsSchema },
+  params: ArtifactIdParamsSchema,
   responses: {
-    200: jsonResponse(ArtifactDeletedSchema, "Deleted"),
-    400: problemResponse("Malformed artifact id"),
-    403: problemResponse("The caller lacks the scope, or may not delete this artifact"),
-    404: problemResponse("No such artifact in this workspace"),
+    200: [ArtifactDeletedSchema, "Deleted"],
+    400: "Malformed artifact id",
+    403: "The caller lacks the scope, or may not delete this artifact",
+    404: "No such artifact in this workspace",
   },
 }).handle(async (c) => {
   const { id } = c.req.valid("param");

@@ -4,8 +4,7 @@ import { auditLog } from "../../durable-objects/audit-log/client";
 import { deliverNow } from "../audit/delivery";
 import type { AppEnv } from "../http/context";
 import { routesOf } from "../http/endpoint";
-import { jsonResponse } from "../http/route";
-import { badRequest, notFound, problemResponse } from "../platform/problem";
+import { badRequest, notFound } from "../platform/problem";
 import { auditSigner, checkpointBody, logOrigin } from "./checkpoint";
 import {
   AuditEventWithLeafSchema,
@@ -42,11 +41,8 @@ const withDetails = <E extends { details: string }>(
 });
 
 route("admin", "GET /v1/admin/audit", "List audit events, newest first", {
-  request: { query: AuditQuerySchema },
-  responses: {
-    200: jsonResponse(AuditListSchema, "One page of events and the unpaginated total"),
-    400: problemResponse("Malformed query"),
-  },
+  query: AuditQuerySchema,
+  responses: { 200: [AuditListSchema, "One page of events and the unpaginated total"], 400: "Malformed query" },
 }).handle(async (c) => {
   const q = c.req.valid("query");
   const log = await deliveredLog(c);
@@ -75,11 +71,8 @@ route("admin", "GET /v1/admin/audit", "List audit events, newest first", {
 
 route("admin", "GET /v1/admin/audit/verify", "Verify the hash chain of the most recent entries", {
   description: "Walks the last `limit` entries in ascending order, anchored on the entry just before the first.",
-  request: { query: VerifyQuerySchema },
-  responses: {
-    200: jsonResponse(VerifyResultSchema, "The verification result"),
-    400: problemResponse("Malformed query"),
-  },
+  query: VerifyQuerySchema,
+  responses: { 200: [VerifyResultSchema, "The verification result"], 400: "Malformed query" },
 }).handle(async (c) => {
   const log = await deliveredLog(c);
   return c.json(await log.verify(c.req.valid("query").limit), 200);
@@ -88,10 +81,7 @@ route("admin", "GET /v1/admin/audit/verify", "Verify the hash chain of the most 
 route("public", "GET /v1/audit/log-key", "The audit log's checkpoint verifier key", {
   description:
     "The Ed25519 key that signs every workspace's audit checkpoints, in the signed-note verifier key form `<name>+<8 hex key id>+<base64(0x01 ‖ public key)>` (one line), as golang.org/x/mod/sumdb/note reads it.",
-  responses: {
-    200: text("The verifier key"),
-    503: problemResponse("No signing key is configured"),
-  },
+  responses: { 200: text("The verifier key"), 503: "No signing key is configured" },
 }).handle(async (c) => c.text(`${verifierKey(await auditSigner(c.env, c.req.url))}\n`, 200, { "Content-Type": TEXT }));
 
 route("admin", "GET /v1/admin/audit/checkpoint", "The workspace audit log's latest signed checkpoint", {
@@ -107,7 +97,7 @@ route("admin", "GET /v1/admin/audit/checkpoint", "The workspace audit log's late
           .openapi({ description: "What the configured witnesses hold of this log (absent without witnesses)" }),
       }),
     },
-    503: problemResponse("No signing key is configured, or AUDIT_WITNESSES is invalid"),
+    503: "No signing key is configured, or AUDIT_WITNESSES is invalid",
   },
 }).handle(async (c) => {
   const workspaceId = c.var.caller.workspace.id;
@@ -130,11 +120,11 @@ route("admin", "GET /v1/admin/audit/checkpoint", "The workspace audit log's late
 });
 
 route("admin", "GET /v1/admin/audit/events/{seq}", "One audit event with its Merkle leaf bytes", {
-  request: { params: EventParamsSchema },
+  params: EventParamsSchema,
   responses: {
-    200: jsonResponse(AuditEventWithLeafSchema, "The event and its leaf"),
-    400: problemResponse("Malformed sequence number"),
-    404: problemResponse("No such event"),
+    200: [AuditEventWithLeafSchema, "The event and its leaf"],
+    400: "Malformed sequence number",
+    404: "No such event",
   },
 }).handle(async (c) => {
   const log = await deliveredLog(c);
@@ -145,10 +135,10 @@ route("admin", "GET /v1/admin/audit/events/{seq}", "One audit event with its Mer
 
 route("admin", "GET /v1/admin/audit/proofs/inclusion", "RFC 9162 inclusion proof of an event", {
   description: "Proves that event `seq` (leaf index `seq - 1`) is in the tree of `size` leaves.",
-  request: { query: InclusionQuerySchema },
+  query: InclusionQuerySchema,
   responses: {
-    200: jsonResponse(InclusionProofSchema, "The audit path"),
-    400: problemResponse("Malformed query, a size beyond the tree, or seq beyond size"),
+    200: [InclusionProofSchema, "The audit path"],
+    400: "Malformed query, a size beyond the tree, or seq beyond size",
   },
 }).handle(async (c) => {
   const { seq, size } = c.req.valid("query");
@@ -160,10 +150,10 @@ route("admin", "GET /v1/admin/audit/proofs/inclusion", "RFC 9162 inclusion proof
 
 route("admin", "GET /v1/admin/audit/proofs/consistency", "RFC 9162 consistency proof between two tree sizes", {
   description: "Proves that the tree of `from` leaves is a prefix of the tree of `to` leaves.",
-  request: { query: ConsistencyQuerySchema },
+  query: ConsistencyQuerySchema,
   responses: {
-    200: jsonResponse(ConsistencyProofSchema, "The consistency proof"),
-    400: problemResponse("Malformed query, a size beyond the tree, or from > to"),
+    200: [ConsistencyProofSchema, "The consistency proof"],
+    400: "Malformed query, a size beyond the tree, or from > to",
   },
 }).handle(async (c) => {
   const { from, to } = c.req.valid("query");

@@ -1,7 +1,7 @@
 import { callerEvent } from "../http/audit";
 import { routesOf } from "../http/endpoint";
 import { jsonBody } from "../http/route";
-import { badRequest, conflict, notFound, problemResponse } from "../platform/problem";
+import { badRequest, conflict, notFound } from "../platform/problem";
 import { decideAsCaller, refusedDecision } from "./approval-routes";
 import { approvalResponsesOf, openChat, questionOf } from "./chat";
 import { conversationCreated } from "./events";
@@ -31,17 +31,13 @@ route({ scope: "conversations:write" }, "POST /v1/api/chat", "Chat (AI SDK trans
   request: { headers: IdempotencyHeaderSchema, body: jsonBody(ChatRequestSchema) },
   responses: {
     200: uiStream("The turn's stream"),
-    400: problemResponse(
-      "Invalid body, no user message with text, nothing to regenerate (`nothing_to_regenerate`), or a malformed approval response (`invalid_approval`)",
-    ),
-    402: problemResponse("Out of credits (`insufficient_credits`)"),
-    404: problemResponse("No such agent, or (approval responses) no such chat or approval"),
-    409: problemResponse(
-      "Another turn is running (`turn_in_progress`), an approval waits (`approval_pending`), or it was decided already (`approval_decided`)",
-    ),
-    410: problemResponse("The approval expired (`approval_expired`)"),
-    422: problemResponse("The message id or `Idempotency-Key` was used for other content (`idempotency_key_reused`)"),
-    503: problemResponse("No language model is configured (`model_not_configured`)"),
+    400: "Invalid body, no user message with text, nothing to regenerate (`nothing_to_regenerate`), or a malformed approval response (`invalid_approval`)",
+    402: "Out of credits (`insufficient_credits`)",
+    404: "No such agent, or (approval responses) no such chat or approval",
+    409: "Another turn is running (`turn_in_progress`), an approval waits (`approval_pending`), or it was decided already (`approval_decided`)",
+    410: "The approval expired (`approval_expired`)",
+    422: "The message id or `Idempotency-Key` was used for other content (`idempotency_key_reused`)",
+    503: "No language model is configured (`model_not_configured`)",
   },
 }).handle(async (c) => {
   const body = c.req.valid("json");
@@ -81,12 +77,8 @@ route({ scope: "conversations:read" }, "GET /v1/api/chat/{id}/stream", "Resume a
   description:
     "What `useChat({ resume: true })` calls when a page loads: the running turn's UI message stream from " +
     "its start; 204 when no turn runs or the chat id names no conversation of the caller yet.",
-  request: { params: ChatIdParamSchema },
-  responses: {
-    200: uiStream("The stream"),
-    204: { description: "No turn running" },
-    400: problemResponse("A chat id over 128 characters"),
-  },
+  params: ChatIdParamSchema,
+  responses: { 200: uiStream("The stream"), 204: "No turn running", 400: "A chat id over 128 characters" },
 }).handle(async (c) => {
   const { id } = c.req.valid("param");
   const { caller } = c.var;

@@ -2,8 +2,7 @@ import type { Context } from "hono";
 import { callerEvent } from "../http/audit";
 import type { AppEnv } from "../http/context";
 import { routesOf } from "../http/endpoint";
-import { jsonBody, jsonResponse } from "../http/route";
-import { problemResponse } from "../platform/problem";
+import { jsonBody } from "../http/route";
 import { approvalRouter } from "./approval-routes";
 import { chatRouter } from "./chat-routes";
 import { conversationCreated } from "./events";
@@ -48,11 +47,11 @@ conversationsRouter.route("/", approvalRouter);
 
 route({ scope: "conversations:write" }, "POST /v1/api/conversations", "Start a conversation", {
   description: "With the agent named by `agent_slug` (a slug or alias), else the workspace's default agent.",
-  request: { body: jsonBody(CreateConversationRequestSchema) },
+  body: CreateConversationRequestSchema,
   responses: {
-    201: jsonResponse(ConversationSchema, "The new conversation"),
-    400: problemResponse("Invalid body, or the agent is disabled (`agent_disabled`)"),
-    404: problemResponse("No agent with that slug or alias"),
+    201: [ConversationSchema, "The new conversation"],
+    400: "Invalid body, or the agent is disabled (`agent_disabled`)",
+    404: "No agent with that slug or alias",
   },
 }).handle(async (c) => {
   const conversation = await createConversation(
@@ -67,10 +66,10 @@ route({ scope: "conversations:write" }, "POST /v1/api/conversations", "Start a c
 
 route({ scope: "conversations:read" }, "GET /v1/api/conversations", "The caller's conversations", {
   description: "Most recent activity first; `limit` 1-100 (default 50), then `cursor` from `next_cursor`.",
-  request: { query: ListQuerySchema },
+  query: ListQuerySchema,
   responses: {
-    200: jsonResponse(ConversationListSchema, "One page"),
-    400: problemResponse("A `limit` out of range or a cursor this API did not return"),
+    200: [ConversationListSchema, "One page"],
+    400: "A `limit` out of range or a cursor this API did not return",
   },
 }).handle(async (c) => {
   const { limit, cursor } = c.req.valid("query");
@@ -81,10 +80,7 @@ route({ scope: "conversations:read" }, "GET /v1/api/conversations", "The caller'
 route({ scope: "conversations:read" }, "GET /v1/api/conversations/{id}", "A conversation with its messages", {
   description: "Messages oldest first.",
   request: params,
-  responses: {
-    200: jsonResponse(ConversationWithMessagesSchema, "The conversation"),
-    ...idErrors,
-  },
+  responses: { 200: [ConversationWithMessagesSchema, "The conversation"], ...idErrors },
 }).handle(async (c) => {
   const { id } = c.req.valid("param");
   const conversation = await participantConversation(c.env, c.var.caller.workspace.id, c.var.caller.userId, id);
@@ -95,10 +91,7 @@ route({ scope: "conversations:read" }, "GET /v1/api/conversations/{id}", "A conv
 route({ scope: "conversations:write" }, "DELETE /v1/api/conversations/{id}", "Delete a conversation", {
   description: "Any participant may. Its messages go; its artifacts stay with their producers, detached.",
   request: params,
-  responses: {
-    200: jsonResponse(DeletedSchema, "Deleted"),
-    ...idErrors,
-  },
+  responses: { 200: [DeletedSchema, "Deleted"], ...idErrors },
 }).handle(async (c) => {
   const { id } = c.req.valid("param");
   await deleteConversation(
@@ -115,9 +108,9 @@ route({ scope: "conversations:write" }, "POST /v1/api/conversations/{id}/partici
   description: "A participant may add any member of the same workspace. Idempotent.",
   request: { ...params, body: jsonBody(AddParticipantRequestSchema) },
   responses: {
-    200: jsonResponse(ConversationSchema, "The conversation with its participants"),
-    400: problemResponse("Malformed id or body"),
-    404: problemResponse("No such conversation for the caller, or no such user in the workspace"),
+    200: [ConversationSchema, "The conversation with its participants"],
+    400: "Malformed id or body",
+    404: "No such conversation for the caller, or no such user in the workspace",
   },
 }).handle(async (c) => {
   const { id } = c.req.valid("param");
@@ -164,16 +157,16 @@ route(
           "text/event-stream": { schema: { type: "string" } },
         },
       },
-      400: problemResponse("Malformed id or body, or the agent is disabled (`agent_disabled`)"),
-      402: problemResponse("Out of credits (`insufficient_credits`, with `balance` and `packs`)"),
-      404: problemResponse("No such conversation for the caller, or no such agent"),
-      409: problemResponse("Another turn is running in this conversation (`turn_in_progress`)"),
-      422: problemResponse("The `Idempotency-Key` was used with other content (`idempotency_key_reused`)"),
+      400: "Malformed id or body, or the agent is disabled (`agent_disabled`)",
+      402: "Out of credits (`insufficient_credits`, with `balance` and `packs`)",
+      404: "No such conversation for the caller, or no such agent",
+      409: "Another turn is running in this conversation (`turn_in_progress`)",
+      422: "The `Idempotency-Key` was used with other content (`idempotency_key_reused`)",
       502: {
         description: "The model provider refused or failed the call (`model_error`); nothing is billed",
         content: { "application/problem+json": { schema: ModelErrorProblemSchema } },
       },
-      503: problemResponse("No language model is configured (`model_not_configured`)"),
+      503: "No language model is configured (`model_not_configured`)",
     },
   },
 ).handle(async (c) => {
@@ -189,9 +182,9 @@ route(
 route({ scope: "conversations:write" }, "POST /v1/api/ask", "Quick ask", {
   description: "Creates an empty `fast` conversation with the default agent; its first message runs on the fast lane.",
   responses: {
-    200: jsonResponse(AskResponseSchema, "The new conversation's id"),
-    402: problemResponse("Out of credits (`insufficient_credits`)"),
-    503: problemResponse("Quick chat is not configured (`quick_chat_not_configured`)"),
+    200: [AskResponseSchema, "The new conversation's id"],
+    402: "Out of credits (`insufficient_credits`)",
+    503: "Quick chat is not configured (`quick_chat_not_configured`)",
   },
 }).handle(async (c) => {
   await quickAskReady(c.env, c.var.caller.workspace.id);

@@ -1,8 +1,7 @@
 import { SUBPROTOCOL_PREFIX } from "../../durable-objects/protocol";
 import { patSubprotocol } from "../browser/auth";
 import { routesOf } from "../http/endpoint";
-import { jsonResponse } from "../http/route";
-import { ApiError, badRequest, problemResponse } from "../platform/problem";
+import { ApiError, badRequest } from "../platform/problem";
 import { conversationRoom } from "./room/client";
 import { LIVE_VIEWER_HEADER, type LiveViewer } from "./room/live";
 import { parsePosition, uiStreamResponse } from "./room/sse";
@@ -23,8 +22,8 @@ route({ scope: "conversations:read" }, "GET /v1/api/conversations/{id}/stream", 
   request: { ...params, query: StreamQuerySchema, headers: LastEventIdHeaderSchema },
   responses: {
     200: uiStream("The stream"),
-    204: { description: "Nothing to stream" },
-    400: problemResponse("Malformed id or position"),
+    204: "Nothing to stream",
+    400: "Malformed id or position",
     404: notParticipant,
   },
 }).handle(async (c) => {
@@ -60,11 +59,7 @@ route({ scope: "conversations:read" }, "GET /v1/api/conversations/{id}/live", "W
     "for each event of the running turn (a viewer who joins mid-turn first gets the turn's events so far). " +
     "The text frame `ping` is answered `pong`.",
   request: params,
-  responses: {
-    101: { description: "Switching protocols" },
-    ...idErrors,
-    426: problemResponse("Not a WebSocket upgrade request (`upgrade_required`)"),
-  },
+  responses: { 101: "Switching protocols", ...idErrors, 426: "Not a WebSocket upgrade request (`upgrade_required`)" },
 }).handle(async (c) => {
   const { id } = c.req.valid("param");
   const { caller } = c.var;
@@ -91,10 +86,7 @@ route({ scope: "conversations:write" }, "POST /v1/api/conversations/{id}/stop", 
     "the tokens used; the stream ends with `finish` or `abort` and nothing after it. " +
     'With no turn running: `{ turn_id: null, state: "idle" }`.',
   request: params,
-  responses: {
-    200: jsonResponse(StopResponseSchema, "The turn and the state it ended in"),
-    ...idErrors,
-  },
+  responses: { 200: [StopResponseSchema, "The turn and the state it ended in"], ...idErrors },
 }).handle(async (c) => {
   const { id } = c.req.valid("param");
   await participantConversation(c.env, c.var.caller.workspace.id, c.var.caller.userId, id);

@@ -52,7 +52,7 @@ export function catalogueRoutes<E>(router: OpenAPIHono<AppEnv>, catalogue: Catal
   } = doc.names;
   route({ scope: "agents:read" }, `GET ${path}`, doc.summary, {
     description: doc.description,
-    responses: { 200: jsonResponse(doc.schemas.list, "The catalogue") },
+    responses: { 200: [doc.schemas.list, "The catalogue"] },
   }).handle(async (c) => c.json({ [key]: await catalogue.list(c.env, c.var.caller.workspace.id) }, 200));
 
   const changes = {
@@ -67,10 +67,10 @@ export function catalogueRoutes<E>(router: OpenAPIHono<AppEnv>, catalogue: Catal
     const { method, summary, description } = changes[change];
     route("admin", `${method} ${path}/{slug}`, summary, {
       description: `Idempotent. ${description}`,
-      request: { params: SlugParamSchema },
+      params: SlugParamSchema,
       responses: {
         200: jsonResponse(doc.schemas.entry, `The ${change}ed ${noun}`),
-        400: problemResponse("`validation_failed`: a slug longer than 100 characters"),
+        400: "`validation_failed`: a slug longer than 100 characters",
         404: problemResponse(`No such ${noun} in the catalogue`),
       },
     }).handle(async (c) => {

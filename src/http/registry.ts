@@ -13,6 +13,16 @@ export type EraseStep = (env: Env, workspaceId: string, userId: string) => Promi
 /** Work the Worker's `scheduled` handler runs on every cron tick. */
 export type CronJob = (env: Env, controller: ScheduledController) => Promise<unknown>;
 
+/**
+ * A job that runs once an hour: the scheduler calls every cron each minute, and this one
+ * runs only at `minute` past the hour of the controller's scheduled time.
+ */
+export const hourly =
+  (minute: number, run: (env: Env, scheduledTime: number) => Promise<unknown>): CronJob =>
+  async (env, controller) => {
+    if (new Date(controller.scheduledTime).getUTCMinutes() === minute) await run(env, controller.scheduledTime);
+  };
+
 /** Consumes the batches of one queue (named as in wrangler.toml); `areas` gives what a turn needs (tools). */
 export type QueueConsumer = (batch: MessageBatch<unknown>, env: Env, areas: AreaRegistry) => Promise<void>;
 

@@ -4,7 +4,7 @@ import { MCP_PATH, mcpResource, resourceMetadataUrl } from "../auth/resources";
 import type { AppEnv } from "../http/context";
 import { routesOf } from "../http/endpoint";
 import { authenticateBearer, type ResourceRef } from "../http/guards";
-import { BEARER, contractRoute, createRouter, jsonResponse, ownBody } from "../http/route";
+import { BEARER, contractRoute, createRouter, ownBody } from "../http/route";
 import { ProtectedResourceMetadataSchema } from "../oauth/schemas";
 import { baseUrl } from "../platform/env";
 import { ApiError, problemResponse } from "../platform/problem";
@@ -164,7 +164,7 @@ for (const method of ["GET", "DELETE"] as const) {
   const summary = method === "GET" ? "No server-initiated stream" : "No sessions to end";
   route("public", `${method} ${MCP_PATH}`, summary, {
     description: "This MCP server is stateless and answers POSTs only.",
-    responses: { 405: problemResponse("`method_not_allowed` (with `Allow: POST`)") },
+    responses: { 405: "`method_not_allowed` (with `Allow: POST`)" },
   }).handle(() => {
     throw new ApiError(405, "method_not_allowed", "The MCP endpoint takes POST only", undefined, { Allow: "POST" });
   });
@@ -183,7 +183,7 @@ route(
     description:
       "The MCP endpoint's 401s point here. Its `resource` is what an MCP client sends as `resource` (RFC 8707) when it " +
       "authorizes; `scopes_supported` are the scopes its tools need.",
-    responses: { 200: jsonResponse(ProtectedResourceMetadataSchema, "The metadata") },
+    responses: { 200: [ProtectedResourceMetadataSchema, "The metadata"] },
   },
 ).handle((c) => {
   const base = baseUrl(c.env, c.req.url);

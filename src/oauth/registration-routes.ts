@@ -4,7 +4,7 @@ import { callerEvent } from "../http/audit";
 import type { AppEnv } from "../http/context";
 import { routesOf } from "../http/endpoint";
 import { NO_STORE, OAuthError } from "../http/errors";
-import { contractRoute, createRouter, jsonBody, jsonResponse, ownBody } from "../http/route";
+import { contractRoute, createRouter, jsonResponse, ownBody } from "../http/route";
 import { baseUrl } from "../platform/env";
 import {
   type ClientRow,
@@ -51,9 +51,9 @@ route("authenticated", "POST /v1/oauth/register", "Register a client (RFC 7591)"
     "Authenticated by a session or token of the account (workspace) that will own the client; at most 50 active clients per workspace " +
     "(`client_limit_reached`). Clients are always third-party. Confidential clients get a `client_secret` (never expiring) and every client a " +
     "`registration_access_token`, both shown once. Every client receives rotating refresh tokens.",
-  request: { body: jsonBody(RegisterRequestSchema) },
+  body: RegisterRequestSchema,
   responses: {
-    201: jsonResponse(ClientInfoSchema, "The registered client, with its secrets"),
+    201: [ClientInfoSchema, "The registered client, with its secrets"],
     400: oauthError("invalid_redirect_uri, invalid_client_metadata or client_limit_reached"),
     401: oauthError("Missing or invalid credentials"),
     403: oauthError("cross_origin_request: the browser session, from another origin"),

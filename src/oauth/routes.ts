@@ -1,7 +1,7 @@
 import { cors } from "hono/cors";
 import { GRANTABLE_SCOPES } from "../auth/scopes";
 import { routesOf } from "../http/endpoint";
-import { createRouter, jsonResponse } from "../http/route";
+import { createRouter } from "../http/route";
 import { baseUrl } from "../platform/env";
 import { authorizeRouter } from "./authorize-routes";
 import { registrationRouter } from "./registration-routes";
@@ -37,9 +37,7 @@ const GRANTS = ["authorization_code", "refresh_token"];
 // --- metadata --------------------------------------------------------------------------
 
 route("public", "GET /.well-known/oauth-authorization-server", "Authorization server metadata (RFC 8414)", {
-  responses: {
-    200: jsonResponse(AuthorizationServerMetadataSchema, "The metadata; `issuer` is the service's base URL"),
-  },
+  responses: { 200: [AuthorizationServerMetadataSchema, "The metadata; `issuer` is the service's base URL"] },
 }).handle((c) => {
   const base = baseUrl(c.env, c.req.url);
   return c.json(
@@ -70,7 +68,7 @@ route("public", "GET /.well-known/oauth-authorization-server", "Authorization se
 
 route("public", "GET /.well-known/oauth-protected-resource", "Protected resource metadata (RFC 9728)", {
   description: 'The API\'s 401 responses point here with `WWW-Authenticate: Bearer resource_metadata="…"`.',
-  responses: { 200: jsonResponse(ProtectedResourceMetadataSchema, "The metadata") },
+  responses: { 200: [ProtectedResourceMetadataSchema, "The metadata"] },
 }).handle((c) => {
   const base = baseUrl(c.env, c.req.url);
   return c.json(

@@ -5,7 +5,7 @@ import { turnContext } from "../conversations/turns";
 import { callerEvent } from "../http/audit";
 import type { AppEnv } from "../http/context";
 import { routesOf } from "../http/endpoint";
-import { createRouter, jsonBody, jsonResponse } from "../http/route";
+import { createRouter, jsonBody } from "../http/route";
 import { openAiErrorResponse } from "../platform/openai-error";
 import {
   ChatCompletionChunkSchema,
@@ -33,7 +33,7 @@ route({ scope: "agents:read" }, "GET /v1/models", "The agents, as OpenAI models"
     "`model`), `created` its creation time in Unix seconds, `owned_by` the workspace's slug. `default` is " +
     "also accepted as a model name (the default agent) but not listed. For OpenAI clients: `baseURL` " +
     "`{BASE_URL}/v1` and a personal access token or OAuth access token as the API key.",
-  responses: { 200: jsonResponse(ModelListSchema, "The models"), ...authErrors },
+  responses: { 200: [ModelListSchema, "The models"], ...authErrors },
 }).handle(async (c) => c.json(await listModels(c.env, c.var.caller.workspace), 200));
 
 const createdEvent = (c: Context<AppEnv>) => (conversation: Conversation) =>

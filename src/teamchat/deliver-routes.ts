@@ -2,8 +2,8 @@ import { auditAlone } from "../audit/events";
 import { callerEvent } from "../http/audit";
 import { routesOf } from "../http/endpoint";
 import { idPathParams } from "../http/params";
-import { jsonBody, jsonResponse } from "../http/route";
-import { ApiError, problemResponse } from "../platform/problem";
+import { jsonBody } from "../http/route";
+import { ApiError } from "../platform/problem";
 import { DeliveredSchema, DeliverRequestSchema } from "./schemas";
 import { deliverArtifact } from "./service";
 
@@ -21,10 +21,10 @@ route(
       body: jsonBody(DeliverRequestSchema),
     },
     responses: {
-      200: jsonResponse(DeliveredSchema, "Posted in the channel"),
-      400: problemResponse("Validation, `team_chat_not_installed`, `bot_not_in_channel` or `not_deliverable`"),
-      404: problemResponse("No such artifact, or one the caller may not see"),
-      502: problemResponse("Slack refused or failed the upload for another reason (`team_chat_failed`)"),
+      200: [DeliveredSchema, "Posted in the channel"],
+      400: "Validation, `team_chat_not_installed`, `bot_not_in_channel` or `not_deliverable`",
+      404: "No such artifact, or one the caller may not see",
+      502: "Slack refused or failed the upload for another reason (`team_chat_failed`)",
     },
   },
 ).handle(async (c) => {

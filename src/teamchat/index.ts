@@ -1,11 +1,8 @@
 import type { Area } from "../http/area";
+import { hourly } from "../http/registry";
 
-/** Once an hour, forget redeemed install states that have expired anyway. */
-async function pruneSweep(env: Env, controller: ScheduledController): Promise<void> {
-  if (new Date(controller.scheduledTime).getUTCMinutes() !== 30) return;
-  const { pruneStates } = await import("./service");
-  await pruneStates(env, controller.scheduledTime);
-}
+/** Once an hour (at minute 30), forget redeemed install states that have expired anyway. */
+const pruneSweep = hourly(30, async (env, at) => (await import("./service")).pruneStates(env, at));
 
 /** The install belongs to the workspace, not to the admin who made it: no erase step. */
 export const teamchatArea: Area = {

@@ -1,7 +1,6 @@
 import { callerEvent } from "../http/audit";
 import { requestOrigin } from "../http/context";
 import { routesOf } from "../http/endpoint";
-import { jsonResponse } from "../http/route";
 import { ApiError } from "../platform/problem";
 import { sealingAvailable } from "../platform/secret-box";
 import { installCallbackRouter } from "./callback-routes";
@@ -14,7 +13,7 @@ const route = routesOf(["Team chat"]);
 
 route("admin", "GET /v1/api/integrations/slack", "Team-chat install status", {
   description: "Whether the workspace has a live Slack install, and which team and bot it is.",
-  responses: { 200: jsonResponse(SlackStatusSchema, "The install, or `installed: false` with nulls") },
+  responses: { 200: [SlackStatusSchema, "The install, or `installed: false` with nulls"] },
 }).handle(async (c) => {
   const install = await findInstall(c.env, c.var.caller.workspace.id);
   const live = !!install?.live;
@@ -33,7 +32,7 @@ route("admin", "GET /v1/api/integrations/slack", "Team-chat install status", {
 route("admin", "POST /v1/api/integrations/slack/install", "Start the Slack install", {
   description:
     "Answers Slack's v2 authorize URL (scopes `files:write`, `chat:write`, `chat:write.customize`) with a signed `state` bound to this workspace and admin, valid once for 10 minutes. Slack sends the admin back to `GET /v1/integrations/slack/callback`, which stores the bot token encrypted and shows a small page.",
-  responses: { 200: jsonResponse(InstallUrlSchema, "Where to send the admin"), 503: notConfigured },
+  responses: { 200: [InstallUrlSchema, "Where to send the admin"], 503: notConfigured },
 }).handle(async (c) => {
   slackConfig(c.env);
   if (!(await sealingAvailable(c.env)))
@@ -44,7 +43,7 @@ route("admin", "POST /v1/api/integrations/slack/install", "Start the Slack insta
 
 route("admin", "DELETE /v1/api/integrations/slack", "Uninstall team chat", {
   description: "Revokes the bot token at Slack (best effort) and forgets it. Idempotent.",
-  responses: { 204: { description: "Uninstalled (or nothing was installed)" } },
+  responses: { 204: "Uninstalled (or nothing was installed)" },
 }).handle(async (c) => {
   await uninstall(c.env, c.var.caller.workspace.id, ({ teamId, revoked }) =>
     callerEvent(c, {

@@ -1,8 +1,8 @@
 import { z } from "@hono/zod-openapi";
 import type { AuditEventInput } from "../audit/events";
 import { routesOf } from "../http/endpoint";
-import { jsonResponse, MiB } from "../http/route";
-import { badRequest, problemResponse } from "../platform/problem";
+import { MiB } from "../http/route";
+import { badRequest } from "../platform/problem";
 import { notConfigured, SlackWebhookAckSchema, SlackWebhookHeadersSchema } from "./schemas";
 import { retireTeam, slackConfig } from "./service";
 import { verifySlackSignature } from "./signature";
@@ -31,8 +31,8 @@ route(
       "Slack's events, authenticated by `X-Slack-Signature` over `v0:<timestamp>:<raw body>` with the signing secret; a timestamp more than 5 minutes away is refused (replay window). Answers `url_verification` with its challenge; `app_uninstalled` and `tokens_revoked` mark the team's install not live; other events are acknowledged.",
     request: { headers: SlackWebhookHeadersSchema },
     responses: {
-      200: jsonResponse(SlackWebhookAckSchema, "Processed or ignored"),
-      400: problemResponse("Missing or invalid signature (`invalid_signature`), stale timestamp (`stale_request`)"),
+      200: [SlackWebhookAckSchema, "Processed or ignored"],
+      400: "Missing or invalid signature (`invalid_signature`), stale timestamp (`stale_request`)",
       503: notConfigured,
     },
   },

@@ -1,7 +1,5 @@
 import { callerEvent } from "../http/audit";
 import { routesOf } from "../http/endpoint";
-import { jsonBody, jsonResponse } from "../http/route";
-import { problemResponse } from "../platform/problem";
 import { AvailabilitySchema, RenameResultSchema, SetSlugRequestSchema, SlugQuerySchema } from "./schemas";
 import { renameWorkspace, slugAvailability } from "./service";
 
@@ -13,19 +11,16 @@ route(
   "Check whether a workspace handle is available (advisory)",
   {
     description: "Any candidate gets a verdict; one that is not a well-formed handle (of any length) is `invalid`.",
-    request: { query: SlugQuerySchema },
-    responses: { 200: jsonResponse(AvailabilitySchema, "The verdict"), 400: problemResponse("Missing slug") },
+    query: SlugQuerySchema,
+    responses: { 200: [AvailabilitySchema, "The verdict"], 400: "Missing slug" },
   },
 ).handle(async (c) => c.json(await slugAvailability(c.env, c.req.valid("query").slug), 200));
 
 route("admin-role", "POST /v1/api/admin/workspace/slug", "Rename the workspace handle", {
   description:
     "A workspace admin's credential with any scope (`role:admin`). Re-aliases the email slug to match; the old email slug keeps routing for 30 days. Errors carry code `invalid`, `reserved` or `taken`.",
-  request: { body: jsonBody(SetSlugRequestSchema) },
-  responses: {
-    200: jsonResponse(RenameResultSchema, "The rename result"),
-    400: problemResponse("Invalid, reserved or taken handle"),
-  },
+  body: SetSlugRequestSchema,
+  responses: { 200: [RenameResultSchema, "The rename result"], 400: "Invalid, reserved or taken handle" },
 }).handle(async (c) => {
   const result = await renameWorkspace(c.env, c.var.caller.workspace.id, c.req.valid("json").slug, (r) =>
     callerEvent(c, {
