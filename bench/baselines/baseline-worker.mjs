@@ -119,6 +119,7 @@ const toAgentRow = (a) => ({
   aliases: arr(a.aliases),
   cautions: arr(a.cautions),
   languages: arr(a.languages),
+  approval_required: arr(a.approval_required),
   runtime_profile: a.runtime_profile,
   delivery_mode: a.delivery_mode,
   status: a.status,
