@@ -43,8 +43,10 @@ await esbuild.build({
   absWorkingDir: ROOT,
   entryPoints: { index: "src/index.ts" },
   outdir: OUT,
-  chunkNames: "chunk-[hash]",
-  // .mjs: wrangler's default rules upload them as ES modules beside the entry.
+  // A name no package in node_modules uses: wrangler.toml's module rule for the chunks also
+  // applies to the modules the tests load, and must not claim a dependency's .mjs files.
+  chunkNames: "worker-chunk-[hash]",
+  // .mjs: wrangler.toml's module rule uploads them as ES modules beside the entry.
   outExtension: { ".js": ".mjs" },
   bundle: true,
   splitting: true,
