@@ -10,6 +10,7 @@ import type { ModelFailure, StoredPart, TurnContextRow } from "./schema";
 import { settle, writeQuestion } from "./settle";
 import { setTurnState } from "./store";
 import type { RoomHost, RunningTurn, TurnClaim, TurnInput } from "./types";
+import { uiChunkMapper } from "./ui-chunks";
 
 // The room loads this module for its turns; a restart's cut-short turns end through it too.
 export { settleInterrupted } from "./settle";
@@ -81,27 +82,38 @@ export function runInRoom(room: RoomHost, start: Start): RunningTurn {
       try {
         setTurnState(room.db, turnId, "streaming");
         const turn = await startModel(room, start, stopper.signal);
-        let built: StoredPart[] | undefined;
-        const ui = turn.result.toUIMessageStream({
-          generateMessageId: () => turnId,
-          // A resumed segment continues the message (its `start` carries the same id).
-          originalMessages: start.resume ? [start.resume.original] : undefined,
-          onError: (error) => modelFailure(room.env, error).message,
-          redactToolErrors: false,
-          // The reply's parts as the SDK builds them from this stream, for its end (see `settle`).
-          onFinish: ({ responseMessage }) => {
-            built = responseMessage.parts;
-          },
-        });
-        let whole = true;
-        for await (const chunk of ui) {
-          if (running.closed) {
-            whole = false;
-            break;
+        const onError = (error: unknown) => modelFailure(room.env, error).message;
+        if (start.resume) {
+          // A resumed segment continues its message: the SDK builds its parts on the stored
+          // ones (the approvals' answers), while it streams.
+          let built: StoredPart[] | undefined;
+          const ui = turn.result.toUIMessageStream({
+            generateMessageId: () => turnId,
+            originalMessages: [start.resume.original],
+            onError,
+            redactToolErrors: false,
+            onFinish: ({ responseMessage }) => {
+              built = responseMessage.parts;
+            },
+          });
+          let whole = true;
+          for await (const chunk of ui) {
+            if (running.closed) {
+              whole = false;
+              break;
+            }
+            emit(chunk);
           }
-          emit(chunk);
+          if (whole && !stopper.signal.aborted) running.parts = built;
+        } else {
+          // A new reply's parts are built from its events when it ends (see `settle`).
+          const toChunk = uiChunkMapper(turn.tools, { messageId: turnId, onError });
+          for await (const part of turn.result.stream) {
+            if (running.closed) break;
+            const chunk = toChunk(part);
+            if (chunk) emit(chunk);
+          }
         }
-        if (whole && !stopper.signal.aborted) running.parts = built;
         outcome = await turn.done;
       } catch (error) {
         failure = modelFailure(room.env, error);
