@@ -7,6 +7,7 @@ import path from "node:path";
 import { performance } from "node:perf_hooks";
 import { convertV4MiniflareOptions, Log, LogLevel, Miniflare } from "miniflare";
 import { serviceConfig } from "./config.mjs";
+import { inspectorOptions } from "./cpu-profile.mjs";
 
 export const ROOT = path.resolve(import.meta.dirname, "..", "..");
 export const OUT = path.join(ROOT, "bench", ".out");
@@ -132,6 +133,7 @@ export function startMiniflare(workers) {
       logRequests: false,
       cf: false,
       telemetry: { enabled: false },
+      ...inspectorOptions(),
       workers,
     }),
   );

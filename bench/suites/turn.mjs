@@ -11,6 +11,7 @@
 //   4. turns whose connection drops at a random event and resume with Last-Event-ID
 //      (lib/turn-resume.mjs): gaps, duplicates, their text and their debits, all checked.
 import { performance } from "node:perf_hooks";
+import { CPUPROFILE, inspectedWorker, startProfile } from "../lib/cpu-profile.mjs";
 import {
   baselineModules,
   besideService,
@@ -208,7 +209,7 @@ async function start(ctx, mock) {
   const d1Id = d1IdOf(config);
   const common = besideService(config);
   const mf = await ctx.start([
-    serviceWorker(bundle, config, llmVars),
+    inspectedWorker(serviceWorker(bundle, config, llmVars)),
     {
       ...common,
       name: AISDK,
@@ -314,7 +315,10 @@ async function throughput(b) {
       turns: b.turns,
     }),
   );
+  // BENCH_CPUPROFILE: a V8 profile of the service's isolate (its rooms included) over the rounds.
+  const stopProfile = await startProfile(SERVICE);
   const r = await measureAlternating(targets, { rounds: ROUNDS, seconds: SECONDS });
+  if (CPUPROFILE) step(`  CPU profile of the service's isolate: ${await stopProfile()}`);
   for (const t of targets) {
     const s = t.stats;
     check(r[t.name].failures === 0, `${t.name}: ${r[t.name].failures} failed requests`);

@@ -41,9 +41,9 @@ export type TurnRequest = {
   /** What the caller read for the areas' tools (see `TurnScope.prefetched`). */
   prefetched?: Readonly<Record<string, unknown>>;
   /**
-   * The caller reads `result.toUIMessageStream()` to its end (or cancels it), and nothing else
-   * of `result`: the turn then keeps no copy of the stream of its own (one pipeline instead of
-   * two tee'd ones) and `done` settles when that stream ends.
+   * The caller reads one stream of `result` (`stream`, or `toUIMessageStream()`) to its end
+   * (or cancels it), and nothing else of `result`: the turn then keeps no copy of the stream of
+   * its own (one pipeline instead of two tee'd ones) and `done` settles when that stream ends.
    */
   readsStream?: boolean;
   /**
@@ -293,5 +293,6 @@ export async function runTurn(req: TurnRequest) {
       failure: provider,
     };
   })();
-  return { result, done };
+  // `tools` as the SDK runs them: what maps their parts to UI message chunks needs them.
+  return { result, done, tools };
 }

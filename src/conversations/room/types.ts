@@ -61,7 +61,10 @@ export type RunningTurn = {
   chunks: UIMessageChunk[];
   /** Events not stored yet: stored together once the current task is done, then sent (see `emit`). */
   unstored?: { seq: number; json: string; chunk: UIMessageChunk }[];
-  /** The reply's parts as the AI SDK built them from the stream, once it ran whole (not stopped). */
+  /**
+   * A resumed segment's parts as the AI SDK built them on its stored message, once it ran whole
+   * (not stopped); otherwise the parts are built from `chunks` when the turn ends.
+   */
   parts?: StoredPart[];
   /** The SSE readers following the turn live. */
   followers: Set<ReadableStreamDefaultController<Uint8Array>>;
