@@ -1,6 +1,5 @@
-import { detailsMatch, encodeEntry, GENESIS_HASH, utf8Sha256 } from "./chain";
+import { detailsMatch, encodeEntry, entryMatches, GENESIS_HASH } from "./chain";
 import { CHAIN_CHUNK, chainRow, SELECT_CHAIN_ROWS } from "./chain-rows";
-import { equalsHex } from "./sha256";
 import type { VerifyResult } from "./types";
 
 /**
@@ -33,7 +32,7 @@ export async function verifyChain(sql: SqlStorage, toSeq: number, limit: number)
         r.seq !== expectedSeq || r.prevHash !== expectedPrev
           ? "linkage"
           : (r.salt !== null && !detailsMatch(r.salt, r.details, r.detailsDigest)) ||
-              !equalsHex(utf8Sha256(encodeEntry(r)), r.hash)
+              !entryMatches(encodeEntry(r), r.hash)
             ? "content"
             : null;
       if (breakType)
