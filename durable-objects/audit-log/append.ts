@@ -122,13 +122,14 @@ export class ChainWriter {
         );
         group.forEach((_, i) => {
           const plan = plans[i]!;
+          const mark = this.tree.mark();
           try {
             if ("error" in plan) throw plan.error;
             this.storage.transactionSync(() => this.insert(plan.rows, plan.leaves));
             this.head = plan.head;
             outcomes.push({ ok: true, written: plan.written });
           } catch (error) {
-            this.tree.forget();
+            this.tree.rollback(mark);
             outcomes.push({ ok: false, error });
             // The appends after it were chained onto it: plan them again from the head as it stands.
             const rest = this.plan(
@@ -138,6 +139,8 @@ export class ChainWriter {
             plans = [...plans.slice(0, i + 1), ...rest];
           }
         });
+        // The group's tree nodes, in as few INSERTs as they fit: they commit or roll back with its rows.
+        this.tree.write();
       });
     } catch (error) {
       this.tree.forget();
@@ -192,14 +195,13 @@ export class ChainWriter {
     });
   }
 
-  /** Inserts the rows and their leaves; the tree's nodes roll back with the rows. */
+  /** Inserts the rows and puts their leaves in the tree (written by `flush` for the whole group). */
   private insert(rows: SqlStorageValue[][], leaves: Uint8Array[]): void {
     // Raw statement: building a Drizzle insert per row costs more than hashing the entry.
     rows.forEach((row, i) => {
       this.storage.sql.exec(INSERT_EVENT, ...row);
       appendLeaf(this.tree, (row[0] as number) - 1, leaves[i]!);
     });
-    this.tree.write();
   }
 
   /** Where the batch's outbox rows already stand in the chain (none read when no event names one). */

@@ -5,9 +5,15 @@ import { appendLeaf, leafHash, type NodeStore } from "./merkle";
 /** Rows of tree_nodes per INSERT: three bound parameters each, within the statement's limit of 100. */
 const NODES_PER_INSERT = 33;
 
+/** Where the store stood before an append: `rollback` returns it there. */
+export type TreeMark = { newest: unknown[]; pending: number };
+
 export type TreeStore = NodeStore & {
   /** Writes the nodes put since the last call. */
   write(): void;
+  mark(): TreeMark;
+  /** Drops the nodes put since `mark` was taken: the append that put them rolled back. */
+  rollback(mark: TreeMark): void;
   /** Drops what is buffered or remembered: the transaction that wrote it rolled back. */
   forget(): void;
 };
@@ -15,7 +21,7 @@ export type TreeStore = NodeStore & {
 /**
  * The tree's nodes in SQL. The two newest nodes of each level are kept in memory: the node an
  * append pairs with is the one before the node it just put, so an append reads none. Puts are buffered and written
- * together by `write()` (one INSERT per append instead of one per node).
+ * together by `write()` (one INSERT per 33 nodes, for all the appends of a transaction, instead of one per node).
  */
 export function sqlNodeStore(sql: SqlStorage): TreeStore {
   type Node = { idx: number; hash: Uint8Array };
@@ -44,6 +50,12 @@ export function sqlNodeStore(sql: SqlStorage): TreeStore {
         const values = Array.from({ length: chunk.length / 3 }, () => "(?, ?, ?)").join(", ");
         sql.exec(`INSERT INTO tree_nodes (level, idx, hash) VALUES ${values}`, ...chunk);
       }
+    },
+    // `put` replaces a level's entry and never changes one, so a shallow copy is a snapshot.
+    mark: () => ({ newest: [...newest], pending: pending.length }),
+    rollback: (mark) => {
+      newest = mark.newest as typeof newest;
+      pending.length = mark.pending;
     },
     forget: () => {
       newest = [];
