@@ -127,6 +127,27 @@ describe("the audit log's Merkle tree (RFC 9162)", () => {
     await expectAllProofsValid(log, leaves);
   });
 
+  it("stores the nodes of appends that arrive together with their group, leaving out only a failed append's", async () => {
+    const log = auditLog(env, crypto.randomUUID());
+    // 40 appends in one group: more nodes than one INSERT holds, two failures in the middle.
+    const outcomes = await Promise.allSettled(
+      Array.from({ length: 40 }, (_, i) =>
+        log.append(i === 10 || i === 25 ? [event(i), { ...event(i), kind: null as unknown as string }] : [event(i)]),
+      ),
+    );
+    expect(outcomes.filter((o) => o.status === "rejected")).toHaveLength(2);
+    // Read back from storage, not from the nodes the object keeps in memory.
+    await evictDurableObject(log);
+    const leaves = await leavesOf(log);
+    expect(leaves).toHaveLength(38);
+    await runInDurableObject(log, (_o: AuditLog, state) => {
+      // Every perfect subtree of 38 leaves, once: 38 + 19 + 9 + 4 + 2 + 1.
+      const rows = state.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM tree_nodes").one().n;
+      expect(rows).toBe(73);
+    });
+    await expectAllProofsValid(log, leaves);
+  });
+
   it("builds the tree of a chain written before the tree existed when its object wakes", async () => {
     const log = auditLog(env, crypto.randomUUID());
     await log.append(Array.from({ length: 37 }, (_, i) => event(i)));

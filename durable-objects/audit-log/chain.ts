@@ -8,11 +8,11 @@
  *
  * `canonical` is JSON with object keys sorted recursively and no insignificant white space;
  * absent ids are JSON null. The first entry's prev_hash is GENESIS_HASH (64 zeros).
- * Hashing is synchronous (the runtime's native SHA-256, see sha256.ts), so an append never
+ * Hashing is synchronous (see sha256.ts), so an append never
  * awaits between reading the head and writing the entry.
  */
 import { Buffer } from "node:buffer";
-import { equalsHex, sha256, toHex } from "./sha256";
+import { sha256, sha256Words, toHex, wordsEqualHex } from "./sha256";
 
 export const GENESIS_HASH = "0".repeat(64);
 const VERSION = "v1";
@@ -53,28 +53,31 @@ const utf8 = new TextEncoder();
 /** The value of one lowercase hex digit (the salt has been checked to be lowercase hex). */
 const nibble = (code: number) => (code > 57 ? code - 87 : code - 48);
 
-/** SHA-256 of the salt's bytes then the details' UTF-8; null for a stored salt that is not lowercase hex. */
-function detailsSha256(saltHex: string, canonicalDetails: string): Uint8Array | null {
+/**
+ * The salt's bytes then the details' UTF-8, in `scratch` when they fit (its length is returned)
+ * or in a buffer of their own; null for a stored salt that is not lowercase hex.
+ */
+function saltedDetails(saltHex: string, canonicalDetails: string): Uint8Array | null {
   if (!HEX_SALT.test(saltHex)) return null;
   const saltLength = saltHex.length / 2;
   if (saltLength + canonicalDetails.length * 3 > scratch.length)
-    return sha256(Buffer.concat([Buffer.from(saltHex, "hex"), Buffer.from(canonicalDetails, "utf8")]));
+    return Buffer.concat([Buffer.from(saltHex, "hex"), Buffer.from(canonicalDetails, "utf8")]);
   for (let i = 0; i < saltLength; i++)
     scratch[i] = (nibble(saltHex.charCodeAt(2 * i)) << 4) | nibble(saltHex.charCodeAt(2 * i + 1));
   const { written } = utf8.encodeInto(canonicalDetails, scratch.subarray(saltLength));
-  return sha256(scratch.subarray(0, saltLength + written));
+  return scratch.subarray(0, saltLength + written);
 }
 
 /** A stored salt that is not lowercase hex matches no digest (verify reports a content break). */
 export function detailsDigest(saltHex: string, canonicalDetails: string): string {
-  const digest = detailsSha256(saltHex, canonicalDetails);
-  return digest ? toHex(digest) : "";
+  const bytes = saltedDetails(saltHex, canonicalDetails);
+  return bytes ? toHex(sha256(bytes)) : "";
 }
 
 /** Whether the details, salted, still hash to the stored `digest` (hex), without building the hex. */
 export function detailsMatch(saltHex: string, canonicalDetails: string, digest: string): boolean {
-  const computed = detailsSha256(saltHex, canonicalDetails);
-  return computed !== null && equalsHex(computed, digest);
+  const bytes = saltedDetails(saltHex, canonicalDetails);
+  return bytes !== null && wordsEqualHex(sha256Words(bytes), digest);
 }
 
 export function entryHash(f: ChainFields): string {
@@ -82,7 +85,7 @@ export function entryHash(f: ChainFields): string {
 }
 
 /** SHA-256 of a string's UTF-8. */
-export function utf8Sha256(text: string): Uint8Array {
+function utf8Sha256(text: string): Uint8Array {
   if (text.length * 3 > scratch.length) return sha256(utf8.encode(text));
   const { written } = utf8.encodeInto(text, scratch);
   return sha256(scratch.subarray(0, written));
@@ -90,6 +93,13 @@ export function utf8Sha256(text: string): Uint8Array {
 
 export function encodedEntryHash(encoded: string): string {
   return toHex(utf8Sha256(encoded));
+}
+
+/** Whether the encoded entry hashes to the stored `hash` (hex), without building the hex or a digest. */
+export function entryMatches(encoded: string, hash: string): boolean {
+  if (encoded.length * 3 > scratch.length) return wordsEqualHex(sha256Words(utf8.encode(encoded)), hash);
+  const { written } = utf8.encodeInto(encoded, scratch);
+  return wordsEqualHex(sha256Words(scratch.subarray(0, written)), hash);
 }
 
 /** The entry's canonical encoding: its UTF-8 is what the hash covers and the Merkle tree's leaf. */
