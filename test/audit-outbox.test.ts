@@ -6,7 +6,7 @@ import { auditLog } from "../durable-objects/audit-log/client";
 import type { AppendEvent } from "../durable-objects/audit-log/types";
 import { deliveringAudit, deliverNow } from "../src/audit/delivery";
 import { type AuditEventInput, auditInBatch, outboxRow } from "../src/audit/events";
-import { deliverOutbox, deliverWorkspace, pendingCount } from "../src/audit/outbox";
+import { deliverOutbox, deliverWorkspace, pendingCount, removeDelivered, type Unremoved } from "../src/audit/outbox";
 import { auditOutbox } from "../src/db/schema";
 import worker from "../src/index";
 import { db } from "../src/platform/db";
@@ -233,6 +233,30 @@ describe("audit outbox: delivery", () => {
     await env.DB.prepare("DELETE FROM audit_outbox WHERE workspace_id = ?").bind(ws.workspace.id).run();
   });
 
+  it("leaves a round's delivered rows to the next read to remove: each row lands once, in order", async () => {
+    const ws = await settledWorkspace();
+    const id = ws.workspace.id;
+    const d = db(env);
+    const first = [0, 1].map((i) => systemRow(id, `n:${i}`));
+    for (const r of first) await d.insert(auditOutbox).values(r).run();
+    const unremoved: Unremoved = { ids: [] };
+    expect(await deliverWorkspace(env, id, unremoved)).toBe(2);
+    // Appended, still in the outbox until the next read: one D1 transaction a round, not two.
+    expect(unremoved.ids).toEqual(first.map((r) => r.id));
+    expect(await pendingCount(env, id)).toBe(2);
+
+    const second = systemRow(id, "n:2");
+    await d.insert(auditOutbox).values(second).run();
+    // The next round removes the first round's rows in its read, so it delivers only the new one.
+    expect(await deliverWorkspace(env, id, unremoved)).toBe(1);
+    expect(unremoved.ids).toEqual([second.id]);
+    expect(await pendingCount(env, id)).toBe(1);
+    await removeDelivered(env, unremoved.ids);
+    expect(await pendingCount(env, id)).toBe(0);
+    expect((await auditEvents(id, SEEDED)).map((e) => e.target)).toEqual(["n:2", "n:1", "n:0"]);
+    expect((await verify(ws.adminToken)).ok).toBe(true);
+  });
+
   it("delivers a backlog larger than one round, in order, exactly once", async () => {
     const ws = await settledWorkspace();
     const d = db(env);
@@ -258,6 +282,27 @@ describe("audit delivery by itself", () => {
   /** The chain as the object holds it, read without delivering first (unlike `auditEvents`). */
   const chain = async (workspaceId: string, kind: string) =>
     (await auditLog(env, workspaceId).list({ days: 0, kind }, { page: 1, pageSize: 50 })).events;
+
+  it("a delivery loop of several rounds leaves an empty outbox and each event once, in order", async () => {
+    const ws = await settledWorkspace();
+    const id = ws.workspace.id;
+    const write = async (target: string) => {
+      const ctx = createExecutionContext();
+      await deliveringAudit(env, ctx, async () => {
+        await db(env).batch([
+          auditInBatch(env, { workspaceId: id, kind: SEEDED, actor: { kind: "system", id: null }, target }),
+        ]);
+      });
+      return ctx;
+    };
+    const first = await write("n:0");
+    await new Promise((resolve) => setTimeout(resolve, 150)); // the loop's first round has begun
+    const second = await write("n:1"); // joins the running loop (another round), or starts one
+    await waitOnExecutionContext(first);
+    await waitOnExecutionContext(second);
+    expect(await pendingCount(env, id)).toBe(0);
+    expect((await chain(id, SEEDED)).map((e) => e.target)).toEqual(["n:1", "n:0"]);
+  });
 
   it("a request's event reaches the chain once the response is out, with no call asking for it", async () => {
     const ws = await settledWorkspace();

@@ -1,6 +1,6 @@
 import { AsyncLocalStorage } from "node:async_hooks";
 import { logError } from "../platform/log";
-import { deliverOutbox, deliverWorkspace } from "./outbox";
+import { deliverOutbox, deliverWorkspace, removeDelivered, type Unremoved } from "./outbox";
 
 /**
  * Delivery of audit events into the workspaces' chains, without any call site asking: every
@@ -65,9 +65,9 @@ function startDelivery(scope: Scope, workspaceId: string | null) {
 }
 
 /** Moves a workspace's committed outbox rows into its chain; a failure leaves them to the cron. */
-export async function deliverNow(env: Env, workspaceId: string): Promise<void> {
+export async function deliverNow(env: Env, workspaceId: string, unremoved?: Unremoved): Promise<void> {
   try {
-    await deliverWorkspace(env, workspaceId);
+    await deliverWorkspace(env, workspaceId, unremoved);
   } catch (error) {
     logError("audit delivery failed; rows wait in the outbox", error);
   }
@@ -93,7 +93,8 @@ const loops = new Map<string | null, { again: boolean }>();
  * Delivery after a commit, shared by the requests of one isolate: the first starts a loop (the
  * promise to hand to `waitUntil`), the others only mark that more rows wait and get null. The
  * loop runs another round while rows keep arriving, so under load one call to the object
- * delivers many requests' events; no request waits on another's promise.
+ * delivers many requests' events; no request waits on another's promise. A round's delivered
+ * rows are removed from the outbox with the next round's read, the last round's when the loop ends.
  */
 function deliverAfterCommit(env: Env, workspaceId: string | null): Promise<void> | null {
   const running = loops.get(workspaceId);
@@ -103,17 +104,21 @@ function deliverAfterCommit(env: Env, workspaceId: string | null): Promise<void>
   }
   const loop = { again: false };
   loops.set(workspaceId, loop);
+  const unremoved: Unremoved = { ids: [] };
   return (async () => {
     try {
       for (let round = 0; round < LOOP_ROUNDS; round++) {
         await new Promise((resolve) => setTimeout(resolve, ROUND_DELAY_MS));
         loop.again = false;
         if (workspaceId === null) await deliverOutbox(env, SWEEP_WORKSPACES);
-        else await deliverNow(env, workspaceId);
+        else await deliverNow(env, workspaceId, unremoved);
         if (!loop.again) return;
       }
     } finally {
       loops.delete(workspaceId);
+      await removeDelivered(env, unremoved.ids).catch((error) =>
+        logError("delivered audit rows not removed; the next delivery skips them", error),
+      );
     }
   })();
 }

@@ -10,22 +10,30 @@ const OUTBOX_ROUND = 500;
 
 type OutboxRow = { id: string; event: string };
 
-/** A workspace's undelivered events, oldest first (ids are time-ordered). */
-function pendingRows(env: Env, workspaceId: string): Promise<OutboxRow[]> {
-  return db(env)
+// One JSON parameter for the ids: an IN list binds one variable each, and D1 allows 100.
+const idIn = (ids: string[]) => inArray(auditOutbox.id, sql`(SELECT value FROM json_each(${JSON.stringify(ids)}))`);
+
+const removal = (env: Env, ids: string[]) => db(env).delete(auditOutbox).where(idIn(ids));
+
+/**
+ * A workspace's undelivered events, oldest first (ids are time-ordered), read in one batch with
+ * the removal of the rows the round before delivered: one D1 transaction a round, not two.
+ */
+async function pendingRows(env: Env, workspaceId: string, removeFirst: string[]): Promise<OutboxRow[]> {
+  const read = db(env)
     .select({ id: auditOutbox.id, event: auditOutbox.event })
     .from(auditOutbox)
     .where(eq(auditOutbox.workspaceId, workspaceId))
     .orderBy(asc(auditOutbox.id))
-    .limit(OUTBOX_ROUND)
-    .all();
+    .limit(OUTBOX_ROUND);
+  if (!removeFirst.length) return read.all();
+  const [, rows] = await db(env).batch([removal(env, removeFirst), read]);
+  return rows;
 }
 
-// One JSON parameter for the ids: an IN list binds one variable each, and D1 allows 100.
-const idIn = (ids: string[]) => inArray(auditOutbox.id, sql`(SELECT value FROM json_each(${JSON.stringify(ids)}))`);
-
-async function removeDelivered(env: Env, ids: string[]): Promise<void> {
-  if (ids.length) await db(env).delete(auditOutbox).where(idIn(ids)).run();
+/** Removes outbox rows already in their chain (the object appends a row at most once, so a lost removal costs a redelivery only). */
+export async function removeDelivered(env: Env, ids: string[]): Promise<void> {
+  if (ids.length) await removal(env, ids).run();
 }
 
 /** Counts a failed attempt on rows that stay for the next delivery: these rows, or all of a workspace's. */
@@ -39,19 +47,38 @@ async function markFailed(env: Env, rows: string[] | { workspaceId: string }, er
 }
 
 /**
+ * Rows appended to a workspace's chain whose removal from the outbox is left to the next read
+ * (see `pendingRows`): a delivery loop hands the same one to each of its rounds and removes
+ * what is left when it ends.
+ */
+export type Unremoved = { ids: string[] };
+
+/**
  * Moves a workspace's outbox rows (each committed in D1 with the change it records) into its
  * chain, oldest first, and removes them from the outbox; returns how many. The object appends
  * a row at most once (by its id), so a row whose removal was lost, or that two Workers deliver
  * at once, lands once. A row the object refuses stays with its error and the rest go on; an
- * object that cannot be reached throws, and every row stays for the next delivery.
+ * object that cannot be reached throws, and every row stays for the next delivery. With
+ * `unremoved`, the rows of its last round stay there for the caller to remove, with its next
+ * read or by itself.
  */
-export async function deliverWorkspace(env: Env, workspaceId: string): Promise<number> {
+export async function deliverWorkspace(env: Env, workspaceId: string, unremoved?: Unremoved): Promise<number> {
+  const left = unremoved ?? { ids: [] };
+  try {
+    return await deliverRounds(env, workspaceId, left);
+  } finally {
+    if (!unremoved) await removeDelivered(env, left.ids);
+  }
+}
+
+async function deliverRounds(env: Env, workspaceId: string, left: Unremoved): Promise<number> {
   let delivered = 0;
   for (;;) {
-    const rows = await pendingRows(env, workspaceId);
+    const rows = await pendingRows(env, workspaceId, left.ids);
+    left.ids = [];
     if (!rows.length) return delivered;
     const { done, failed, lastError } = await appendRows(env, workspaceId, rows);
-    await removeDelivered(env, done);
+    left.ids = done;
     delivered += done.length;
     if (failed.length) {
       await markFailed(env, failed, lastError);
