@@ -1,20 +1,15 @@
 import { and, eq, lt, type SQL, sql } from "drizzle-orm";
-import { findVisibleArtifact } from "../artifacts/service";
-import { artifactKey } from "../artifacts/store";
 import { type AuditEventInput, auditInBatch, PREVIOUS_STATEMENT_CHANGED } from "../audit/events";
-import { agents, conversations, slackInstalls, slackStateUses, users } from "../db/schema";
+import { slackInstalls, slackStateUses, users } from "../db/schema";
 import { db } from "../platform/db";
 import { nowIso } from "../platform/env";
-import { ApiError, badRequest, notFound } from "../platform/problem";
+import { ApiError, badRequest } from "../platform/problem";
 import { open, seal } from "../platform/secret-box";
 import { workspaceRowWhere } from "../platform/workspace-rows";
-import { DEAD_TOKEN_ERRORS, SLACK_SCOPES, SlackError, slackAuthorizeUrl, slackCall, uploadBytes } from "./slack";
+import { SLACK_SCOPES, SlackError, slackAuthorizeUrl, slackCall } from "./slack";
 import { type InstallState, signState, verifyState } from "./state";
 
 export type Install = typeof slackInstalls.$inferSelect;
-
-/** Files over this size are not delivered (Slack's own limit). */
-export const DELIVER_MAX_BYTES = 1024 * 1024 * 1024;
 
 export type SlackConfig = { clientId: string; clientSecret: string; signingSecret: string };
 
@@ -136,7 +131,7 @@ export async function findInstall(env: Env, workspaceId: string): Promise<Instal
   return (await db(env).select().from(slackInstalls).where(eq(slackInstalls.workspaceId, workspaceId)).get()) ?? null;
 }
 
-const liveToken = async (env: Env, install: Install | null): Promise<string | null> => {
+export const liveToken = async (env: Env, install: Install | null): Promise<string | null> => {
   if (!install?.live || !install.botTokenSealed) return null;
   return open(env, install.botTokenSealed, `slack:${install.workspaceId}`).catch(() => null);
 };
@@ -208,78 +203,6 @@ export async function pruneStates(env: Env, now = Date.now()): Promise<void> {
 
 export const notInstalled = (detail = "Team chat is not installed for this workspace") =>
   badRequest("team_chat_not_installed", detail);
-
-export type Delivery = { channelId: string; fileId: string; size: number; conversationId: string };
-
-/**
- * Delivers an artifact into a Slack channel as the conversation's agent: the three calls of
- * Slack's external upload (`files.getUploadURLExternal`, the bytes streamed from R2 to the
- * upload URL, `files.completeUploadExternal` with the initial comment).
- */
-export async function deliverArtifact(
-  env: Env,
-  caller: { workspaceId: string; userId: string; userName: string },
-  artifactId: string,
-  channelId: string,
-  message: string | undefined,
-): Promise<Delivery> {
-  const artifact = await findVisibleArtifact(env, caller.workspaceId, caller.userId, artifactId);
-  if (!artifact) throw notFound("No such artifact");
-  if (!artifact.conversationId)
-    throw badRequest("not_deliverable", "The artifact is no longer in a conversation, so no agent can post it");
-  if (artifact.sensitive) throw badRequest("not_deliverable", "Sensitive artifacts are never shared to team chat");
-  if (artifact.size > DELIVER_MAX_BYTES) throw badRequest("not_deliverable", "The artifact is larger than 1 GiB");
-  if (artifact.size === 0) throw badRequest("not_deliverable", "The artifact is empty");
-
-  const install = await findInstall(env, caller.workspaceId);
-  if (!install?.live) throw notInstalled();
-  const token = await liveToken(env, install);
-  if (!token) throw notInstalled("The stored team-chat credentials cannot be used; install team chat again");
-
-  const agent = await db(env)
-    .select({ name: agents.displayName })
-    .from(conversations)
-    .innerJoin(agents, eq(agents.id, conversations.agentId))
-    .where(workspaceRowWhere(conversations, caller.workspaceId, artifact.conversationId))
-    .get();
-  const agentName = artifact.agentId
-    ? ((await db(env).select({ name: agents.displayName }).from(agents).where(eq(agents.id, artifact.agentId)).get())
-        ?.name ?? agent?.name)
-    : agent?.name;
-
-  const onSlackError = async (e: unknown): Promise<never> => {
-    if (!(e instanceof SlackError)) throw e;
-    if (e.error === "not_in_channel" || e.error === "channel_not_found")
-      throw badRequest("bot_not_in_channel", "The service's bot is not a member of that channel; invite it first");
-    if (DEAD_TOKEN_ERRORS.has(e.error)) {
-      await retireInstall(env, caller.workspaceId);
-      throw notInstalled("Slack no longer accepts this workspace's install; install team chat again");
-    }
-    throw new ApiError(502, "team_chat_failed", `Slack refused the delivery (${e.error})`);
-  };
-
-  const upload = await slackCall<{ upload_url: string; file_id: string }>(
-    env,
-    "files.getUploadURLExternal",
-    { filename: artifact.name, length: String(artifact.size) },
-    token,
-  ).catch(onSlackError);
-  const object = await env.FILES.get(artifactKey(artifact.workspaceId, artifact.id));
-  if (!object) throw notFound("No such artifact");
-  await uploadBytes(env, upload.upload_url, object.body, object.size).catch(onSlackError);
-  const lead = message?.trim() ? message.trim() : artifact.caption || artifact.name;
-  await slackCall(
-    env,
-    "files.completeUploadExternal",
-    {
-      files: JSON.stringify([{ id: upload.file_id, title: artifact.name }]),
-      channel_id: channelId,
-      initial_comment: `*${agentName ?? "Agent"}*: ${lead}\n_shared from studio by ${caller.userName}_`,
-    },
-    token,
-  ).catch(onSlackError);
-  return { channelId, fileId: upload.file_id, size: artifact.size, conversationId: artifact.conversationId };
-}
 
 /**
  * A direct message from the workspace's bot to one of its members, found in Slack by their
