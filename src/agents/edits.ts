@@ -111,19 +111,8 @@ export async function createAgent(
 
 export type AgentUpdate = { before: AgentRow; after: AgentRow; changed: string[] };
 
-/**
- * Applies the fields sent (null clears a nullable one). Renaming keeps the old slug as an
- * alias; writing `instructions` (even null) makes `instructions_is_default` false.
- */
-export async function updateAgent(
-  env: Env,
-  workspaceId: string,
-  id: string,
-  input: UpdateAgentRequest,
-  event: (change: AgentUpdate) => AuditEventInput,
-): Promise<AgentUpdate> {
-  const current = await getAgentRecord(env, workspaceId, id);
-  const before = toAgentRow(current);
+/** The slug and aliases after the edit: a rename keeps the old slug as an alias (at most 10). */
+function handlesAfter(before: AgentRow, input: UpdateAgentRequest): { slug: string; aliases: string[] } {
   const slug = input.slug ?? before.slug;
   const renamed = slug !== before.slug;
   let aliases = input.aliases ?? before.aliases.filter((a) => a !== slug);
@@ -135,15 +124,17 @@ export async function updateAgent(
   }
   const held = new Set([before.slug, ...before.aliases]);
   checkHandles(slug, aliases, (h) => !held.has(h));
-  const profile = input.runtime_profile ?? before.runtime_profile;
-  const model = input.model !== undefined ? input.model : (before.model ?? null);
-  checkModel(profile, model);
-  // Only a model the request sets: an edit of another field is not refused for a pin made earlier.
-  await checkProviderOffers(env, input.model);
+  return { slug, aliases };
+}
 
+/** The columns the request sets; writing `instructions` (even null) clears `instructions_is_default`. */
+function updatedColumns(
+  input: UpdateAgentRequest,
+  handles: { slug: string; aliases: string[] },
+): Partial<typeof agents.$inferInsert> {
   const set: Partial<typeof agents.$inferInsert> = { updatedAt: nowIso() };
-  if (input.slug !== undefined) set.slug = slug;
-  if (input.slug !== undefined || input.aliases !== undefined) set.aliases = JSON.stringify(aliases);
+  if (input.slug !== undefined) set.slug = handles.slug;
+  if (input.slug !== undefined || input.aliases !== undefined) set.aliases = JSON.stringify(handles.aliases);
   if (input.display_name !== undefined) set.displayName = input.display_name;
   if (input.description !== undefined) set.description = input.description;
   if (input.instructions !== undefined) {
@@ -158,7 +149,30 @@ export async function updateAgent(
   if (input.model !== undefined) set.model = input.model;
   if (input.avatar_url !== undefined) set.avatarUrl = input.avatar_url;
   if (input.approval_required !== undefined) set.approvalRequired = JSON.stringify(input.approval_required);
+  return set;
+}
 
+/**
+ * Applies the fields sent (null clears a nullable one). Renaming keeps the old slug as an
+ * alias; writing `instructions` (even null) makes `instructions_is_default` false.
+ */
+export async function updateAgent(
+  env: Env,
+  workspaceId: string,
+  id: string,
+  input: UpdateAgentRequest,
+  event: (change: AgentUpdate) => AuditEventInput,
+): Promise<AgentUpdate> {
+  const current = await getAgentRecord(env, workspaceId, id);
+  const before = toAgentRow(current);
+  const { slug, aliases } = handlesAfter(before, input);
+  const profile = input.runtime_profile ?? before.runtime_profile;
+  const model = input.model !== undefined ? input.model : (before.model ?? null);
+  checkModel(profile, model);
+  // Only a model the request sets: an edit of another field is not refused for a pin made earlier.
+  await checkProviderOffers(env, input.model);
+
+  const set = updatedColumns(input, { slug, aliases });
   // The change is known before it is written, so its event commits in the same batch.
   const expected = diff(before, toAgentRow({ ...current, ...set }));
   const d = db(env);

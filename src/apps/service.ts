@@ -62,6 +62,51 @@ export type NewApp = {
 
 const isSlugTaken = (e: unknown) => /UNIQUE constraint failed: apps\.workspace_id, apps\.slug/i.test(String(e));
 
+function manifestFor(files: NewApp["files"]): AppFile[] {
+  return files.map((f) => ({ path: f.path, content_type: f.contentType, size: f.bytes.length }));
+}
+
+async function putBundle(env: Env, input: NewApp, id: string): Promise<void> {
+  await Promise.all(
+    input.files.map((f, n) =>
+      env.FILES.put(appFileKey(input.workspaceId, id, n), f.bytes, { httpMetadata: { contentType: f.contentType } }),
+    ),
+  );
+}
+
+function newAppRow(id: string, input: NewApp, slug: string, manifest: AppFile[], size: number, now: string): StoredApp {
+  return {
+    id,
+    workspaceId: input.workspaceId,
+    slug,
+    title: input.title,
+    state: "running",
+    visibility: input.visibility,
+    runMode: "static",
+    conversationId: input.conversationId,
+    creatorUserId: input.creatorUserId,
+    agentId: input.agentId,
+    files: JSON.stringify(manifest),
+    size,
+    createdAt: now,
+    lastActivityAt: now,
+    destroyedAt: null,
+  };
+}
+
+/** Runs `insert` with the title's slug, then with up to 5 suffixed ones while the slug is taken. */
+async function withFreeSlug(title: string, insert: (slug: string) => Promise<void>): Promise<void> {
+  let slug = slugFromTitle(title);
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await insert(slug);
+    } catch (e) {
+      if (!isSlugTaken(e) || attempt >= 5) throw e;
+      slug = withSuffix(slugFromTitle(title));
+    }
+  }
+}
+
 /**
  * Stores a static bundle and its row. Bytes go to R2 first; the row is then inserted only
  * while the workspace is under `APP_QUOTA`, the count and the insert in one statement, so
@@ -78,53 +123,26 @@ export async function publishApp(
   if ((await countedApps(env, input.workspaceId)) >= quota) throw overQuota();
 
   const id = newId();
-  const manifest: AppFile[] = input.files.map((f) => ({
-    path: f.path,
-    content_type: f.contentType,
-    size: f.bytes.length,
-  }));
+  const manifest = manifestFor(input.files);
   const size = manifest.reduce((n, f) => n + f.size, 0);
-  await Promise.all(
-    input.files.map((f, n) =>
-      env.FILES.put(appFileKey(input.workspaceId, id, n), f.bytes, { httpMetadata: { contentType: f.contentType } }),
-    ),
-  );
+  await putBundle(env, input, id);
   const now = nowIso();
-  let slug = slugFromTitle(input.title);
   try {
-    for (let attempt = 0; ; attempt++) {
-      try {
-        const row: StoredApp = {
-          id,
-          workspaceId: input.workspaceId,
-          slug,
-          title: input.title,
-          state: "running",
-          visibility: input.visibility,
-          runMode: "static",
-          conversationId: input.conversationId,
-          creatorUserId: input.creatorUserId,
-          agentId: input.agentId,
-          files: JSON.stringify(manifest),
-          size,
-          createdAt: now,
-          lastActivityAt: now,
-          destroyedAt: null,
-        };
-        const d = db(env);
-        const [inserted] = await d.batch([
-          insertSelect(d, apps, row, sql`WHERE ${countedAppsQuery(env, input.workspaceId)} < ${quota}`),
-          auditInBatch(env, event({ id, slug, visibility: input.visibility, size, files: manifest.length }), {
-            onlyIf: PREVIOUS_STATEMENT_CHANGED,
-          }),
-        ]);
-        if (!inserted.meta.changes) throw overQuota();
-        break;
-      } catch (e) {
-        if (!isSlugTaken(e) || attempt >= 5) throw e;
-        slug = withSuffix(slugFromTitle(input.title));
-      }
-    }
+    await withFreeSlug(input.title, async (slug) => {
+      const d = db(env);
+      const [inserted] = await d.batch([
+        insertSelect(
+          d,
+          apps,
+          newAppRow(id, input, slug, manifest, size, now),
+          sql`WHERE ${countedAppsQuery(env, input.workspaceId)} < ${quota}`,
+        ),
+        auditInBatch(env, event({ id, slug, visibility: input.visibility, size, files: manifest.length }), {
+          onlyIf: PREVIOUS_STATEMENT_CHANGED,
+        }),
+      ]);
+      if (!inserted.meta.changes) throw overQuota();
+    });
   } catch (e) {
     await removeBytes(env, input.workspaceId, id);
     throw e;

@@ -107,6 +107,67 @@ function failureReply(e: BrowserCommandError): { reply: string; finish: AskFinis
   };
 }
 
+/** The ask's overall deadline: an abort signal and a promise that settles as a timed-out command. */
+type AskDeadline = {
+  timeoutMs: number;
+  at: number;
+  abort: AbortController;
+  timer: ReturnType<typeof setTimeout>;
+  aborted: Promise<CommandOutcome>;
+};
+
+function startDeadline(started: number, timeoutMs: number): AskDeadline {
+  const abort = new AbortController();
+  const timer = setTimeout(() => abort.abort(new Error("deadline")), timeoutMs);
+  const aborted = new Promise<CommandOutcome>((resolve) =>
+    abort.signal.addEventListener("abort", () =>
+      resolve({ ok: false, error: "timeout", message: `The ask deadline of ${timeoutMs} ms passed` }),
+    ),
+  );
+  return { timeoutMs, at: started + timeoutMs, abort, timer, aborted };
+}
+
+/** What the turn has done so far: commands run, model steps taken, the first failed command. */
+type AskProgress = { methods: Method[]; steps: number; failure: BrowserCommandError | null };
+
+/** Runs one browser command for the model, recording its method, never past the deadline. */
+function commandRunner(env: Env, caller: Caller, deadline: AskDeadline, progress: AskProgress) {
+  const browser = browserSession(env, caller.userId);
+  return async (method: Method, params: Record<string, unknown>): Promise<CommandOutcome> => {
+    progress.methods.push(method);
+    const remaining = deadline.at - Date.now();
+    if (remaining <= 0)
+      return { ok: false, error: "timeout", message: `The ask deadline of ${deadline.timeoutMs} ms passed` };
+    return Promise.race([
+      browser.command(method, params, Math.min(LIMITS.defaultTimeoutMs, remaining)),
+      deadline.aborted,
+    ]);
+  };
+}
+
+function recordStep(progress: AskProgress, step: { content: ReadonlyArray<{ type: string; error?: unknown }> }) {
+  progress.steps += 1;
+  for (const part of step.content) {
+    if (part.type === "tool-error" && part.error instanceof BrowserCommandError) progress.failure ??= part.error;
+  }
+}
+
+/** How a turn the model finished ends: a failed command, the step limit, or an answer. */
+function finishedReply(
+  result: { text: string; finishReason: string },
+  progress: AskProgress,
+): { reply: string; finish: AskFinish } {
+  if (progress.failure) return failureReply(progress.failure);
+  const text = result.text.trim();
+  if (result.finishReason === "tool-calls" || !text) {
+    return {
+      reply: text || `I stopped after ${progress.steps} steps without finishing the task; try a narrower request.`,
+      finish: "step_limit",
+    };
+  }
+  return { reply: text, finish: "answered" };
+}
+
 /**
  * Runs one agent turn limited to the computer tools, synchronously, with a bounded number
  * of steps and an overall deadline. A dropped browser, a failing command or the deadline
@@ -118,33 +179,15 @@ export async function askBrowser(env: Env, caller: Caller, input: AskRequest, de
   const model = (deps.model ?? languageModel)(env, agent.model);
   if (!model) throw new ApiError(503, "model_not_configured", "No language model is configured for this service");
 
-  const timeoutMs = input.timeout_ms ?? ASK_TIMEOUT.default;
-  const deadline = started + timeoutMs;
-  const abort = new AbortController();
-  const timer = setTimeout(() => abort.abort(new Error("deadline")), timeoutMs);
-  const aborted = new Promise<CommandOutcome>((resolve) =>
-    abort.signal.addEventListener("abort", () =>
-      resolve({ ok: false, error: "timeout", message: `The ask deadline of ${timeoutMs} ms passed` }),
-    ),
-  );
-
-  const browser = browserSession(env, caller.userId);
-  const methods: Method[] = [];
-  let failure: BrowserCommandError | null = null;
-  let steps = 0;
-  const run = async (method: Method, params: Record<string, unknown>): Promise<CommandOutcome> => {
-    methods.push(method);
-    const remaining = deadline - Date.now();
-    if (remaining <= 0) return { ok: false, error: "timeout", message: `The ask deadline of ${timeoutMs} ms passed` };
-    return Promise.race([browser.command(method, params, Math.min(LIMITS.defaultTimeoutMs, remaining)), aborted]);
-  };
-
-  const finish = (reply: string, why: AskFinish): AskOutcome => ({
+  const deadline = startDeadline(started, input.timeout_ms ?? ASK_TIMEOUT.default);
+  const progress: AskProgress = { methods: [], steps: 0, failure: null };
+  const run = commandRunner(env, caller, deadline, progress);
+  const finish = ({ reply, finish: why }: { reply: string; finish: AskFinish }): AskOutcome => ({
     reply,
-    steps,
+    steps: progress.steps,
     agent,
     finish: why,
-    methods,
+    methods: progress.methods,
     durationMs: Date.now() - started,
   });
   try {
@@ -153,43 +196,26 @@ export async function askBrowser(env: Env, caller: Caller, input: AskRequest, de
       instructions: composeSystemPrompt(agent, { workspaceName: caller.workspace.name, sections: [BROWSER_PROMPT] }),
       prompt: input.prompt,
       tools: computerTools(openBrowserTurn(caller), run),
-      stopWhen: [isStepCount(MAX_ASK_STEPS), () => failure !== null],
-      abortSignal: abort.signal,
+      stopWhen: [isStepCount(MAX_ASK_STEPS), () => progress.failure !== null],
+      abortSignal: deadline.abort.signal,
       maxRetries: 1,
-      onStepFinish: (step) => {
-        steps += 1;
-        for (const part of step.content) {
-          if (part.type === "tool-error" && part.error instanceof BrowserCommandError) failure ??= part.error;
-        }
-      },
+      onStepFinish: (step) => recordStep(progress, step),
     });
-    if (failure) {
-      const f = failureReply(failure);
-      return finish(f.reply, f.finish);
-    }
-    const text = result.text.trim();
-    if (result.finishReason === "tool-calls" || !text) {
-      return finish(
-        text || `I stopped after ${steps} steps without finishing the task; try a narrower request.`,
-        "step_limit",
-      );
-    }
-    return finish(text, "answered");
+    return finish(finishedReply(result, progress));
   } catch (e) {
-    if (abort.signal.aborted)
-      return finish(
-        `I ran out of time after ${Math.round(timeoutMs / 1000)} s and stopped before finishing the task.`,
-        "deadline",
-      );
-    if (failure) {
-      const f = failureReply(failure);
-      return finish(f.reply, f.finish);
+    if (deadline.abort.signal.aborted) {
+      const seconds = Math.round(deadline.timeoutMs / 1000);
+      return finish({
+        reply: `I ran out of time after ${seconds} s and stopped before finishing the task.`,
+        finish: "deadline",
+      });
     }
+    if (progress.failure) return finish(failureReply(progress.failure));
     const provider = modelFailure(env, e);
     logModelFailure("browser ask: model call failed", provider);
     throw modelError(provider);
   } finally {
-    clearTimeout(timer);
+    clearTimeout(deadline.timer);
   }
 }
 

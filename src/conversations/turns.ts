@@ -20,7 +20,7 @@ import { baseUrl } from "../platform/env";
 import { ApiError, badRequest, conflict } from "../platform/problem";
 import { rememberParticipant } from "./participants";
 import { conversationRoom } from "./room/client";
-import type { TurnCaller, TurnInput } from "./room/types";
+import type { TurnAnswer, TurnCaller, TurnInput } from "./room/types";
 import type { Message } from "./schemas";
 import { noSuchConversation, preparedTurnConversation, toConversation } from "./service";
 
@@ -136,43 +136,37 @@ export function postChatMessage(
   return postTo(ctx, { chatId }, input, opts);
 }
 
-async function postTo(ctx: TurnContext, target: Target, input: TurnMessage, opts: TurnOptions) {
-  const { env, workspace } = ctx;
-  const found = await preflight(env, workspace.id, ctx.userId, target, input.agent_slug);
-  if (!found) return null;
-  const { conversation, agent, capabilities } = found;
+/** The runtime profile the turn runs on; 503 when no model serves it. */
+function turnProfile(env: Env, conversation: { mode: "standard" | "fast" }, agent: AgentRecord) {
   const profile = profileFor(conversation.mode, agent);
   const model = agentLanguageModel(env, {
     runtime_profile: profile,
     model: profile === agent.runtimeProfile ? agent.model : null,
   });
   if (!model) throw modelNotConfigured();
-  // Out of credits, a repeat of a turn already paid for still gets its answer.
-  const noCredits = await creditsLeft(env, found.balance).then(
+  return profile;
+}
+
+/**
+ * The 402 the workspace is out of credits with, or null. Out of credits, a repeat of a turn
+ * already paid for still gets its answer, so with an `Idempotency-Key` the room decides.
+ */
+async function creditRefusal(
+  env: Env,
+  balance: Parameters<typeof creditsLeft>[1],
+  idempotencyKey?: string | null,
+): Promise<ApiError | null> {
+  return creditsLeft(env, balance).then(
     () => null,
     (e: unknown) => {
-      if (e instanceof ApiError && e.status === 402 && opts.idempotencyKey) return e;
+      if (e instanceof ApiError && e.status === 402 && idempotencyKey) return e;
       throw e;
     },
   );
-  const answer = await conversationRoom(env, conversation.id).startTurn({
-    conversationId: conversation.id,
-    workspace,
-    userId: ctx.userId,
-    actor: ctx.actor,
-    origin: ctx.origin,
-    agent,
-    capabilities,
-    profile,
-    content: input.content,
-    idempotencyKey: opts.idempotencyKey ?? null,
-    userMessageId: opts.userMessageId,
-    regenerate: opts.regenerate,
-    history: opts.history,
-    hasCredits: !noCredits,
-    stream: opts.stream,
-    prefetched: found.prefetched,
-  });
+}
+
+/** The room's answer as the route's result, or the problem it stands for. */
+function postedOrThrow(answer: TurnAnswer, noCredits: ApiError | null): PostedTurn {
   switch (answer.kind) {
     case "busy":
       throw conflict(
@@ -201,6 +195,34 @@ async function postTo(ctx: TurnContext, target: Target, input: TurnMessage, opts
     default:
       return answer;
   }
+}
+
+async function postTo(ctx: TurnContext, target: Target, input: TurnMessage, opts: TurnOptions) {
+  const { env, workspace } = ctx;
+  const found = await preflight(env, workspace.id, ctx.userId, target, input.agent_slug);
+  if (!found) return null;
+  const { conversation, agent, capabilities } = found;
+  const profile = turnProfile(env, conversation, agent);
+  const noCredits = await creditRefusal(env, found.balance, opts.idempotencyKey);
+  const answer = await conversationRoom(env, conversation.id).startTurn({
+    conversationId: conversation.id,
+    workspace,
+    userId: ctx.userId,
+    actor: ctx.actor,
+    origin: ctx.origin,
+    agent,
+    capabilities,
+    profile,
+    content: input.content,
+    idempotencyKey: opts.idempotencyKey ?? null,
+    userMessageId: opts.userMessageId,
+    regenerate: opts.regenerate,
+    history: opts.history,
+    hasCredits: !noCredits,
+    stream: opts.stream,
+    prefetched: found.prefetched,
+  });
+  return postedOrThrow(answer, noCredits);
 }
 
 /** A model is configured and the workspace has credits: checked before opening a conversation for a turn. */

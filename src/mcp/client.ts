@@ -137,57 +137,43 @@ const clip = (text: string, max: number = MCP_LIMITS.resultChars) =>
     ? text
     : `${text.slice(0, max)}\n[cut: the result had ${text.length} characters, ${max} are shown]`;
 
-/**
- * The MCP area's tools for a turn: every tool of each MCP server the agent may use (platform
- * servers the workspace installed and its `t:` integrations). A server that fails or does not
- * answer in time drops out of this turn with a note to the agent; the turn goes on.
- */
-export const mcpTools: ToolProvider = async (scope) => {
-  const enabled = await serverTargets(scope.env, scope.workspaceId, scope.agent.mcpServers);
-  if (!enabled.length) return { tools: {} };
-  const targets = enabled.slice(0, MCP_LIMITS.serversPerTurn);
-  const left = enabled.slice(MCP_LIMITS.serversPerTurn);
-  const offers = await Promise.all(
-    targets.map((t) =>
-      serverTools(scope, t).then(
-        (listed) => ({ target: t, ...listed }),
-        (error: unknown) => {
-          console.error(
-            JSON.stringify({ level: "warn", msg: "MCP server unavailable", server: t.slug, error: String(error) }),
-          );
-          return { target: t, client: null, tools: [] as Tool[] };
-        },
-      ),
-    ),
+const named = (t: ServerTarget) => `${t.name} (${t.slug})`;
+
+/** A server's tools for this turn; one that fails or does not answer in time offers none (no client). */
+function offerOf(scope: TurnScope, t: ServerTarget) {
+  return serverTools(scope, t).then(
+    (listed) => ({ target: t, ...listed }),
+    (error: unknown) => {
+      console.error(
+        JSON.stringify({ level: "warn", msg: "MCP server unavailable", server: t.slug, error: String(error) }),
+      );
+      return { target: t, client: null, tools: [] as Tool[] };
+    },
   );
-  const tools: ToolSet = {};
-  const down: string[] = [];
-  const cut: string[] = [];
-  for (const { target, client, tools: listed } of offers) {
-    if (!client) {
-      down.push(`${target.name} (${target.slug})`);
-      continue;
-    }
-    if (listed.length > MCP_LIMITS.toolsPerServer) cut.push(`${target.name} (${target.slug})`);
-    for (const t of listed.slice(0, MCP_LIMITS.toolsPerServer)) {
-      tools[mcpToolName(target.slug, t.name)] = tool({
-        description: clip(`${t.description ?? t.name} (MCP server ${target.name})`, MCP_LIMITS.descriptionChars),
-        inputSchema: jsonSchema(t.inputSchema as Parameters<typeof jsonSchema>[0]),
-        // A tool its server calls destructive waits for a person's approval.
-        needsApproval: t.annotations?.destructiveHint === true,
-        execute: async (args, { abortSignal }) =>
-          resultText(
-            await client
-              // The definition lets the SDK mirror `x-mcp-header` arguments into `Mcp-Param-*` headers.
-              .callTool(
-                { name: t.name, arguments: args as Record<string, unknown> },
-                { timeout: CALL_MS, signal: abortSignal, toolDefinition: t },
-              )
-              .catch(explained),
-          ),
-      });
-    }
-  }
+}
+
+/** One of a server's tools as the model sees it, called through the server's client. */
+function mcpTool(target: ServerTarget, client: Client, t: Tool) {
+  return tool({
+    description: clip(`${t.description ?? t.name} (MCP server ${target.name})`, MCP_LIMITS.descriptionChars),
+    inputSchema: jsonSchema(t.inputSchema as Parameters<typeof jsonSchema>[0]),
+    // A tool its server calls destructive waits for a person's approval.
+    needsApproval: t.annotations?.destructiveHint === true,
+    execute: async (args, { abortSignal }) =>
+      resultText(
+        await client
+          // The definition lets the SDK mirror `x-mcp-header` arguments into `Mcp-Param-*` headers.
+          .callTool(
+            { name: t.name, arguments: args as Record<string, unknown> },
+            { timeout: CALL_MS, signal: abortSignal, toolDefinition: t },
+          )
+          .catch(explained),
+      ),
+  });
+}
+
+/** What the agent is told about servers left out of this turn: down, listing too many tools, over the limit. */
+function turnNotes(down: string[], cut: string[], left: ServerTarget[]): string[] {
   const instructions: string[] = [];
   if (down.length)
     instructions.push(
@@ -199,7 +185,33 @@ export const mcpTools: ToolProvider = async (scope) => {
     );
   if (left.length)
     instructions.push(
-      `An agent uses at most ${MCP_LIMITS.serversPerTurn} MCP servers in a turn; these are not offered: ${left.map((t) => `${t.name} (${t.slug})`).join(", ")}.`,
+      `An agent uses at most ${MCP_LIMITS.serversPerTurn} MCP servers in a turn; these are not offered: ${left.map(named).join(", ")}.`,
     );
-  return { tools, instructions };
+  return instructions;
+}
+
+/**
+ * The MCP area's tools for a turn: every tool of each MCP server the agent may use (platform
+ * servers the workspace installed and its `t:` integrations). A server that fails or does not
+ * answer in time drops out of this turn with a note to the agent; the turn goes on.
+ */
+export const mcpTools: ToolProvider = async (scope) => {
+  const enabled = await serverTargets(scope.env, scope.workspaceId, scope.agent.mcpServers);
+  if (!enabled.length) return { tools: {} };
+  const targets = enabled.slice(0, MCP_LIMITS.serversPerTurn);
+  const left = enabled.slice(MCP_LIMITS.serversPerTurn);
+  const offers = await Promise.all(targets.map((t) => offerOf(scope, t)));
+  const tools: ToolSet = {};
+  const down: string[] = [];
+  const cut: string[] = [];
+  for (const { target, client, tools: listed } of offers) {
+    if (!client) {
+      down.push(named(target));
+      continue;
+    }
+    if (listed.length > MCP_LIMITS.toolsPerServer) cut.push(named(target));
+    for (const t of listed.slice(0, MCP_LIMITS.toolsPerServer))
+      tools[mcpToolName(target.slug, t.name)] = mcpTool(target, client, t);
+  }
+  return { tools, instructions: turnNotes(down, cut, left) };
 };

@@ -59,7 +59,89 @@ export function authorizationRedirect(
   return url.href;
 }
 
-const fail = (error: string, message: string): AuthorizeCheck => ({ kind: "error", error, message });
+type Refusal = Extract<AuthorizeCheck, { kind: "error" }>;
+const fail = (error: string, message: string): Refusal => ({ kind: "error", error, message });
+
+/** A parameter given once and not empty; undefined when absent or empty, null when repeated. */
+function once(query: URLSearchParams, name: string): string | null | undefined {
+  const all = query.getAll(name);
+  return all.length === 1 && all[0] !== "" ? all[0] : all.length > 1 ? null : undefined;
+}
+
+/** The client `client_id` names: registered, or resolved from its metadata document. */
+async function findClient(
+  env: Env,
+  query: URLSearchParams,
+  issuer: string,
+  signedIn: boolean,
+): Promise<Refusal | { kind: "client"; client: ClientRow }> {
+  const clientId = once(query, "client_id");
+  if (clientId === undefined) return fail("invalid_request", "The request has no client_id.");
+  if (clientId === null) return fail("invalid_request", "The request has more than one client_id.");
+  let client: ClientRow | undefined;
+  try {
+    client = await resolveClient(env, clientId, { origin: issuer, fetchNew: signedIn });
+  } catch (e) {
+    if (e instanceof UnusableClientDocument) return fail("invalid_request", e.message);
+    throw e;
+  }
+  if (!client) return fail("invalid_client", "This application is unknown or has been deleted.");
+  return { kind: "client", client };
+}
+
+/** The presented redirect URI when the client registered it, else null. */
+function registeredRedirect(client: ClientRow, presented: string): string | null {
+  // A metadata document's redirect URIs match exactly (no loopback port leeway): anyone can publish one.
+  const registered = clientRedirectUris(client);
+  const matches = isDocumentClient(client) ? registered.includes(presented) : matchRedirectUri(registered, presented);
+  return matches ? presented : null;
+}
+
+/** No repeated parameter, `response_type=code` and an S256 PKCE challenge. */
+function checkCodeRequest(query: URLSearchParams): Refusal | { kind: "code"; challenge: string } {
+  for (const name of AUTHORIZE_PARAMS)
+    if (query.getAll(name).length > 1) return fail("invalid_request", `${name} is given more than once`);
+  const responseType = once(query, "response_type");
+  if (responseType !== undefined && responseType !== "code")
+    return fail("unsupported_response_type", "Only response_type=code is supported");
+  const challenge = once(query, "code_challenge");
+  if (!challenge) return fail("invalid_request", "code_challenge is required (PKCE with S256)");
+  if (!CHALLENGE.test(challenge))
+    return fail("invalid_request", "code_challenge must be 32-128 characters of the base64url alphabet");
+  const method = once(query, "code_challenge_method");
+  if (method !== undefined && method !== "S256") return fail("invalid_request", "code_challenge_method must be S256");
+  return { kind: "code", challenge };
+}
+
+function requestedResource(
+  query: URLSearchParams,
+  issuer: string,
+): Refusal | { kind: "resource"; resource: string | null } {
+  const presentedResource = once(query, "resource");
+  const resource = presentedResource === undefined ? null : canonicalResource(issuer, presentedResource ?? "");
+  if (presentedResource !== undefined && !resource)
+    return fail("invalid_target", "resource must be this API or its MCP server (RFC 8707)");
+  return { kind: "resource", resource };
+}
+
+/** Requested ∩ allowed (all allowed when none requested), in the client's order, grantable ones only. */
+function grantableScopes(client: ClientRow, query: URLSearchParams): string[] {
+  const allowed = clientScopes(client);
+  const requested = new Set((once(query, "scope") ?? "").split(" ").filter(Boolean));
+  // svc:computer is never granted through OAuth (it widens one local-browser turn only):
+  // dropped from a mixed request, and a request for it alone names nothing grantable.
+  return (requested.size ? allowed.filter((s) => requested.has(s)) : allowed).filter(isGrantable);
+}
+
+/** The authorization parameters as received, to carry through the consent form unchanged. */
+function carriedParams(query: URLSearchParams): Record<string, string> {
+  const params: Record<string, string> = {};
+  for (const name of AUTHORIZE_PARAMS) {
+    const v = query.get(name);
+    if (v !== null) params[name] = v;
+  }
+  return params;
+}
 
 /**
  * Judges an authorization request. `signedIn`: whether a user is signed in — a Client ID
@@ -71,65 +153,24 @@ export async function checkAuthorizeRequest(
   issuer: string,
   signedIn: boolean,
 ): Promise<AuthorizeCheck> {
-  const once = (name: string) => {
-    const all = query.getAll(name);
-    return all.length === 1 && all[0] !== "" ? all[0] : all.length > 1 ? null : undefined;
-  };
-  const clientId = once("client_id");
-  if (clientId === undefined) return fail("invalid_request", "The request has no client_id.");
-  if (clientId === null) return fail("invalid_request", "The request has more than one client_id.");
-  let client: ClientRow | undefined;
-  try {
-    client = await resolveClient(env, clientId, { origin: issuer, fetchNew: signedIn });
-  } catch (e) {
-    if (e instanceof UnusableClientDocument) return fail("invalid_request", e.message);
-    throw e;
-  }
-  if (!client) return fail("invalid_client", "This application is unknown or has been deleted.");
-  const presented = once("redirect_uri");
+  const found = await findClient(env, query, issuer, signedIn);
+  if (found.kind === "error") return found;
+  const { client } = found;
+  const presented = once(query, "redirect_uri");
   if (!presented) return fail("invalid_request", "The request has no single redirect_uri.");
-  // A metadata document's redirect URIs match exactly (no loopback port leeway): anyone can publish one.
-  const registered = clientRedirectUris(client);
-  const redirectUri = (
-    isDocumentClient(client)
-      ? registered.includes(presented)
-      : matchRedirectUri(registered, presented)
-  )
-    ? presented
-    : null;
+  const redirectUri = registeredRedirect(client, presented);
   if (!redirectUri) return fail("invalid_request", "The redirect_uri is not registered for this application.");
 
-  for (const name of AUTHORIZE_PARAMS)
-    if (query.getAll(name).length > 1) return fail("invalid_request", `${name} is given more than once`);
-  const responseType = once("response_type");
-  if (responseType !== undefined && responseType !== "code")
-    return fail("unsupported_response_type", "Only response_type=code is supported");
-  const challenge = once("code_challenge");
-  if (!challenge) return fail("invalid_request", "code_challenge is required (PKCE with S256)");
-  if (!CHALLENGE.test(challenge))
-    return fail("invalid_request", "code_challenge must be 32-128 characters of the base64url alphabet");
-  const method = once("code_challenge_method");
-  if (method !== undefined && method !== "S256") return fail("invalid_request", "code_challenge_method must be S256");
-
-  const presentedResource = once("resource");
-  const resource = presentedResource === undefined ? null : canonicalResource(issuer, presentedResource ?? "");
-  if (presentedResource !== undefined && !resource)
-    return fail("invalid_target", "resource must be this API or its MCP server (RFC 8707)");
-
-  const allowed = clientScopes(client);
-  const requested = new Set((once("scope") ?? "").split(" ").filter(Boolean));
-  // svc:computer is never granted through OAuth (it widens one local-browser turn only):
-  // dropped from a mixed request, and a request for it alone names nothing grantable.
-  const scopes = (requested.size ? allowed.filter((s) => requested.has(s)) : allowed).filter(isGrantable);
+  const code = checkCodeRequest(query);
+  if (code.kind === "error") return code;
+  const target = requestedResource(query, issuer);
+  if (target.kind === "error") return target;
+  const scopes = grantableScopes(client, query);
   if (!scopes.length) return fail("invalid_scope", "None of the requested scopes can be granted to this application");
 
   const state = query.get("state") ?? undefined;
-  const params: Record<string, string> = {};
-  for (const name of AUTHORIZE_PARAMS) {
-    const v = query.get(name);
-    if (v !== null) params[name] = v;
-  }
-  return { kind: "ok", request: { client, redirectUri, state, codeChallenge: challenge, scopes, resource, params } };
+  const request = { client, redirectUri, state, codeChallenge: code.challenge, scopes, resource: target.resource };
+  return { kind: "ok", request: { ...request, params: carriedParams(query) } };
 }
 
 // --- consent -------------------------------------------------------------------------

@@ -58,22 +58,14 @@ export function toClientInfo(c: ClientRow, base: string): ClientInfo {
   };
 }
 
-/**
- * Registers a third-party client for the caller's workspace. The 50-client cap is checked
- * in the INSERT itself, so concurrent registrations cannot overshoot it.
- */
-export async function registerClient(
-  env: Env,
+function newClientRow(
   owner: { workspaceId: string; userId: string },
   req: RegisterRequest,
-  base: string,
-  event: (info: ClientInfo) => AuditEventInput,
-): Promise<{ info: ClientInfo; row: ClientRow }> {
-  const confidential = req.token_endpoint_auth_method !== "none";
-  const secret = confidential ? randomToken(CLIENT_SECRET_PREFIX) : null;
-  const registrationToken = randomToken(REGISTRATION_TOKEN_PREFIX);
-  const now = nowIso();
-  const row: ClientRow = {
+  secret: string | null,
+  registrationToken: string,
+  now: string,
+): ClientRow {
+  return {
     clientId: CLIENT_ID_PREFIX + newId().replaceAll("-", ""),
     workspaceId: owner.workspaceId,
     createdBy: owner.userId,
@@ -93,17 +85,39 @@ export async function registerClient(
     documentFetchedAt: null,
     documentExpiresAt: null,
   };
+}
+
+/** Inserts the client and its audit event while the workspace is under the cap; false when it is not. */
+async function insertUnderCap(env: Env, workspaceId: string, row: ClientRow, entry: AuditEventInput): Promise<boolean> {
   const d = db(env);
   const liveClients = d
     .select({ n: count() })
     .from(oauthClients)
-    .where(and(eq(oauthClients.workspaceId, owner.workspaceId), isNull(oauthClients.disabledAt)));
+    .where(and(eq(oauthClients.workspaceId, workspaceId), isNull(oauthClients.disabledAt)));
   const [result] = await d.batch([
     insertSelect(d, oauthClients, row, sql`WHERE ${liveClients} < ${MAX_ACTIVE_CLIENTS}`),
     // Written only when the client was (the cap held).
-    auditInBatch(env, event(toClientInfo(row, base)), { onlyIf: PREVIOUS_STATEMENT_CHANGED }),
+    auditInBatch(env, entry, { onlyIf: PREVIOUS_STATEMENT_CHANGED }),
   ]);
-  if (!result?.meta.changes) {
+  return Boolean(result?.meta.changes);
+}
+
+/**
+ * Registers a third-party client for the caller's workspace. The 50-client cap is checked
+ * in the INSERT itself, so concurrent registrations cannot overshoot it.
+ */
+export async function registerClient(
+  env: Env,
+  owner: { workspaceId: string; userId: string },
+  req: RegisterRequest,
+  base: string,
+  event: (info: ClientInfo) => AuditEventInput,
+): Promise<{ info: ClientInfo; row: ClientRow }> {
+  const confidential = req.token_endpoint_auth_method !== "none";
+  const secret = confidential ? randomToken(CLIENT_SECRET_PREFIX) : null;
+  const registrationToken = randomToken(REGISTRATION_TOKEN_PREFIX);
+  const row = newClientRow(owner, req, secret, registrationToken, nowIso());
+  if (!(await insertUnderCap(env, owner.workspaceId, row, event(toClientInfo(row, base))))) {
     throw new OAuthError(
       400,
       "client_limit_reached",

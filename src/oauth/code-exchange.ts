@@ -159,21 +159,37 @@ export async function exchangeCode(
     };
   }
 
-  // Slow path: say why, and detect a replay.
-  const code = await tokenStatements(env).code.get({ hash: codeHash });
+  return refuseExchange(env, clientId, { ...p, codeHash, challenge, resource, nowIso });
+}
+
+type StoredCode = typeof oauthCodes.$inferSelect;
+
+/** A replayed code: the family it created is revoked (or, with none, the reuse recorded). */
+async function revokeReplayedCode(env: Env, code: StoredCode, clientId: string): Promise<void> {
+  const ref = {
+    grantId: code.grantId ?? "",
+    workspaceId: code.workspaceId,
+    userId: code.userId,
+    clientId: code.clientId,
+  };
+  if (code.grantId) await revokeGrant(env, code.grantId, "code_reuse", { entry: reuseEvent(clientId, "code") });
+  else await auditInBatch(env, reuseEvent(clientId, "code", ref.workspaceId, ref.userId)).run();
+}
+
+/** The slow path of a code the exchange did not claim: says why, and detects a replay. */
+async function refuseExchange(
+  env: Env,
+  clientId: string,
+  p: { redirectUri: string; codeHash: string; challenge: string; resource: string | null; nowIso: string },
+): Promise<never> {
+  const { challenge, resource } = p;
+  const code = await tokenStatements(env).code.get({ hash: p.codeHash });
   if (!code) throw invalidGrant("The authorization code is unknown");
   const clientOk = code.clientId === clientId;
   const redirectOk = code.redirectUri === p.redirectUri;
   const pkceOk = timingSafeEqual(code.codeChallenge, challenge);
   if (code.consumedAt && clientOk && redirectOk && pkceOk) {
-    const ref = {
-      grantId: code.grantId ?? "",
-      workspaceId: code.workspaceId,
-      userId: code.userId,
-      clientId: code.clientId,
-    };
-    if (code.grantId) await revokeGrant(env, code.grantId, "code_reuse", { entry: reuseEvent(clientId, "code") });
-    else await auditInBatch(env, reuseEvent(clientId, "code", ref.workspaceId, ref.userId)).run();
+    await revokeReplayedCode(env, code, clientId);
     throw invalidGrant("The authorization code was already used; the tokens issued from it are revoked");
   }
   if (!clientOk) throw invalidGrant("The authorization code was issued to another client");
@@ -182,6 +198,6 @@ export async function exchangeCode(
   if (code.consumedAt) throw invalidGrant("The authorization code was already used");
   if (resource && code.resource && code.resource !== resource)
     throw invalidTarget(`The authorization code was issued for ${code.resource}, not ${resource}`);
-  if (code.expiresAt <= nowIso) throw invalidGrant("The authorization code has expired");
+  if (code.expiresAt <= p.nowIso) throw invalidGrant("The authorization code has expired");
   throw invalidGrant("The authorization code is no longer valid");
 }

@@ -107,6 +107,62 @@ async function readText(res: GuardedResponse): Promise<string> {
   return new Response(stream).text();
 }
 
+/** The home page's response, once it answered 2xx with HTML; otherwise the crawl fails. */
+async function openHomePage(home: string, get: Get): Promise<GuardedResponse> {
+  const page = await get(home, PAGE_LIMIT, "text/html,application/xhtml+xml");
+  if (!page.ok) {
+    await page.cancel();
+    throw new CrawlFailure("http_error", `The home page answered ${page.status}`);
+  }
+  const type = page.headers.get("Content-Type") ?? "text/html";
+  if (!/html/i.test(type)) {
+    await page.cancel();
+    throw new CrawlFailure("not_html", `The home page is ${type.split(";")[0]}, not HTML`);
+  }
+  return page;
+}
+
+/** Allowed same-site stylesheets and the manifest, fetched together; one that fails is skipped. */
+async function readLinkedAssets(domain: string, robots: Robots, facts: PageFacts, get: Get) {
+  const allowed = (url: string) => sameSite(url, domain) && robotsAllow(robots, pathOf(url));
+  const sheets = facts.stylesheets.filter(allowed).slice(0, MAX_STYLESHEETS);
+  const [cssTexts, manifest] = await Promise.all([
+    Promise.all(
+      sheets.map((url) =>
+        optional(async () => {
+          const res = await get(url, CSS_LIMIT, "text/css");
+          if (!res.ok) return void (await res.cancel());
+          return { url: res.url, text: await readText(res), at: new Date().toISOString() };
+        }),
+      ),
+    ),
+    facts.manifest && allowed(facts.manifest) ? readManifestAt(facts.manifest, get) : null,
+  ]);
+  return { cssTexts, manifest };
+}
+
+/** Adds the model's industry, segment and size hint, each sourced to the home page. */
+async function addEnrichment(
+  model: LanguageModel,
+  domain: string,
+  discovered: DiscoveredProfile,
+  facts: PageFacts,
+  pageUrl: string,
+): Promise<void> {
+  const enrichment = await enrich(model, {
+    domain,
+    summary: discovered.summary,
+    text: facts.text,
+    technologies: discovered.technologies.map((t) => t.name),
+  });
+  Object.assign(discovered, enrichment);
+  if (enrichment !== NO_ENRICHMENT) {
+    const now = { url: pageUrl, fetched_at: new Date().toISOString() };
+    for (const field of ["industry", "segment", "size_hint"] as const)
+      if (enrichment[field] !== null) discovered.sources[field] = now;
+  }
+}
+
 /** Crawls `https://{domain}/` and what it links to. */
 export async function crawlSite(env: Env, domain: string, options: CrawlOptions = {}): Promise<CrawlResult> {
   const timeoutMs = options.timeoutMs ?? REQUEST_TIMEOUT_MS;
@@ -116,7 +172,6 @@ export async function crawlSite(env: Env, domain: string, options: CrawlOptions 
     fetched.push(res.url);
     return res;
   };
-  const home = `https://${domain}/`;
 
   try {
     const robots = await readRobots(domain, get);
@@ -124,55 +179,18 @@ export async function crawlSite(env: Env, domain: string, options: CrawlOptions 
       throw new CrawlFailure("robots_disallowed", `robots.txt of ${domain} disallows our user agent`);
 
     const technologies = new TechnologyMatcher();
-    const page = await get(home, PAGE_LIMIT, "text/html,application/xhtml+xml");
-    if (!page.ok) {
-      await page.cancel();
-      throw new CrawlFailure("http_error", `The home page answered ${page.status}`);
-    }
-    const type = page.headers.get("Content-Type") ?? "text/html";
-    if (!/html/i.test(type)) {
-      await page.cancel();
-      throw new CrawlFailure("not_html", `The home page is ${type.split(";")[0]}, not HTML`);
-    }
+    const page = await openHomePage(`https://${domain}/`, get);
     const fetchedAt = new Date().toISOString();
     technologies.headers(page.headers);
     const body = cutAtCap(page);
     const facts = await extractPage(body.stream, page.url, technologies);
     const pageSource = { url: page.url, fetched_at: fetchedAt };
 
-    // Allowed same-site stylesheets and the manifest, fetched together; one that fails is skipped.
-    const allowed = (url: string) => sameSite(url, domain) && robotsAllow(robots, pathOf(url));
-    const sheets = facts.stylesheets.filter(allowed).slice(0, MAX_STYLESHEETS);
-    const [cssTexts, manifest] = await Promise.all([
-      Promise.all(
-        sheets.map((url) =>
-          optional(async () => {
-            const res = await get(url, CSS_LIMIT, "text/css");
-            if (!res.ok) return void (await res.cancel());
-            return { url: res.url, text: await readText(res), at: new Date().toISOString() };
-          }),
-        ),
-      ),
-      facts.manifest && allowed(facts.manifest) ? readManifestAt(facts.manifest, get) : null,
-    ]);
-
+    const { cssTexts, manifest } = await readLinkedAssets(domain, robots, facts, get);
     const css = analyzeCss(facts.inlineCss);
     for (const sheet of cssTexts) if (sheet) analyzeCss(sheet.text, css);
     const discovered = assemble(facts, css, manifest, technologies, pageSource, cssTexts);
-    if (options.model) {
-      const enrichment = await enrich(options.model, {
-        domain,
-        summary: discovered.summary,
-        text: facts.text,
-        technologies: discovered.technologies.map((t) => t.name),
-      });
-      Object.assign(discovered, enrichment);
-      if (enrichment !== NO_ENRICHMENT) {
-        const now = { url: page.url, fetched_at: new Date().toISOString() };
-        for (const field of ["industry", "segment", "size_hint"] as const)
-          if (enrichment[field] !== null) discovered.sources[field] = now;
-      }
-    }
+    if (options.model) await addEnrichment(options.model, domain, discovered, facts, page.url);
     return { ok: true, discovered, fetched, truncated: body.cut() };
   } catch (error) {
     if (error instanceof CrawlFailure) return { ok: false, code: error.code, error: error.message, fetched };

@@ -35,25 +35,17 @@ export async function enqueueCrawl(env: Env, message: CrawlMessage): Promise<voi
 
 export type CrawlRun = "stale" | CrawlResult;
 
-/**
- * Runs the crawl a message asks for, unless it is stale: the profile has since changed domain
- * or asked for another crawl (its `crawl_id` differs), or this one already ran. The result is
- * written only if that still holds when the crawl ends, and only what the crawl found is
- * written: overrides are never touched. Audited as `profile.crawl`.
- */
-export async function runCrawl(env: Env, message: CrawlMessage, options: CrawlOptions = {}): Promise<CrawlRun> {
-  const current = () =>
-    and(
-      eq(businessProfiles.workspaceId, message.workspace_id),
-      eq(businessProfiles.domain, message.domain),
-      eq(businessProfiles.crawlId, message.crawl_id),
-    );
-  const row = await db(env).select({ id: businessProfiles.workspaceId }).from(businessProfiles).where(current()).get();
-  if (!row) return "stale";
+/** The profile row the message was queued for: same workspace, domain and crawl id. */
+function stillCurrent(message: CrawlMessage) {
+  return and(
+    eq(businessProfiles.workspaceId, message.workspace_id),
+    eq(businessProfiles.domain, message.domain),
+    eq(businessProfiles.crawlId, message.crawl_id),
+  );
+}
 
-  const result = await crawlSite(env, message.domain, { model: languageModel(env), ...options });
-  const finished = nowIso();
-  const event: AuditEventInput = {
+function crawlEvent(message: CrawlMessage, result: CrawlResult): AuditEventInput {
+  return {
     workspaceId: message.workspace_id,
     kind: "profile.crawl",
     actor: { kind: "system", id: null },
@@ -77,22 +69,44 @@ export async function runCrawl(env: Env, message: CrawlMessage, options: CrawlOp
           error: result.error,
         },
   };
+}
+
+/** The profile columns a finished crawl sets; overrides are never among them. */
+function crawledColumns(result: CrawlResult, finished: string) {
+  return result.ok
+    ? {
+        crawlStatus: "ok" as const,
+        lastError: null,
+        crawledAt: finished,
+        crawlId: null,
+        discovered: JSON.stringify(result.discovered),
+      }
+    : { crawlStatus: "error" as const, lastError: result.error.slice(0, 500), crawledAt: finished, crawlId: null };
+}
+
+/**
+ * Runs the crawl a message asks for, unless it is stale: the profile has since changed domain
+ * or asked for another crawl (its `crawl_id` differs), or this one already ran. The result is
+ * written only if that still holds when the crawl ends, and only what the crawl found is
+ * written: overrides are never touched. Audited as `profile.crawl`.
+ */
+export async function runCrawl(env: Env, message: CrawlMessage, options: CrawlOptions = {}): Promise<CrawlRun> {
+  const row = await db(env)
+    .select({ id: businessProfiles.workspaceId })
+    .from(businessProfiles)
+    .where(stillCurrent(message))
+    .get();
+  if (!row) return "stale";
+
+  const result = await crawlSite(env, message.domain, { model: languageModel(env), ...options });
+  const finished = nowIso();
+  const event = crawlEvent(message, result);
   const d = db(env);
   const [[updated]] = await d.batch([
     d
       .update(businessProfiles)
-      .set(
-        result.ok
-          ? {
-              crawlStatus: "ok",
-              lastError: null,
-              crawledAt: finished,
-              crawlId: null,
-              discovered: JSON.stringify(result.discovered),
-            }
-          : { crawlStatus: "error", lastError: result.error.slice(0, 500), crawledAt: finished, crawlId: null },
-      )
-      .where(current())
+      .set(crawledColumns(result, finished))
+      .where(stillCurrent(message))
       .returning({ id: businessProfiles.workspaceId }),
     // A stale crawl (the profile moved on meanwhile) writes nothing, its event neither.
     auditInBatch(env, event, { onlyIf: PREVIOUS_STATEMENT_CHANGED }),

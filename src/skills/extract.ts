@@ -23,88 +23,112 @@ const MAIN = 'main, article, [role="main"]';
 
 export type PageText = { title: string | null; text: string; truncated: boolean };
 
+/** Lines kept up to a character budget; `cut` says some were dropped. */
+type Lines = { lines: string[]; size: number; cut: boolean };
+/** A block being read: its line prefix, the text seen so far, and whether it lies inside `MAIN`. */
+type OpenBlock = { prefix: string; text: string; main: boolean };
+/** What the streaming pass has seen so far. */
+type Reading = {
+  skip: number;
+  inMain: number;
+  title: string;
+  inTitle: boolean;
+  open: OpenBlock[];
+  all: Lines;
+  main: Lines;
+};
+
+function keepLine(lines: Lines, line: string, limit: number): void {
+  if (lines.size < limit) {
+    lines.lines.push(line);
+    lines.size += line.length + 1;
+  } else lines.cut = true;
+}
+
+function oneLine(text: string): string {
+  return decodeEntities(text).replace(/\s+/g, " ").trim();
+}
+
+/** Headings become Markdown `#` lines and list items `- ` lines; other blocks are plain. */
+function blockPrefix(tagName: string): string {
+  const tag = tagName.toLowerCase();
+  return /^h[1-6]$/.test(tag) ? `${"#".repeat(Number(tag[1]))} ` : tag === "li" ? "- " : "";
+}
+
+/** Ends the innermost open block's current line (text after a nested block starts a new one). */
+function flushBlock(reading: Reading, limit: number): void {
+  const block = reading.open[reading.open.length - 1];
+  if (!block) return;
+  const line = oneLine(block.text);
+  block.text = "";
+  if (!line) return;
+  const out = `${block.prefix}${line}`;
+  keepLine(reading.all, out, limit);
+  if (block.main) keepLine(reading.main, out, limit);
+}
+
+function pageRewriter(reading: Reading, limit: number): HTMLRewriter {
+  return new HTMLRewriter()
+    .on("title", {
+      element(el) {
+        reading.inTitle = onEndTag(el, () => {
+          reading.inTitle = false;
+        });
+      },
+    })
+    .on(SKIPPED, {
+      element(el) {
+        if (onEndTag(el, () => reading.skip--)) reading.skip++;
+      },
+    })
+    .on(MAIN, {
+      element(el) {
+        if (onEndTag(el, () => reading.inMain--)) reading.inMain++;
+      },
+    })
+    .on(BLOCKS, {
+      element(el) {
+        const block = { prefix: blockPrefix(el.tagName), text: "", main: reading.inMain > 0 };
+        const closes = onEndTag(el, () => {
+          flushBlock(reading, limit);
+          reading.open.pop();
+        });
+        if (!closes) return;
+        flushBlock(reading, limit);
+        reading.open.push(block);
+      },
+    })
+    .onDocument({
+      text(chunk) {
+        if (reading.inTitle) reading.title += chunk.text;
+        else if (reading.skip === 0 && reading.open.length > 0)
+          reading.open[reading.open.length - 1]!.text += chunk.text;
+      },
+    });
+}
+
 /**
  * The main text of an HTML document: headings (as Markdown `#` lines), paragraphs and list
  * items (`- `), without scripts, styles, navigation, headers, footers or asides. When the page
  * marks a `main` or `article`, only the text inside it. Stops collecting at `limit` characters.
  */
 export async function htmlMainText(html: ReadableStream<Uint8Array> | string, limit = TEXT_LIMIT): Promise<PageText> {
-  let skip = 0;
-  let inMain = 0;
-  let title = "";
-  let inTitle = false;
-  const all: string[] = [];
-  const main: string[] = [];
-  let allSize = 0;
-  let mainSize = 0;
-  let allCut = false;
-  let mainCut = false;
-  type Open = { prefix: string; text: string; main: boolean };
-  const open: Open[] = [];
-
-  const flush = () => {
-    const block = open[open.length - 1];
-    if (!block) return;
-    const line = decodeEntities(block.text).replace(/\s+/g, " ").trim();
-    block.text = "";
-    if (!line) return;
-    const out = `${block.prefix}${line}`;
-    if (allSize < limit) {
-      all.push(out);
-      allSize += out.length + 1;
-    } else allCut = true;
-    if (block.main && mainSize < limit) {
-      main.push(out);
-      mainSize += out.length + 1;
-    } else if (block.main) mainCut = true;
+  const reading: Reading = {
+    skip: 0,
+    inMain: 0,
+    title: "",
+    inTitle: false,
+    open: [],
+    all: { lines: [], size: 0, cut: false },
+    main: { lines: [], size: 0, cut: false },
   };
-  const rewriter = new HTMLRewriter()
-    .on("title", {
-      element(el) {
-        inTitle = onEndTag(el, () => {
-          inTitle = false;
-        });
-      },
-    })
-    .on(SKIPPED, {
-      element(el) {
-        if (onEndTag(el, () => skip--)) skip++;
-      },
-    })
-    .on(MAIN, {
-      element(el) {
-        if (onEndTag(el, () => inMain--)) inMain++;
-      },
-    })
-    .on(BLOCKS, {
-      element(el) {
-        const tag = el.tagName.toLowerCase();
-        const prefix = /^h[1-6]$/.test(tag) ? `${"#".repeat(Number(tag[1]))} ` : tag === "li" ? "- " : "";
-        const block = { prefix, text: "", main: inMain > 0 };
-        const closes = onEndTag(el, () => {
-          flush();
-          open.pop();
-        });
-        if (!closes) return;
-        flush();
-        open.push(block);
-      },
-    })
-    .onDocument({
-      text(chunk) {
-        if (inTitle) title += chunk.text;
-        else if (skip === 0 && open.length > 0) open[open.length - 1]!.text += chunk.text;
-      },
-    });
-
   const response = new Response(html, { headers: { "Content-Type": "text/html; charset=utf-8" } });
-  await rewriter.transform(response).body?.pipeTo(new WritableStream());
-  const useMain = main.length > 0;
-  const clipped = clip((useMain ? main : all).join("\n"), limit);
-  const cleanTitle = decodeEntities(title).replace(/\s+/g, " ").trim();
+  await pageRewriter(reading, limit).transform(response).body?.pipeTo(new WritableStream());
+  const kept = reading.main.lines.length > 0 ? reading.main : reading.all;
+  const clipped = clip(kept.lines.join("\n"), limit);
   return {
-    title: cleanTitle || null,
+    title: oneLine(reading.title) || null,
     text: clipped.text,
-    truncated: clipped.truncated || (useMain ? mainCut : allCut),
+    truncated: clipped.truncated || kept.cut,
   };
 }

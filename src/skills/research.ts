@@ -33,20 +33,10 @@ export function summaryOf(report: string): string {
   return flat.length > 500 ? `${flat.slice(0, 499)}…` : flat;
 }
 
-/**
- * A bounded sub-loop: the model searches and reads (the same search and reader the
- * `web_search` and `read_url` tools use, through the guarded fetch) for at most
- * `RESEARCH_STEPS - 1` steps, then writes a Markdown report, stored as an artifact.
- */
-export async function research(
-  scope: TurnScope,
-  model: LanguageModel,
-  question: string,
-  signal: AbortSignal,
-): Promise<ResearchOutcome> {
+/** Search and read tools for the sub-loop; every page read is noted in `read` (url → title). */
+function researchTools(scope: TurnScope, signal: AbortSignal, read: Map<string, string>) {
   const { env, origin } = scope;
-  const read = new Map<string, string>();
-  const tools = {
+  return {
     web_search: tool({
       description: "Search the web. Answers up to 8 results with title, url and snippet.",
       inputSchema: z.object({ query: z.string().min(1).max(400) }),
@@ -63,7 +53,15 @@ export async function research(
       },
     }),
   };
+}
 
+/** Runs the sub-loop and answers the model's report text (never empty). */
+async function writeReport(
+  model: LanguageModel,
+  question: string,
+  tools: ReturnType<typeof researchTools>,
+  signal: AbortSignal,
+): Promise<string> {
   let text: string;
   try {
     const result = await generateText({
@@ -85,15 +83,35 @@ export async function research(
     throw new Error("The research could not be completed: the model failed");
   }
   if (!text) throw new Error("The research produced no report");
+  return text;
+}
 
+/** The stored Markdown: the question as title, the report, then the pages read it does not link. */
+function reportDocument(question: string, text: string, read: Map<string, string>): string {
   const sources = [...read].filter(([url]) => !text.includes(url));
-  const report = [
+  return [
     `# ${question.replace(/\s+/g, " ").trim()}`,
     "",
     text,
     ...(sources.length ? ["", "## Pages read", "", ...sources.map(([url, title]) => `- [${title}](${url})`)] : []),
     "",
   ].join("\n");
+}
+
+/**
+ * A bounded sub-loop: the model searches and reads (the same search and reader the
+ * `web_search` and `read_url` tools use, through the guarded fetch) for at most
+ * `RESEARCH_STEPS - 1` steps, then writes a Markdown report, stored as an artifact.
+ */
+export async function research(
+  scope: TurnScope,
+  model: LanguageModel,
+  question: string,
+  signal: AbortSignal,
+): Promise<ResearchOutcome> {
+  const read = new Map<string, string>();
+  const text = await writeReport(model, question, researchTools(scope, signal, read), signal);
+  const report = reportDocument(question, text, read);
   const summary = summaryOf(text);
   const stored = await storeProduced(
     scope,

@@ -5,7 +5,8 @@ import { type AppEnv, requestOrigin } from "../http/context";
 import { createRouter } from "../http/route";
 import { PAGE_HEADERS } from "../platform/pages";
 import { ApiError } from "../platform/problem";
-import { completeInstall, redeemState, type StateFailure, slackConfig } from "./service";
+import { completeInstall, redeemState, type StateFailure } from "./install";
+import { slackConfig } from "./service";
 import { SlackError } from "./slack";
 
 /** Where Slack sends the admin back after the install: a browser page, not part of the JSON API document. */

@@ -4,8 +4,8 @@ import { routesOf } from "../http/endpoint";
 import { idPathParams } from "../http/params";
 import { jsonBody } from "../http/route";
 import { ApiError } from "../platform/problem";
+import { deliverArtifact } from "./delivery";
 import { DeliveredSchema, DeliverRequestSchema } from "./schemas";
-import { deliverArtifact } from "./service";
 
 const route = routesOf(["Team chat"]);
 

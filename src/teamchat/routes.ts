@@ -5,8 +5,9 @@ import { ApiError } from "../platform/problem";
 import { sealingAvailable } from "../platform/secret-box";
 import { installCallbackRouter } from "./callback-routes";
 import { deliverRouter } from "./deliver-routes";
+import { installUrl } from "./install";
 import { InstallUrlSchema, notConfigured, SlackStatusSchema } from "./schemas";
-import { findInstall, installUrl, slackConfig, uninstall } from "./service";
+import { findInstall, slackConfig, uninstall } from "./service";
 import { webhookRouter } from "./webhook-routes";
 
 const route = routesOf(["Team chat"]);

@@ -1,20 +1,17 @@
+/**
+ * A workspace's Slack install once made: the app's credentials, the install row and its live bot
+ * token, retiring it (ours, Slack's uninstall, a team leaving), and direct messages from the bot.
+ */
 import { and, eq, lt, type SQL, sql } from "drizzle-orm";
-import { findVisibleArtifact } from "../artifacts/service";
-import { artifactKey } from "../artifacts/store";
 import { type AuditEventInput, auditInBatch, PREVIOUS_STATEMENT_CHANGED } from "../audit/events";
-import { agents, conversations, slackInstalls, slackStateUses, users } from "../db/schema";
+import { slackInstalls, slackStateUses, users } from "../db/schema";
 import { db } from "../platform/db";
 import { nowIso } from "../platform/env";
-import { ApiError, badRequest, notFound } from "../platform/problem";
-import { open, seal } from "../platform/secret-box";
-import { workspaceRowWhere } from "../platform/workspace-rows";
-import { DEAD_TOKEN_ERRORS, SLACK_SCOPES, SlackError, slackAuthorizeUrl, slackCall, uploadBytes } from "./slack";
-import { type InstallState, signState, verifyState } from "./state";
+import { ApiError, badRequest } from "../platform/problem";
+import { open } from "../platform/secret-box";
+import { SlackError, slackCall } from "./slack";
 
 export type Install = typeof slackInstalls.$inferSelect;
-
-/** Files over this size are not delivered (Slack's own limit). */
-export const DELIVER_MAX_BYTES = 1024 * 1024 * 1024;
 
 export type SlackConfig = { clientId: string; clientSecret: string; signingSecret: string };
 
@@ -33,110 +30,11 @@ export function slackConfig(env: Env): SlackConfig {
   };
 }
 
-export const callbackUrl = (origin: string) => `${origin}/v1/integrations/slack/callback`;
-
-/** Slack's authorize URL for this workspace's admin, with a signed 10-minute state. */
-export async function installUrl(env: Env, origin: string, workspaceId: string, userId: string): Promise<string> {
-  const config = slackConfig(env);
-  const url = new URL(slackAuthorizeUrl(env));
-  url.searchParams.set("client_id", config.clientId);
-  url.searchParams.set("scope", SLACK_SCOPES.join(","));
-  url.searchParams.set("redirect_uri", callbackUrl(origin));
-  url.searchParams.set("state", await signState(config.clientSecret, workspaceId, userId));
-  return url.toString();
-}
-
-export type StateFailure = "invalid" | "expired" | "reused" | "not_admin";
-
-/**
- * Checks a returned state and redeems it: signed by us, not expired, never used before (a
- * conditional insert of its nonce decides races), and its user still an admin of its workspace.
- */
-export async function redeemState(
-  env: Env,
-  state: string,
-  now = Date.now(),
-): Promise<{ ok: true; state: InstallState } | { ok: false; reason: StateFailure; state?: InstallState }> {
-  const config = slackConfig(env);
-  const verdict = await verifyState(config.clientSecret, state, now);
-  if (!verdict.ok) return verdict;
-  const used = await db(env)
-    .insert(slackStateUses)
-    .values({ nonce: verdict.state.nonce, expiresAt: new Date(verdict.state.expiresAt).toISOString() })
-    .onConflictDoNothing()
-    .returning({ nonce: slackStateUses.nonce })
-    .get();
-  if (!used) return { ok: false, reason: "reused", state: verdict.state };
-  const user = await db(env)
-    .select({ role: users.role, erasedAt: users.erasedAt })
-    .from(users)
-    .where(workspaceRowWhere(users, verdict.state.workspaceId, verdict.state.userId))
-    .get();
-  if (!user || user.erasedAt || user.role !== "admin") return { ok: false, reason: "not_admin", state: verdict.state };
-  return verdict;
-}
-
-type OAuthAccess = {
-  access_token?: string;
-  token_type?: string;
-  scope?: string;
-  bot_user_id?: string;
-  team?: { id?: string; name?: string } | null;
-};
-
-/** Exchanges the code with `oauth.v2.access` and stores the bot token sealed; returns the install. */
-export async function completeInstall(
-  env: Env,
-  origin: string,
-  state: InstallState,
-  code: string,
-  event: (install: { teamId: string; botUserId: string | null; scopes: string; reinstall: boolean }) => AuditEventInput,
-): Promise<{ install: Install; reinstall: boolean }> {
-  const config = slackConfig(env);
-  const access = await slackCall<OAuthAccess>(env, "oauth.v2.access", {
-    client_id: config.clientId,
-    client_secret: config.clientSecret,
-    code,
-    redirect_uri: callbackUrl(origin),
-  });
-  const token = access.access_token;
-  const teamId = access.team?.id;
-  if (!token || !teamId) throw new SlackError("no_bot_token");
-  const sealed = await seal(env, token, `slack:${state.workspaceId}`);
-  const now = nowIso();
-  const previous = await db(env)
-    .select({ live: slackInstalls.live })
-    .from(slackInstalls)
-    .where(eq(slackInstalls.workspaceId, state.workspaceId))
-    .get();
-  const values = {
-    teamId,
-    teamName: access.team?.name ?? null,
-    botUserId: access.bot_user_id ?? null,
-    botTokenSealed: sealed,
-    scopes: access.scope ?? "",
-    installedBy: state.userId,
-    installedAt: now,
-    live: true,
-    updatedAt: now,
-  };
-  const d = db(env);
-  const [[install]] = await d.batch([
-    d
-      .insert(slackInstalls)
-      .values({ workspaceId: state.workspaceId, ...values })
-      .onConflictDoUpdate({ target: slackInstalls.workspaceId, set: values })
-      .returning(),
-    auditInBatch(env, event({ ...values, reinstall: !!previous })),
-  ]);
-  return { install: install!, reinstall: !!previous };
-}
-
 export async function findInstall(env: Env, workspaceId: string): Promise<Install | null> {
   return (await db(env).select().from(slackInstalls).where(eq(slackInstalls.workspaceId, workspaceId)).get()) ?? null;
 }
 
-const liveToken = async (env: Env, install: Install | null): Promise<string | null> => {
+export const liveToken = async (env: Env, install: Install | null): Promise<string | null> => {
   if (!install?.live || !install.botTokenSealed) return null;
   return open(env, install.botTokenSealed, `slack:${install.workspaceId}`).catch(() => null);
 };
@@ -208,78 +106,6 @@ export async function pruneStates(env: Env, now = Date.now()): Promise<void> {
 
 export const notInstalled = (detail = "Team chat is not installed for this workspace") =>
   badRequest("team_chat_not_installed", detail);
-
-export type Delivery = { channelId: string; fileId: string; size: number; conversationId: string };
-
-/**
- * Delivers an artifact into a Slack channel as the conversation's agent: the three calls of
- * Slack's external upload (`files.getUploadURLExternal`, the bytes streamed from R2 to the
- * upload URL, `files.completeUploadExternal` with the initial comment).
- */
-export async function deliverArtifact(
-  env: Env,
-  caller: { workspaceId: string; userId: string; userName: string },
-  artifactId: string,
-  channelId: string,
-  message: string | undefined,
-): Promise<Delivery> {
-  const artifact = await findVisibleArtifact(env, caller.workspaceId, caller.userId, artifactId);
-  if (!artifact) throw notFound("No such artifact");
-  if (!artifact.conversationId)
-    throw badRequest("not_deliverable", "The artifact is no longer in a conversation, so no agent can post it");
-  if (artifact.sensitive) throw badRequest("not_deliverable", "Sensitive artifacts are never shared to team chat");
-  if (artifact.size > DELIVER_MAX_BYTES) throw badRequest("not_deliverable", "The artifact is larger than 1 GiB");
-  if (artifact.size === 0) throw badRequest("not_deliverable", "The artifact is empty");
-
-  const install = await findInstall(env, caller.workspaceId);
-  if (!install?.live) throw notInstalled();
-  const token = await liveToken(env, install);
-  if (!token) throw notInstalled("The stored team-chat credentials cannot be used; install team chat again");
-
-  const agent = await db(env)
-    .select({ name: agents.displayName })
-    .from(conversations)
-    .innerJoin(agents, eq(agents.id, conversations.agentId))
-    .where(workspaceRowWhere(conversations, caller.workspaceId, artifact.conversationId))
-    .get();
-  const agentName = artifact.agentId
-    ? ((await db(env).select({ name: agents.displayName }).from(agents).where(eq(agents.id, artifact.agentId)).get())
-        ?.name ?? agent?.name)
-    : agent?.name;
-
-  const onSlackError = async (e: unknown): Promise<never> => {
-    if (!(e instanceof SlackError)) throw e;
-    if (e.error === "not_in_channel" || e.error === "channel_not_found")
-      throw badRequest("bot_not_in_channel", "The service's bot is not a member of that channel; invite it first");
-    if (DEAD_TOKEN_ERRORS.has(e.error)) {
-      await retireInstall(env, caller.workspaceId);
-      throw notInstalled("Slack no longer accepts this workspace's install; install team chat again");
-    }
-    throw new ApiError(502, "team_chat_failed", `Slack refused the delivery (${e.error})`);
-  };
-
-  const upload = await slackCall<{ upload_url: string; file_id: string }>(
-    env,
-    "files.getUploadURLExternal",
-    { filename: artifact.name, length: String(artifact.size) },
-    token,
-  ).catch(onSlackError);
-  const object = await env.FILES.get(artifactKey(artifact.workspaceId, artifact.id));
-  if (!object) throw notFound("No such artifact");
-  await uploadBytes(env, upload.upload_url, object.body, object.size).catch(onSlackError);
-  const lead = message?.trim() ? message.trim() : artifact.caption || artifact.name;
-  await slackCall(
-    env,
-    "files.completeUploadExternal",
-    {
-      files: JSON.stringify([{ id: upload.file_id, title: artifact.name }]),
-      channel_id: channelId,
-      initial_comment: `*${agentName ?? "Agent"}*: ${lead}\n_shared from studio by ${caller.userName}_`,
-    },
-    token,
-  ).catch(onSlackError);
-  return { channelId, fileId: upload.file_id, size: artifact.size, conversationId: artifact.conversationId };
-}
 
 /**
  * A direct message from the workspace's bot to one of its members, found in Slack by their

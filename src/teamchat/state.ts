@@ -30,7 +30,7 @@ export async function signState(
 
 export type StateVerdict = { ok: true; state: InstallState } | { ok: false; reason: "invalid" | "expired" };
 
-/** Checks the signature and the expiry (not the single use: see `redeemState` in the service). */
+/** Checks the signature and the expiry (not the single use: see `redeemState` in install.ts). */
 export async function verifyState(secret: string, state: string, now = Date.now()): Promise<StateVerdict> {
   const [encoded, given, extra] = state.split(".");
   if (!encoded || !given || extra !== undefined || state.length > 1024) return { ok: false, reason: "invalid" };

@@ -37,6 +37,63 @@ export type RenameResult = {
   previous_email_slug_routes_until: string;
 };
 
+/** 400 unless the slug has the handle format and is not reserved. */
+function requireHandleFormat(slug: string): void {
+  const format = checkHandleFormat(slug);
+  if (format.ok) return;
+  throw badRequest(
+    format.reason,
+    format.reason === "reserved"
+      ? `"${slug}" is reserved`
+      : "slug must be 3-32 characters of a-z, 0-9 and inner hyphens",
+    [{ path: "slug", message: format.reason }],
+  );
+}
+
+/** The workspace's current handle and email slug; 400 `taken` when the new slug is already its handle. */
+async function currentHandles(env: Env, workspaceId: string, slug: string) {
+  const ws = await db(env)
+    .select({ slug: workspaces.slug, emailSlug: workspaces.emailSlug })
+    .from(workspaces)
+    .where(eq(workspaces.id, workspaceId))
+    .get();
+  if (!ws) throw notFound("No such workspace");
+  if (ws.slug === slug)
+    throw badRequest("taken", "This is already the workspace's handle", [{ path: "slug", message: "taken" }]);
+  return ws;
+}
+
+/** The rename's statements: the new slug freed and taken, the old email slug kept routing until `routesUntil`. */
+function renameStatements(
+  env: Env,
+  workspaceId: string,
+  previousEmailSlug: string,
+  result: RenameResult,
+  entry: AuditEventInput,
+  now: string,
+) {
+  const d = db(env);
+  const { slug, previous_email_slug_routes_until: routesUntil } = result;
+  return [
+    // Free the slug if it is our own retired one, or anyone's whose window has passed.
+    d
+      .delete(emailSlugs)
+      .where(
+        and(
+          eq(emailSlugs.slug, slug),
+          or(eq(emailSlugs.workspaceId, workspaceId), sql`${emailSlugs.routesUntil} <= ${now}`),
+        ),
+      ),
+    d.update(workspaces).set({ slug, emailSlug: slug }).where(eq(workspaces.id, workspaceId)),
+    d
+      .update(emailSlugs)
+      .set({ routesUntil })
+      .where(and(eq(emailSlugs.slug, previousEmailSlug), eq(emailSlugs.workspaceId, workspaceId))),
+    d.insert(emailSlugs).values({ slug, workspaceId, createdAt: now }),
+    auditInBatch(env, entry),
+  ] as const;
+}
+
 /**
  * Renames the workspace handle and re-aliases the email slug in one D1 batch. The unique
  * constraints (workspaces.slug, email_slugs.slug) decide races: the loser gets 400 `taken`.
@@ -48,48 +105,14 @@ export async function renameWorkspace(
   slug: string,
   eventOf: (result: RenameResult) => AuditEventInput,
 ): Promise<RenameResult> {
-  const format = checkHandleFormat(slug);
-  if (!format.ok) {
-    throw badRequest(
-      format.reason,
-      format.reason === "reserved"
-        ? `"${slug}" is reserved`
-        : "slug must be 3-32 characters of a-z, 0-9 and inner hyphens",
-      [{ path: "slug", message: format.reason }],
-    );
-  }
-  const d = db(env);
-  const ws = await d
-    .select({ slug: workspaces.slug, emailSlug: workspaces.emailSlug })
-    .from(workspaces)
-    .where(eq(workspaces.id, workspaceId))
-    .get();
-  if (!ws) throw notFound("No such workspace");
-  if (ws.slug === slug)
-    throw badRequest("taken", "This is already the workspace's handle", [{ path: "slug", message: "taken" }]);
+  requireHandleFormat(slug);
+  const ws = await currentHandles(env, workspaceId, slug);
 
   const now = nowIso();
   const routesUntil = new Date(Date.now() + EMAIL_SLUG_CONTINUITY_DAYS * 86_400_000).toISOString();
   const result = { slug, previous_slug: ws.slug, email_slug: slug, previous_email_slug_routes_until: routesUntil };
   try {
-    await d.batch([
-      // Free the slug if it is our own retired one, or anyone's whose window has passed.
-      d
-        .delete(emailSlugs)
-        .where(
-          and(
-            eq(emailSlugs.slug, slug),
-            or(eq(emailSlugs.workspaceId, workspaceId), sql`${emailSlugs.routesUntil} <= ${now}`),
-          ),
-        ),
-      d.update(workspaces).set({ slug, emailSlug: slug }).where(eq(workspaces.id, workspaceId)),
-      d
-        .update(emailSlugs)
-        .set({ routesUntil })
-        .where(and(eq(emailSlugs.slug, ws.emailSlug), eq(emailSlugs.workspaceId, workspaceId))),
-      d.insert(emailSlugs).values({ slug, workspaceId, createdAt: now }),
-      auditInBatch(env, eventOf(result)),
-    ]);
+    await db(env).batch(renameStatements(env, workspaceId, ws.emailSlug, result, eventOf(result), now));
     // Callers carry their workspace's slug.
     forgetCredentials();
   } catch (e) {
