@@ -78,13 +78,37 @@ export async function startDevServer(
     origin,
     output: () => log,
     stop: async () => {
-      // The whole process group: npx, wrangler and workerd.
+      // The whole process group: npx, wrangler and workerd. npx can exit while workerd still
+      // drains open WebSockets, so the group is killed outright and the port must refuse.
       if (child.pid && child.exitCode === null) process.kill(-child.pid, "SIGTERM");
       await Promise.race([exited, new Promise((r) => setTimeout(r, 10_000))]);
-      if (child.pid && child.exitCode === null) process.kill(-child.pid, "SIGKILL");
+      killGroup(child.pid);
+      await portClosed(origin);
       if (!persistTo) rmSync(persist, { recursive: true, force: true });
     },
   };
+}
+
+function killGroup(pid: number | undefined): void {
+  try {
+    if (pid) process.kill(-pid, "SIGKILL");
+  } catch {
+    // the group is gone already
+  }
+}
+
+/** Resolves once nothing answers at `origin` any more (at most 10 s). */
+async function portClosed(origin: string): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  while (Date.now() < deadline) {
+    try {
+      await fetch(`${origin}/v1/health`, { signal: AbortSignal.timeout(1_000) });
+    } catch (error) {
+      if ((error as Error).name !== "TimeoutError") return; // refused: nothing listens
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  throw new Error(`${origin} still answers after wrangler dev was stopped`);
 }
 
 /** The whole body of a request to a fake service the e2e tests run (a model endpoint, say). */
