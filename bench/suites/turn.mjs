@@ -25,6 +25,7 @@ import {
 } from "../lib/harness.mjs";
 import { measureAlternating } from "../lib/load.mjs";
 import { DRIP, HOLD, MODEL, REPLY, SLOW, startMockModel, USAGE } from "../lib/mock-model.mjs";
+import { cpuRow, rateRow } from "../lib/report.mjs";
 import { creditWorkspace, migratedDb, signup } from "../lib/seed.mjs";
 import { openSse } from "../lib/sse-client.mjs";
 import { dropAndResume, measureFirstEvent, position, readUntil, sseBody, textOf } from "../lib/turn-resume.mjs";
@@ -519,16 +520,7 @@ async function droppedStreams(b) {
 function figures({ r, resume, dropped, turns, sound }) {
   const ours = r.ours;
   const versus = (base, baselineName, target) => [
-    {
-      figure: `turn vs ${baselineName} (req/s)`,
-      ours: ours.rps,
-      baseline: base.rps,
-      baselineName,
-      unit: "/s",
-      ratio: ours.rps / base.rps,
-      target: `≥ ${target.toFixed(2)}`,
-      pass: ours.rps / base.rps >= target,
-    },
+    rateRow(`turn vs ${baselineName} (req/s)`, ours, base, baselineName, target),
     {
       figure: `turn p50 vs ${baselineName} (its p50 / ours)`,
       ours: ours.p50,
@@ -539,19 +531,7 @@ function figures({ r, resume, dropped, turns, sound }) {
       pass: base.p50 / ours.p50 >= target,
     },
     // The workerd process's CPU per turn moves far less with other processes' load than req/s.
-    ...(ours.cpuUs && base.cpuUs
-      ? [
-          {
-            figure: `turn CPU vs ${baselineName} (its CPU / ours)`,
-            ours: `${Math.round(ours.cpuUs)} µs`,
-            baseline: `${Math.round(base.cpuUs)} µs`,
-            baselineName,
-            ratio: base.cpuUs / ours.cpuUs,
-            target: `≥ ${target.toFixed(2)}`,
-            pass: base.cpuUs / ours.cpuUs >= target,
-          },
-        ]
-      : []),
+    cpuRow(`turn CPU vs ${baselineName} (its CPU / ours)`, ours, base, baselineName, target),
   ];
   const resumeRow = (name) => {
     const [o, base] = [resume[name], resume[`${name}Baseline`]];
@@ -594,7 +574,7 @@ function figures({ r, resume, dropped, turns, sound }) {
       target: "ok",
       pass: sound,
     },
-  ];
+  ].filter(Boolean);
 }
 
 export default {
