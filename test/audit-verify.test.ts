@@ -13,6 +13,7 @@ import { auditSigner, signedCheckpoint } from "../src/audit-log/checkpoint";
 import { verifyAuditLog, verifyConsistency, verifyInclusion } from "../tools/audit-verify/verify.mjs";
 import vectors from "./fixtures/signed-note/vectors.json";
 import { freshIp, ORIGIN } from "./support/api";
+import { outboxSettled } from "./support/audit";
 import { b64, leafOf, mth, sha256 } from "./support/rfc9162";
 import { signupWorkspace } from "./support/seed";
 
@@ -90,6 +91,7 @@ describe("tools/audit-verify", () => {
 
   it("catches a tampered event", async () => {
     const ws = await workspaceWithEvents(4);
+    await outboxSettled(ws.workspace.id);
     await runInDurableObject(auditLog(env, ws.workspace.id), (_o: AuditLog, state) => {
       state.storage.sql.exec("UPDATE events SET target = 'workspace:someone-else' WHERE seq = 3");
     });
@@ -103,6 +105,7 @@ describe("tools/audit-verify", () => {
     const saved = await verify(ws.adminToken);
     expect(saved.ok).toBe(true);
     const keep = saved.size - 3;
+    await outboxSettled(ws.workspace.id);
     // The service drops its last three events (and their tree nodes) and signs what is left.
     const log = auditLog(env, ws.workspace.id);
     await runInDurableObject(log, (_o: AuditLog, state) => {
