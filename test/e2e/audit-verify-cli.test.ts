@@ -8,6 +8,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { shBlocks } from "./readme";
 import { type DevServer, startDevServer } from "./server";
 
 const ROOT = path.resolve(import.meta.dirname, "../..");
@@ -16,14 +17,6 @@ const CLI = path.join(ROOT, "tools/audit-verify/cli.mjs");
 
 let dev: DevServer;
 let work: string;
-
-function readmeBlock(): string {
-  const readme = readFileSync(path.join(ROOT, "README.md"), "utf8");
-  const start = readme.indexOf("\n## Verify the audit log yourself\n");
-  if (start < 0) throw new Error("README has no section Verify the audit log yourself");
-  const section = readme.slice(start + 1).split(/\n## /)[0]!;
-  return /```sh\n([\s\S]*?)```/.exec(section)![1]!;
-}
 
 function bash(script: string, token: string) {
   return spawnSync(
@@ -61,7 +54,7 @@ describe("tools/audit-verify against wrangler dev", () => {
     });
     expect(signup.status).toBe(201);
     const { token } = (await signup.json()) as { token: string };
-    const run = bash(readmeBlock(), token);
+    const run = bash(shBlocks("## Verify the audit log yourself")[0]!, token);
     expect(run.stderr).not.toMatch(/FAIL/);
     expect(run.status).toBe(0);
     expect(run.stdout).toMatch(/audit log verified: localhost:\d+\/audit\/\S+, \d+ events/);

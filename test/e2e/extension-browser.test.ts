@@ -16,6 +16,7 @@ import path from "node:path";
 import { unzipSync } from "fflate";
 import { type BrowserContext, chromium, type Page, type Worker } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { fenced, section } from "./readme";
 import { type DevServer, readBody, startDevServer } from "./server";
 
 const ROOT = path.resolve(import.meta.dirname, "../..");
@@ -147,16 +148,6 @@ async function connectFromOptions({ remember = false } = {}) {
   await options.close();
 }
 
-/** The README section's prose and its fenced sh blocks (up to the next heading). */
-function readmeSection(heading: string) {
-  const readme = readFileSync(path.join(ROOT, "README.md"), "utf8");
-  const start = readme.indexOf(`\n${heading}\n`);
-  if (start < 0) throw new Error(`README has no section ${heading}`);
-  const rest = readme.slice(start + heading.length + 2);
-  const text = rest.slice(0, rest.search(/\n#{2,3} /));
-  return { text, blocks: [...text.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1]!) };
-}
-
 /** Runs shell text with bash against this test's server; asynchronously, since this process serves the model. */
 function bash(script: string, env: Record<string, string>) {
   return new Promise<string>((resolve, reject) => {
@@ -253,7 +244,8 @@ describe("the browser extension", () => {
   });
 
   it("the README's Install the browser extension section, verbatim: its curl asks through the connected extension", async () => {
-    const { text, blocks } = readmeSection("## Install the browser extension");
+    const text = section("## Install the browser extension");
+    const blocks = fenced(text);
     // What this test did before: the build command and the folder it loaded.
     expect(text).toContain("`npm run extension:build`");
     expect(text).toContain("`extension/dist`");

@@ -20,6 +20,7 @@ import { Client as V2Client, StreamableHTTPClientTransport as V2Transport } from
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { shBlocks } from "./readme";
 import { type DevServer, readBody, signupToken, startDevServer } from "./server";
 
 const ROOT = path.resolve(import.meta.dirname, "../..");
@@ -250,9 +251,7 @@ describe("MCP against wrangler dev", () => {
   });
 
   it("the README's request of each protocol version, run verbatim, lists the same tools", () => {
-    const readme = readFileSync(path.join(ROOT, "README.md"), "utf8");
-    const section = readme.slice(readme.indexOf("\n## Connect an MCP client\n"));
-    const block = /```sh\n([\s\S]*?)```/.exec(section.slice(0, section.indexOf("\n## ", 5)))![1]!;
+    const [block = ""] = shBlocks("## Connect an MCP client");
     const run = spawnSync("bash", ["-euo", "pipefail", "-c", block.replaceAll("http://localhost:8787", dev.origin)], {
       env: { ...process.env, TOKEN: token },
       encoding: "utf8",

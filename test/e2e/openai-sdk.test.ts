@@ -2,16 +2,17 @@
  * The official `openai` SDK, unmodified, against `wrangler dev` with a fake OpenAI-compatible
  * model served from this process: the models list, a completion plain and streamed with its
  * usage, an unknown model (the SDK's NotFoundError) and an out-of-credits workspace (402). Then
- * the README's "Use it from the OpenAI SDK" script, verbatim.
+ * the script of docs/conversations.md "From the OpenAI SDK", verbatim.
  */
 import { spawn } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { fenced, section } from "./readme";
 import { type DevServer, readBody, startDevServer } from "./server";
 
 const ROOT = path.resolve(import.meta.dirname, "../..");
@@ -177,21 +178,12 @@ describe("the openai SDK, unmodified", () => {
   });
 });
 
-describe("the README's Use it from the OpenAI SDK, verbatim", () => {
-  const README = readFileSync(path.join(ROOT, "README.md"), "utf8");
-  const section = (() => {
-    const heading = "## Use it from the OpenAI SDK";
-    const start = README.indexOf(`\n${heading}\n`);
-    if (start < 0) throw new Error(`README has no section ${heading}`);
-    const rest = README.slice(start + heading.length + 2);
-    return rest.slice(0, rest.search(/\n#{2,3} /));
-  })();
-  const blocks = (lang: string) =>
-    [...section.matchAll(new RegExp(`\`\`\`${lang}\\n([\\s\\S]*?)\`\`\``, "g"))].map((m) => m[1]!);
+describe("Talk to an agent's From the OpenAI SDK, verbatim", () => {
+  const text = section("### From the OpenAI SDK", "docs/conversations.md");
 
-  it("runs the script the README shows with a new workspace's token and prints the agents and the answer", async () => {
-    const [install = "", run = ""] = blocks("sh");
-    const [script = ""] = blocks("js");
+  it("runs the script the docs show with a new workspace's token and prints the agents and the answer", async () => {
+    const [install = "", run = ""] = fenced(text, "sh");
+    const [script = ""] = fenced(text, "js");
     expect(install.trim()).toBe("npm install openai");
     const file = /^\/\/ (\S+\.mjs)\n/.exec(script)?.[1];
     expect(file).toBe("ask.mjs");
