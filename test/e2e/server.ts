@@ -60,6 +60,7 @@ export async function startDevServer(
   child.stdout?.on("data", (d) => (log += d));
   child.stderr?.on("data", (d) => (log += d));
   const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  let stopped = false;
 
   const origin = `http://localhost:${port}`;
   const deadline = Date.now() + 90_000;
@@ -78,20 +79,24 @@ export async function startDevServer(
     origin,
     output: () => log,
     stop: async () => {
+      // Once: a test that failed before its restart leaves afterAll to stop the same server again.
+      if (stopped) return;
+      stopped = true;
       // The whole process group: npx, wrangler and workerd. npx can exit while workerd still
       // drains open WebSockets, so the group is killed outright and the port must refuse.
-      if (child.pid && child.exitCode === null) process.kill(-child.pid, "SIGTERM");
+      signalGroup(child.pid, "SIGTERM");
       await Promise.race([exited, new Promise((r) => setTimeout(r, 10_000))]);
-      killGroup(child.pid);
+      signalGroup(child.pid, "SIGKILL");
       await portClosed(origin);
       if (!persistTo) rmSync(persist, { recursive: true, force: true });
     },
   };
 }
 
-function killGroup(pid: number | undefined): void {
+/** Signals every process of the group, which may be gone already (ESRCH). */
+function signalGroup(pid: number | undefined, signal: NodeJS.Signals): void {
   try {
-    if (pid) process.kill(-pid, "SIGKILL");
+    if (pid) process.kill(-pid, signal);
   } catch {
     // the group is gone already
   }
