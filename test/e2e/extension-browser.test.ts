@@ -216,6 +216,12 @@ beforeAll(async () => {
   context.on("console", (message) => consoleLines.push(message.text()));
   worker = context.serviceWorkers()[0] ?? (await context.waitForEvent("serviceworker"));
   extensionId = new URL(worker.url()).host;
+  // Installed, the extension opens its options page, which takes over a blank tab: one the first
+  // test opened for the popup would be navigated away under it.
+  const installed = Date.now() + 20_000;
+  while (!context.pages().some((p) => p.url().endsWith("/options.html")) && Date.now() < installed) {
+    await new Promise((r) => setTimeout(r, 100));
+  }
 }, 240_000);
 
 afterAll(async () => {
