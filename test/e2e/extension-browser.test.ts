@@ -175,6 +175,28 @@ const agentTabs = () =>
       .map((t) => ({ id: t.id ?? -1, url: t.url ?? "", groupId: t.groupId }));
   });
 
+/**
+ * What the extension and the port looked like when the popup did not follow a stopped server:
+ * CI met that (with the split build) and nothing else showed why.
+ */
+async function afterStopReport(since: number): Promise<string> {
+  const extension = await Promise.race([
+    worker.evaluate(async () => ({
+      state: (await chrome.storage.session.get("state")).state,
+      badge: await chrome.action.getBadgeText({}),
+    })),
+    new Promise((resolve) => setTimeout(() => resolve("no answer from the service worker in 5 s"), 5_000)),
+  ]).catch((error: Error) => `the service worker: ${error.message}`);
+  const lines = (command: string, args: string[], match: (line: string) => boolean) =>
+    spawnSync(command, args, { encoding: "utf8" }).stdout.split("\n").filter(match).join("\n");
+  return [
+    `the extension's own state: ${JSON.stringify(extension)}`,
+    `its console since the stop:\n${consoleLines.slice(since).join("\n")}`,
+    `sockets on ${PORT}:\n${lines("ss", ["-tanp"], (line) => line.includes(`:${PORT} `))}`,
+    `wrangler and workerd of this checkout:\n${lines("ps", ["-eo", "pid,pgid,ppid,stat,args"], (line) => line.includes(ROOT) && /wrangler|workerd/.test(line))}`,
+  ].join("\n");
+}
+
 const pngSize = (base64: string) => {
   const png = Buffer.from(base64, "base64");
   return { width: png.readUInt32BE(16), height: png.readUInt32BE(20) };
@@ -384,8 +406,14 @@ describe("the browser extension", () => {
 
   it("reconnects by itself when wrangler dev is killed and started again", async () => {
     const popup = await extensionPage("popup");
+    const since = consoleLines.length;
     await dev.stop();
-    await expect.poll(() => popupState(popup), { timeout: 20_000 }).toBe("connecting");
+    await expect
+      .poll(() => popupState(popup), { timeout: 20_000 })
+      .toBe("connecting")
+      .catch(async (error: Error) => {
+        throw new Error(`${error.message}\n${await afterStopReport(since)}`);
+      });
     dev = await startDevServer(PORT, vars, { persistTo: persist });
     await expect.poll(() => popupState(popup), { timeout: 60_000, interval: 500 }).toBe("connected");
     const { status, results } = await ask([
