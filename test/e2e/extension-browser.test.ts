@@ -188,7 +188,7 @@ async function afterStopReport(since: number): Promise<string> {
     new Promise((resolve) => setTimeout(() => resolve("no answer from the service worker in 5 s"), 5_000)),
   ]).catch((error: Error) => `the service worker: ${error.message}`);
   const lines = (command: string, args: string[], match: (line: string) => boolean) =>
-    spawnSync(command, args, { encoding: "utf8" }).stdout.split("\n").filter(match).join("\n");
+    (spawnSync(command, args, { encoding: "utf8" }).stdout ?? "").split("\n").filter(match).join("\n");
   return [
     `the extension's own state: ${JSON.stringify(extension)}`,
     `its console since the stop:\n${consoleLines.slice(since).join("\n")}`,

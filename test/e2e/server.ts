@@ -82,8 +82,8 @@ export async function startDevServer(
       // Once: a test that failed before its restart leaves afterAll to stop the same server again.
       if (stopped) return;
       stopped = true;
-      // The whole process group: npx, wrangler and workerd. npx can exit while workerd still
-      // drains open WebSockets, so the group is killed outright and the port must refuse.
+      // The whole process group (npx, wrangler, the build and workerd), and the port must refuse
+      // before the caller goes on: a restarted server must not meet any part of the old one.
       signalGroup(child.pid, "SIGTERM");
       await Promise.race([exited, new Promise((r) => setTimeout(r, 10_000))]);
       signalGroup(child.pid, "SIGKILL");

@@ -1,5 +1,6 @@
 import { env } from "cloudflare:workers";
 import { count, eq } from "drizzle-orm";
+import { expect } from "vitest";
 import { auditLog } from "../../durable-objects/audit-log/client";
 import { deliverNow } from "../../src/audit/delivery";
 import { auditOutbox } from "../../src/db/schema";
@@ -22,15 +23,8 @@ export const factEvent = (owner: { workspaceId: string; userId: string }) =>
  * every row they appended. A test that edits the object's storage by hand waits for this first,
  * or a row still waiting for its removal is appended again onto the edited chain.
  */
-export async function outboxSettled(workspaceId: string, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const [row] = await db(env)
-      .select({ n: count() })
-      .from(auditOutbox)
-      .where(eq(auditOutbox.workspaceId, workspaceId));
-    if (!row?.n) return;
-    if (Date.now() > deadline) throw new Error(`${row.n} audit outbox rows of ${workspaceId} still wait`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
+export async function outboxSettled(workspaceId: string): Promise<void> {
+  const waiting = async () =>
+    (await db(env).select({ n: count() }).from(auditOutbox).where(eq(auditOutbox.workspaceId, workspaceId)))[0]?.n;
+  await expect.poll(waiting, { timeout: 10_000, interval: 50 }).toBe(0);
 }
