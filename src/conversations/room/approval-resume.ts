@@ -6,26 +6,13 @@ import { responded } from "./approval-parts";
 import { type ApprovalRow, requestedBy } from "./approval-requests";
 import type { TurnContextRow } from "./schema";
 import { messages, turns } from "./schema";
-import {
-  eventsAfter,
-  lastSeq,
-  type MessageRow,
-  messageById,
-  type RoomDb,
-  recentHistory,
-  type TurnRow,
-  turnById,
-} from "./store";
+import { eventsAfter, lastSeq, type MessageRow, messageById, type RoomDb, recentHistory, turnById } from "./store";
 import type { RoomHost, TurnClaim, TurnInput } from "./types";
 
 /** The turn waits: its state, and when its approvals expire (a new message is refused until then). */
 export function awaitApproval(d: RoomDb, turnId: string, context: TurnContextRow, at: string): void {
   d.update(turns).set({ state: "awaiting_approval", context, endedAt: at }).where(eq(turns.id, turnId)).run();
 }
-
-/** The turn that waits for approvals, if one does (at most one: no turn starts meanwhile). */
-export const awaitingTurn = (d: RoomDb): TurnRow | undefined =>
-  d.select().from(turns).where(eq(turns.state, "awaiting_approval")).limit(1).get();
 
 /** How a turn resumes after its decisions: its next stream segment, with the turn so far. */
 export type Resume = {

@@ -1,13 +1,21 @@
 import { hash } from "node:crypto";
 import { nowIso } from "../../platform/env";
 import { newId } from "../../platform/ids";
-import { awaitingTurn } from "./approval-resume";
 import { claimNewMessage, claimRegeneration } from "./claims";
 import { followTurn } from "./follow";
 import { liveFrame } from "./live";
 import { resume } from "./resumption";
 import type { TurnContextRow } from "./schema";
-import { insertTurn, messageById, type RoomDb, releaseStaleKey, toMessage, turnById, turnByKey } from "./store";
+import {
+  awaitingTurn,
+  insertTurn,
+  messageById,
+  type RoomDb,
+  releaseStaleKey,
+  toMessage,
+  turnById,
+  turnByKey,
+} from "./store";
 import { runInRoom } from "./turn";
 import type { Room, TurnAnswer, TurnInput } from "./types";
 

@@ -1,8 +1,8 @@
 import { logError } from "../../platform/log";
 import { type Decision, type DecisionAnswer, decide } from "./approval-decisions";
-import { awaitingTurn, markResumed, resumeStart } from "./approval-resume";
+import { markResumed, resumeStart } from "./approval-resume";
 import { followTurn } from "./follow";
-import { turnById } from "./store";
+import { awaitingTurn, turnById } from "./store";
 import { runInRoom } from "./turn";
 import type { Room } from "./types";
 

@@ -110,6 +110,7 @@ function prepare(d: RoomDb) {
       .from(turns)
       .where(inArray(turns.state, [...RUNNING]))
       .prepare(),
+    awaiting: d.select().from(turns).where(eq(turns.state, "awaiting_approval")).limit(1).prepare(),
     turnByKey: d
       .select()
       .from(turns)
@@ -233,6 +234,8 @@ export function endTurn(d: RoomDb, id: string, state: TurnState, failure: ModelF
 }
 /** The turns stored as running (`accepted` or `streaming`). */
 export const runningTurns = (d: RoomDb) => statements(d).running.all();
+/** The turn that waits for approvals, if one does (at most one: no turn starts meanwhile). */
+export const awaitingTurn = (d: RoomDb): TurnRow | undefined => statements(d).awaiting.get();
 
 export function turnByKey(d: RoomDb, key: string, now: number): TurnRow | undefined {
   return statements(d).turnByKey.get({ key, since: new Date(now - IDEMPOTENCY_TTL_MS).toISOString() });
