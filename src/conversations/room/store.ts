@@ -21,147 +21,185 @@ export const RUNNING: readonly TurnState[] = ["accepted", "streaming"];
 const ph = sql.placeholder;
 
 /**
- * The statements a turn runs, prepared once per room: built on every use, the queries cost
- * more than SQLite takes to run them (a turn runs a dozen, and one per stream event).
+ * The statements a turn runs, each prepared once per room, when first used: built on every use,
+ * the queries cost more than SQLite takes to run them (a turn runs a dozen, and one per stream
+ * event), and a room that wakes for one request prepares only what that request runs.
  */
 function prepare(d: RoomDb) {
   const since = ph("since");
-  const newest = d.select({ id: turns.id }).from(turns).orderBy(desc(turns.position)).limit(KEPT_TURNS);
-  return {
-    meta: d
-      .select()
-      .from(roomMeta)
-      .where(eq(roomMeta.key, ph("key")))
-      .prepare(),
-    messageById: d
-      .select()
-      .from(messages)
-      .where(eq(messages.id, ph("id")))
-      .prepare(),
-    lastMessage: d.select().from(messages).orderBy(desc(messages.position)).limit(1).prepare(),
-    lastOfRole: d
-      .select()
-      .from(messages)
-      .where(eq(messages.role, ph("role")))
-      .orderBy(desc(messages.position))
-      .limit(1)
-      .prepare(),
-    history: d
-      .select({ role: messages.role, content: messages.content })
-      .from(messages)
-      .where(lt(messages.position, ph("before")))
-      .orderBy(desc(messages.position))
-      .limit(HISTORY_ROWS)
-      .prepare(),
-    insertMessage: d
-      .insert(messages)
-      .values({
-        id: ph("id"),
-        role: ph("role"),
-        authorUserId: ph("authorUserId"),
-        agentId: ph("agentId"),
-        content: ph("content"),
-        parts: ph("parts"),
-        toolCalls: ph("toolCalls"),
-        artifactIds: ph("artifactIds"),
-        inputTokens: ph("inputTokens"),
-        outputTokens: ph("outputTokens"),
-        credits: ph("credits"),
-        stopped: ph("stopped"),
-        createdAt: ph("createdAt"),
-      })
-      .prepare(),
-    turnById: d
-      .select()
-      .from(turns)
-      .where(eq(turns.id, ph("id")))
-      .prepare(),
-    insertTurn: d
-      .insert(turns)
-      .values({
-        id: ph("id"),
-        userMessageId: ph("userMessageId"),
-        state: ph("state"),
-        idempotencyKey: ph("idempotencyKey"),
-        requestHash: ph("requestHash"),
-        context: ph("context"),
-        startedAt: ph("startedAt"),
-      })
-      .returning({ position: turns.position })
-      .prepare(),
-    setTurnState: d
-      .update(turns)
-      .set({ state: sql`${ph("state")}` })
-      .where(eq(turns.id, ph("id")))
-      .prepare(),
-    questionWritten: d
-      .update(turns)
-      .set({ context: sql`json_remove(${turns.context}, '$.question')` })
-      .where(eq(turns.id, ph("id")))
-      .prepare(),
+  const newest = () => d.select({ id: turns.id }).from(turns).orderBy(desc(turns.position)).limit(KEPT_TURNS);
+  return onFirstUse({
+    meta: () =>
+      d
+        .select()
+        .from(roomMeta)
+        .where(eq(roomMeta.key, ph("key")))
+        .prepare(),
+    messageById: () =>
+      d
+        .select()
+        .from(messages)
+        .where(eq(messages.id, ph("id")))
+        .prepare(),
+    lastMessage: () => d.select().from(messages).orderBy(desc(messages.position)).limit(1).prepare(),
+    lastOfRole: () =>
+      d
+        .select()
+        .from(messages)
+        .where(eq(messages.role, ph("role")))
+        .orderBy(desc(messages.position))
+        .limit(1)
+        .prepare(),
+    history: () =>
+      d
+        .select({ role: messages.role, content: messages.content })
+        .from(messages)
+        .where(lt(messages.position, ph("before")))
+        .orderBy(desc(messages.position))
+        .limit(HISTORY_ROWS)
+        .prepare(),
+    insertMessage: () =>
+      d
+        .insert(messages)
+        .values({
+          id: ph("id"),
+          role: ph("role"),
+          authorUserId: ph("authorUserId"),
+          agentId: ph("agentId"),
+          content: ph("content"),
+          parts: ph("parts"),
+          toolCalls: ph("toolCalls"),
+          artifactIds: ph("artifactIds"),
+          inputTokens: ph("inputTokens"),
+          outputTokens: ph("outputTokens"),
+          credits: ph("credits"),
+          stopped: ph("stopped"),
+          createdAt: ph("createdAt"),
+        })
+        .prepare(),
+    turnById: () =>
+      d
+        .select()
+        .from(turns)
+        .where(eq(turns.id, ph("id")))
+        .prepare(),
+    insertTurn: () =>
+      d
+        .insert(turns)
+        .values({
+          id: ph("id"),
+          userMessageId: ph("userMessageId"),
+          state: ph("state"),
+          idempotencyKey: ph("idempotencyKey"),
+          requestHash: ph("requestHash"),
+          context: ph("context"),
+          startedAt: ph("startedAt"),
+        })
+        .returning({ position: turns.position })
+        .prepare(),
+    setTurnState: () =>
+      d
+        .update(turns)
+        .set({ state: sql`${ph("state")}` })
+        .where(eq(turns.id, ph("id")))
+        .prepare(),
+    questionWritten: () =>
+      d
+        .update(turns)
+        .set({ context: sql`json_remove(${turns.context}, '$.question')` })
+        .where(eq(turns.id, ph("id")))
+        .prepare(),
     // The failure comes as its JSON text, or null.
-    endTurn: d
-      .update(turns)
-      .set({ state: sql`${ph("state")}`, failure: sql`${ph("failure")}`, endedAt: sql`${ph("endedAt")}` })
-      .where(eq(turns.id, ph("id")))
-      .prepare(),
-    running: d
-      .select()
-      .from(turns)
-      .where(inArray(turns.state, [...RUNNING]))
-      .prepare(),
-    awaiting: d.select().from(turns).where(eq(turns.state, "awaiting_approval")).limit(1).prepare(),
-    turnByKey: d
-      .select()
-      .from(turns)
-      .where(and(eq(turns.idempotencyKey, ph("key")), gt(turns.startedAt, since)))
-      .prepare(),
-    releaseKey: d
-      .update(turns)
-      .set({ idempotencyKey: null })
-      .where(and(eq(turns.idempotencyKey, ph("key")), lt(turns.startedAt, since)))
-      .prepare(),
+    endTurn: () =>
+      d
+        .update(turns)
+        .set({ state: sql`${ph("state")}`, failure: sql`${ph("failure")}`, endedAt: sql`${ph("endedAt")}` })
+        .where(eq(turns.id, ph("id")))
+        .prepare(),
+    running: () =>
+      d
+        .select()
+        .from(turns)
+        .where(inArray(turns.state, [...RUNNING]))
+        .prepare(),
+    awaiting: () => d.select().from(turns).where(eq(turns.state, "awaiting_approval")).limit(1).prepare(),
+    turnByKey: () =>
+      d
+        .select()
+        .from(turns)
+        .where(and(eq(turns.idempotencyKey, ph("key")), gt(turns.startedAt, since)))
+        .prepare(),
+    releaseKey: () =>
+      d
+        .update(turns)
+        .set({ idempotencyKey: null })
+        .where(and(eq(turns.idempotencyKey, ph("key")), lt(turns.startedAt, since)))
+        .prepare(),
     // The chunk comes as its JSON text, the one the stream sends.
-    appendEvent: d
-      .insert(streamEvents)
-      .values({ turnId: ph("turnId"), seq: ph("seq"), chunk: sql`${ph("chunk")}` })
-      .prepare(),
-    eventsAfter: d
-      .select({ seq: streamEvents.seq, chunk: streamEvents.chunk })
-      .from(streamEvents)
-      .where(and(eq(streamEvents.turnId, ph("turnId")), gt(streamEvents.seq, ph("seq"))))
-      .orderBy(streamEvents.seq)
-      .prepare(),
-    eventTextsAfter: d
-      .select({ seq: streamEvents.seq, json: sql<string>`${streamEvents.chunk}` })
-      .from(streamEvents)
-      .where(and(eq(streamEvents.turnId, ph("turnId")), gt(streamEvents.seq, ph("seq"))))
-      .orderBy(streamEvents.seq)
-      .prepare(),
-    lastSeq: d
-      .select({ seq: sql<number>`coalesce(max(${streamEvents.seq}), 0)` })
-      .from(streamEvents)
-      .where(eq(streamEvents.turnId, ph("turnId")))
-      .prepare(),
-    pruneOlder: d.delete(streamEvents).where(notInArray(streamEvents.turnId, newest)).prepare(),
-    pruneExpired: d
-      .delete(streamEvents)
-      .where(
-        inArray(
-          streamEvents.turnId,
-          d
-            .select({ id: turns.id })
-            .from(turns)
-            .where(and(lt(turns.endedAt, ph("expired")), notInArray(turns.state, [...RUNNING]))),
-        ),
-      )
-      .prepare(),
-    oldestKept: d
-      .select({ endedAt: sql<string | null>`min(${turns.endedAt})` })
-      .from(turns)
-      .where(inArray(turns.id, d.selectDistinct({ id: streamEvents.turnId }).from(streamEvents)))
-      .prepare(),
-  };
+    appendEvent: () =>
+      d
+        .insert(streamEvents)
+        .values({ turnId: ph("turnId"), seq: ph("seq"), chunk: sql`${ph("chunk")}` })
+        .prepare(),
+    eventsAfter: () =>
+      d
+        .select({ seq: streamEvents.seq, chunk: streamEvents.chunk })
+        .from(streamEvents)
+        .where(and(eq(streamEvents.turnId, ph("turnId")), gt(streamEvents.seq, ph("seq"))))
+        .orderBy(streamEvents.seq)
+        .prepare(),
+    eventTextsAfter: () =>
+      d
+        .select({ seq: streamEvents.seq, json: sql<string>`${streamEvents.chunk}` })
+        .from(streamEvents)
+        .where(and(eq(streamEvents.turnId, ph("turnId")), gt(streamEvents.seq, ph("seq"))))
+        .orderBy(streamEvents.seq)
+        .prepare(),
+    lastSeq: () =>
+      d
+        .select({ seq: sql<number>`coalesce(max(${streamEvents.seq}), 0)` })
+        .from(streamEvents)
+        .where(eq(streamEvents.turnId, ph("turnId")))
+        .prepare(),
+    pruneOlder: () => d.delete(streamEvents).where(notInArray(streamEvents.turnId, newest())).prepare(),
+    pruneExpired: () =>
+      d
+        .delete(streamEvents)
+        .where(
+          inArray(
+            streamEvents.turnId,
+            d
+              .select({ id: turns.id })
+              .from(turns)
+              .where(and(lt(turns.endedAt, ph("expired")), notInArray(turns.state, [...RUNNING]))),
+          ),
+        )
+        .prepare(),
+    oldestKept: () =>
+      d
+        .select({ endedAt: sql<string | null>`min(${turns.endedAt})` })
+        .from(turns)
+        .where(inArray(turns.id, d.selectDistinct({ id: streamEvents.turnId }).from(streamEvents)))
+        .prepare(),
+  });
+}
+
+/** An object whose members are built when first read, each once. */
+function onFirstUse<T extends Record<string, () => unknown>>(
+  builders: T,
+): { readonly [K in keyof T]: ReturnType<T[K]> } {
+  const built = {} as { [K in keyof T]: ReturnType<T[K]> };
+  for (const key of Object.keys(builders) as (keyof T & string)[]) {
+    Object.defineProperty(built, key, {
+      configurable: true,
+      get() {
+        const value = builders[key]!();
+        Object.defineProperty(built, key, { value });
+        return value;
+      },
+    });
+  }
+  return built;
 }
 
 const prepared = new WeakMap<RoomDb, ReturnType<typeof prepare>>();
