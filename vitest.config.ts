@@ -35,6 +35,8 @@ export default defineConfig(async () => {
     plugins: [
       cloudflareTest({
         wrangler: { configPath: "./wrangler.toml" },
+        // The tests run the source; wrangler.toml's main is the split build (tools/build-worker.mjs).
+        main: "./src/index.ts",
         miniflare: {
           // Test-only binding so test/setup.ts can apply the D1 migrations.
           bindings: { TEST_MIGRATIONS: migrations },
