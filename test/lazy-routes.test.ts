@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { AREAS } from "../src/app";
 import { covers, loadRoutes } from "../src/http/lazy-routes";
-import { openAIErrorSchema } from "../src/platform/openai-error";
-import { problemSchema } from "../src/platform/problem";
+import { openAIErrorSchema } from "../src/platform/openai-error-schema";
+import { problemSchema } from "../src/platform/problem-schema";
 import { call, expectProblem } from "./support/api";
 import { signupWorkspace } from "./support/seed";
 
