@@ -63,4 +63,15 @@ describe("areas' routes loaded on first use", () => {
     const body = await expectProblem(res, 404, "not_found");
     expect(body.detail).toBe("No route for GET /v1/agents/x/nothing-here");
   });
+
+  it("answers an error of the app's own middleware as a problem: a body over 1 MiB to a path no route has is a 413", async () => {
+    // The app is a plain Hono (no zod at startup); its error handler must render problems as the areas' routers do.
+    const res = await call("POST", "/v1/nothing-here", {
+      rawBody: "x".repeat(1024 * 1024 + 1),
+      headers: { "Content-Type": "application/json" },
+    });
+    const body = await expectProblem(res, 413, "payload_too_large");
+    expect(body.detail).toBe("The request body exceeds 1 MiB");
+    expect(body.request_id).toBe(res.headers.get("X-Request-Id"));
+  });
 });
