@@ -3,7 +3,8 @@ import type { Context } from "hono";
 import type { AuditDetails, AuditEventOf, AuditKind } from "../audit/events";
 import type { AppEnv } from "../http/context";
 import { jsonResponse } from "../http/route";
-import { ApiError, problemResponse } from "../platform/problem";
+import { ApiError } from "../platform/problem";
+import { problemResponse } from "../platform/problem-schema";
 import { AgentIdParamSchema, type AgentRow, AgentRowSchema } from "./schemas";
 import { getAgentRecord, toAgentRow } from "./service";
 

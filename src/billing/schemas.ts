@@ -1,6 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import { queryInteger } from "../http/query";
-import { problemSchema } from "../platform/problem";
+import { problemSchema } from "../platform/problem-schema";
 
 export const LEDGER_KINDS = [
   "monthly_grant",

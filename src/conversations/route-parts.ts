@@ -1,4 +1,4 @@
-import { problemResponse } from "../platform/problem";
+import { problemResponse } from "../platform/problem-schema";
 import { ConversationIdParamSchema } from "./schemas";
 
 /** What the conversations' route files share. */

@@ -1,6 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import { cursorPageQuery, nextCursor } from "../http/query";
-import { problemSchema } from "../platform/problem";
+import { problemSchema } from "../platform/problem-schema";
 
 const Id = z.uuid();
 

@@ -1,5 +1,4 @@
 import type { UIMessageChunk } from "ai";
-import { z } from "zod";
 import type { Message } from "../schemas";
 
 /**
@@ -20,14 +19,7 @@ export const liveFrame = {
   }),
 };
 
-/**
- * Who opens a live socket, as the Worker tells the room once it has checked the caller. Built
- * per socket: the room's module loads with the Worker, and a schema built there would cost
- * every isolate's startup.
- */
-export const liveViewerSchema = () =>
-  z.object({ conversationId: z.string(), workspaceId: z.string(), userId: z.string() });
-export type LiveViewer = z.infer<ReturnType<typeof liveViewerSchema>>;
+/** The header in which the Worker names the live socket's viewer to the room (see live-viewer.ts). */
 export const LIVE_VIEWER_HEADER = "x-live-viewer";
 
 /** Liveness: a client's `ping` text frame is answered `pong`. */
