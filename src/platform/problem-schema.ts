@@ -3,7 +3,8 @@ import { z } from "@hono/zod-openapi";
 /**
  * RFC 9457 problem details, the one error shape of every non-OAuth endpoint. Built on first use
  * (by the routes' OpenAPI entries), not when the isolate starts; one instance, so the document
- * names it once. Apart from problem.ts, whose helpers load with the Worker: zod does not.
+ * names it once. It lives apart from problem.ts, whose helpers load when the isolate starts,
+ * because zod must not.
  */
 const buildProblemSchema = () =>
   z
