@@ -1,11 +1,22 @@
 import { DurableObject } from "cloudflare:workers";
+import { z } from "zod";
+import { auditAlone } from "../src/audit/events";
 import { nowIso } from "../src/platform/env";
 import { logError } from "../src/platform/log";
-import type { ConnectionMeta } from "./browser-session-checks";
 import type { CommandOutcome, Method, SessionErrorEvent } from "./protocol";
 
 /** Header on the Worker's internal upgrade request carrying the verified identity (never a client header). */
 export const CONNECTION_META_HEADER = "X-Browser-Session-Meta";
+
+const connectionMetaSchema = () =>
+  z.object({
+    userId: z.string().min(1),
+    workspaceId: z.string().min(1),
+    tokenId: z.string().min(1),
+    /** Chosen by the Worker so its connect audit event and the object's disconnect event share a target. */
+    connectionId: z.string().min(1),
+  });
+export type ConnectionMeta = z.infer<ReturnType<typeof connectionMetaSchema>>;
 
 /** Per-socket state that must survive hibernation (kept with `serializeAttachment`). */
 export type Attachment = ConnectionMeta & {
@@ -24,7 +35,6 @@ export type ConnectionInfo = Pick<Attachment, "connectionId" | "connectedAt" | "
 type Pending = { connectionId: string; method: Method; settle: (outcome: CommandOutcome) => void };
 
 type Protocol = typeof import("./protocol");
-type Checks = typeof import("./browser-session-checks");
 
 const OPEN = 1;
 
@@ -36,12 +46,10 @@ const OPEN = 1;
  */
 export class BrowserSession extends DurableObject<Env> {
   /**
-   * The frame protocol's schemas and the object's other checks, loaded before the object takes
-   * its first event: the Worker exports this class, so a static import would load zod and build
-   * them at every isolate's startup.
+   * The frame protocol's schemas, loaded before the object takes its first event: the Worker
+   * exports this class, so a static import would build them at every isolate's startup.
    */
   private protocol!: Protocol;
-  private checks!: Checks;
   private readonly pending = new Map<number, Pending>();
   /** Frames per socket in the current rate window; losing it on eviction only resets the window. */
   private readonly rate = new Map<string, { windowStart: number; count: number }>();
@@ -49,7 +57,7 @@ export class BrowserSession extends DurableObject<Env> {
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     void ctx.blockConcurrencyWhile(async () => {
-      [this.protocol, this.checks] = await Promise.all([import("./protocol"), import("./browser-session-checks")]);
+      this.protocol = await import("./protocol");
       ctx.setWebSocketAutoResponse(
         new WebSocketRequestResponsePair(this.protocol.PING_FRAME, this.protocol.PONG_FRAME),
       );
@@ -61,9 +69,7 @@ export class BrowserSession extends DurableObject<Env> {
     if (request.headers.get("Upgrade")?.toLowerCase() !== "websocket") {
       return new Response("Expected a WebSocket upgrade", { status: 426, headers: { Upgrade: "websocket" } });
     }
-    const meta = this.checks.connectionMetaSchema.safeParse(
-      safeJson(request.headers.get(CONNECTION_META_HEADER) ?? ""),
-    );
+    const meta = connectionMetaSchema().safeParse(safeJson(request.headers.get(CONNECTION_META_HEADER) ?? ""));
     if (!meta.success) return new Response("Missing connection metadata", { status: 400 });
 
     for (const old of this.ctx.getWebSockets()) {
@@ -106,7 +112,7 @@ export class BrowserSession extends DurableObject<Env> {
     const frame = this.protocol.CommandFrameSchema.pick({ method: true, params: true }).safeParse({ method, params });
     if (!frame.success) return Promise.resolve(fail("invalid argument", `unknown method ${String(method)}`));
     const checked = this.protocol.PARAMS[frame.data.method].safeParse(frame.data.params);
-    if (!checked.success) return Promise.resolve(fail("invalid argument", this.checks.issuesText(checked.error)));
+    if (!checked.success) return Promise.resolve(fail("invalid argument", z.prettifyError(checked.error)));
 
     const ws = this.live();
     if (!ws) return Promise.resolve(fail("not connected", "The user's browser is not connected"));
@@ -168,13 +174,13 @@ export class BrowserSession extends DurableObject<Env> {
       return this.refuse(ws, "frame too large", detail, id ?? undefined);
     }
     const parsed = this.protocol.ExtensionFrameSchema.safeParse(safeJson(message));
-    if (!parsed.success) return this.refuse(ws, "invalid frame", this.checks.issuesText(parsed.error));
+    if (!parsed.success) return this.refuse(ws, "invalid frame", z.prettifyError(parsed.error));
     const frame = parsed.data;
 
     if (frame.type === "event") {
       if (frame.method === "computer.ready") {
         const ready = this.protocol.ReadyParamsSchema.safeParse(frame.params ?? {});
-        if (!ready.success) return this.refuse(ws, "invalid frame", this.checks.issuesText(ready.error));
+        if (!ready.success) return this.refuse(ws, "invalid frame", z.prettifyError(ready.error));
         ws.serializeAttachment({ ...attachment, userAgent: ready.data.user_agent ?? null });
       }
       return;
@@ -199,7 +205,7 @@ export class BrowserSession extends DurableObject<Env> {
         ? { ok: true, result: result.data as Record<string, unknown> }
         : fail(
             "invalid result",
-            `The result of ${pending.method} does not match the protocol: ${this.checks.issuesText(result.error)}`,
+            `The result of ${pending.method} does not match the protocol: ${z.prettifyError(result.error)}`,
           ),
     );
   }
@@ -299,8 +305,6 @@ export class BrowserSession extends DurableObject<Env> {
     code: number,
   ): Promise<void> {
     try {
-      // Loaded here, not with the Worker: the audit catalogue's schemas need zod.
-      const { auditAlone } = await import("../src/audit/events");
       await auditAlone(this.env, {
         workspaceId: a.workspaceId,
         kind: "browser.disconnect",

@@ -8,19 +8,19 @@ import { agentsArea } from "./agents";
 import { appsArea } from "./apps";
 import { artifactsArea } from "./artifacts";
 import { auditArea } from "./audit-log";
+import { SESSION_COOKIE } from "./auth/resolve";
 import { billingArea } from "./billing";
 import { browserArea } from "./browser";
 import { conversationsArea } from "./conversations";
 import { emailArea } from "./email";
 import { healthArea } from "./health";
 import { type Area, registryOf } from "./http/area";
-import { limitBody } from "./http/body-limit";
 import type { AppEnv } from "./http/context";
 import { bearerCors } from "./http/cors";
 import { d1Session } from "./http/d1-session";
-import { lazyRoutes } from "./http/lazy-routes";
-import { createPlainRouter } from "./http/plain-router";
+import { lazyRoutes, loadRoutes } from "./http/lazy-routes";
 import type { AreaRegistry } from "./http/registry";
+import { BEARER, createRouter, limitBody, SESSION } from "./http/route";
 import { mcpArea } from "./mcp";
 import { mcpServerArea } from "./mcp-server";
 import { memoryArea } from "./memory";
@@ -66,7 +66,7 @@ export const AREAS: readonly Area[] = [
 export const DOCS_SCRIPT = "/v1/docs/scalar/standalone.js";
 
 export function createApp(registry: AreaRegistry = registryOf(AREAS)) {
-  const app = createPlainRouter();
+  const app = createRouter();
 
   app.use(requestId());
   app.use(d1Session);
@@ -111,10 +111,42 @@ export function createApp(registry: AreaRegistry = registryOf(AREAS)) {
 let documented: Promise<OpenAPIHono<AppEnv>> | undefined;
 
 /**
- * The OpenAPI document's app, built on the first request that needs the whole contract (the
- * document, a CORS check), once per isolate. Its module loads then: it needs zod.
+ * The OpenAPI document's app: every area's routes (the lazy ones loaded for it), in the area
+ * list's order, and the security schemes. Built on the first request that needs the whole
+ * contract (the document, a CORS check), once per isolate.
  */
 function documentation(): Promise<OpenAPIHono<AppEnv>> {
-  documented ??= import("./http/documentation").then(({ documentationApp }) => documentationApp(AREAS));
+  documented ??= (async () => {
+    const doc = createRouter();
+    for (const area of AREAS) {
+      const router = area.router ?? (area.routes && (await loadRoutes(area.routes)));
+      if (router) doc.route("/", router);
+    }
+    doc.openAPIRegistry.registerComponent("securitySchemes", BEARER, {
+      type: "http",
+      scheme: "bearer",
+      description:
+        "A personal access token (svc_pat_…) or an OAuth access token (svc_at_…). Scopes are listed per operation; " +
+        "`role:admin` means a workspace admin's credential, whatever its scopes.",
+    });
+    doc.openAPIRegistry.registerComponent("securitySchemes", SESSION, {
+      type: "apiKey",
+      in: "cookie",
+      name: SESSION_COOKIE,
+      description:
+        "The browser's sign-in session, set by the sign-in page; accepted only by the operations that list it. A state change made with it must come from this service's own origin.",
+    });
+    doc.doc31("/v1/openapi.json", (c) => ({
+      openapi: "3.1.0",
+      info: {
+        title: "Workspace Agent Service API",
+        version: "1.0.0",
+        description:
+          "Multi-tenant API for configurable AI agents, with a built-in OAuth 2.1 authorization server. Errors are RFC 9457 problem details.",
+      },
+      servers: [{ url: c.env.BASE_URL || new URL(c.req.url).origin }],
+    }));
+    return doc;
+  })();
   return documented;
 }

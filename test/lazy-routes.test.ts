@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { AREAS } from "../src/app";
 import { covers, loadRoutes } from "../src/http/lazy-routes";
-import { openAIErrorSchema } from "../src/platform/openai-error-schema";
-import { problemSchema } from "../src/platform/problem-schema";
+import { openAIErrorSchema } from "../src/platform/openai-error";
+import { problemSchema } from "../src/platform/problem";
 import { call, expectProblem } from "./support/api";
 import { signupWorkspace } from "./support/seed";
 
@@ -65,7 +65,7 @@ describe("areas' routes loaded on first use", () => {
   });
 
   it("answers an error of the app's own middleware as a problem: a body over 1 MiB to a path no route has is a 413", async () => {
-    // The app is a plain Hono (no zod at startup); its error handler must render problems as the areas' routers do.
+    // The app's own error handler renders problems as the areas' routers do.
     const res = await call("POST", "/v1/nothing-here", {
       rawBody: "x".repeat(1024 * 1024 + 1),
       headers: { "Content-Type": "application/json" },

@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { balance, debit } from "../src/billing/ledger";
 import { ConversationSchema } from "../src/conversations/schemas";
 import { ChatCompletionChunkSchema, ChatCompletionSchema, ModelListSchema } from "../src/openai/schemas";
-import { openAIErrorSchema } from "../src/platform/openai-error-schema";
+import { openAIErrorSchema } from "../src/platform/openai-error";
 import { createAgent } from "./support/agents";
 import { call, parse } from "./support/api";
 import { auditEvents } from "./support/audit";

@@ -2,7 +2,7 @@ import { z } from "@hono/zod-openapi";
 import { describe, expect, it } from "vitest";
 import { routesOf } from "../src/http/endpoint";
 import { apiRoute, jsonBody, jsonResponse } from "../src/http/route";
-import { problemResponse } from "../src/platform/problem-schema";
+import { problemResponse } from "../src/platform/problem";
 
 const Params = z.object({ id: z.string() });
 const Query = z.object({ limit: z.string().optional() });

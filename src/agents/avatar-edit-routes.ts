@@ -1,9 +1,8 @@
 import type { Context } from "hono";
 import { callerEvent } from "../http/audit";
-import { MiB } from "../http/body-limit";
 import { type AppEnv, requestOrigin } from "../http/context";
 import { routesOf } from "../http/endpoint";
-import { jsonBody } from "../http/route";
+import { jsonBody, MiB } from "../http/route";
 import { imageModel } from "../llm/model";
 import { avatarPrompt, generateAvatarImage } from "./avatar-generation";
 import { type AvatarImage, decodeAvatarUpload, storeAvatar } from "./avatars";

@@ -3,8 +3,7 @@ import type { Context } from "hono";
 import type { AuditDetails, AuditEventOf, AuditKind } from "../audit/events";
 import type { AppEnv } from "../http/context";
 import { jsonResponse } from "../http/route";
-import { ApiError } from "../platform/problem";
-import { problemResponse } from "../platform/problem-schema";
+import { ApiError, problemResponse } from "../platform/problem";
 import { AgentIdParamSchema, type AgentRow, AgentRowSchema } from "./schemas";
 import { getAgentRecord, toAgentRow } from "./service";
 

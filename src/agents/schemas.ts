@@ -2,7 +2,7 @@ import { z } from "@hono/zod-openapi";
 import { idPathParams } from "../http/params";
 import { describeRuntimeProfiles, RUNTIME_PROFILE_SLUGS } from "../llm/models";
 import { TONES, VERBOSITIES } from "../llm/system-prompt";
-import { problemSchema } from "../platform/problem-schema";
+import { problemSchema } from "../platform/problem";
 import { isToolPattern } from "../runtime/approval-patterns";
 import { AGENT_HANDLE_PATTERN, HANDLE_RULE, RESERVED_AGENT_HANDLES } from "./handles";
 

@@ -5,8 +5,7 @@ import type { AppEnv } from "../http/context";
 import { routesOf } from "../http/endpoint";
 import { baseUrl } from "../platform/env";
 import { logError } from "../platform/log";
-import { ApiError } from "../platform/problem";
-import { problemResponse } from "../platform/problem-schema";
+import { ApiError, problemResponse } from "../platform/problem";
 import { listPacks, listPlans } from "./catalogue";
 import { entries, freeMonthlyCredits, grantedBalance } from "./ledger";
 import {

@@ -1,6 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import { queryInteger } from "../http/query";
-import { problemSchema } from "../platform/problem-schema";
+import { problemSchema } from "../platform/problem";
 
 export const LEDGER_KINDS = [
   "monthly_grant",

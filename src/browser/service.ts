@@ -1,6 +1,9 @@
 import { generateText, isStepCount, type LanguageModel } from "ai";
-import { CONNECTION_META_HEADER, type ConnectionInfo } from "../../durable-objects/browser-session";
-import type { ConnectionMeta } from "../../durable-objects/browser-session-checks";
+import {
+  CONNECTION_META_HEADER,
+  type ConnectionInfo,
+  type ConnectionMeta,
+} from "../../durable-objects/browser-session";
 import { type CommandOutcome, LIMITS, type Method } from "../../durable-objects/protocol";
 import type { AgentRow } from "../agents/schemas";
 import { listAgents } from "../agents/service";

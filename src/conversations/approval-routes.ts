@@ -3,8 +3,7 @@ import { callerActor } from "../http/audit";
 import type { AppEnv } from "../http/context";
 import { routesOf } from "../http/endpoint";
 import { jsonBody, jsonResponse } from "../http/route";
-import { ApiError, conflict, notFound } from "../platform/problem";
-import { problemResponse } from "../platform/problem-schema";
+import { ApiError, conflict, notFound, problemResponse } from "../platform/problem";
 import {
   ApprovalListSchema,
   ApprovalParamsSchema,

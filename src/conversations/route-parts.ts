@@ -1,4 +1,4 @@
-import { problemResponse } from "../platform/problem-schema";
+import { problemResponse } from "../platform/problem";
 import { ConversationIdParamSchema } from "./schemas";
 
 /** What the conversations' route files share. */

@@ -1,6 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import { cursorPageQuery, nextCursor } from "../http/query";
-import { problemSchema } from "../platform/problem-schema";
+import { problemSchema } from "../platform/problem";
 
 const Id = z.uuid();
 

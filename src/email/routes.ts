@@ -2,7 +2,7 @@ import type { AuditDetails, AuditEventOf, AuditKind } from "../audit/events";
 import { callerActor, callerEvent } from "../http/audit";
 import { byIdErrors, routesOf } from "../http/endpoint";
 import { jsonBody, jsonResponse } from "../http/route";
-import { problemResponse } from "../platform/problem-schema";
+import { problemResponse } from "../platform/problem";
 import { createEndpoint, deleteEndpoint, listEndpoints, updateEndpoint } from "./endpoints";
 import { listReplies, reviewReply } from "./replies";
 import {

@@ -1,6 +1,6 @@
 import { type OpenAPIHono, z } from "@hono/zod-openapi";
 import type { AuditEventInput, AuditEventOf } from "../audit/events";
-import { problemResponse } from "../platform/problem-schema";
+import { problemResponse } from "../platform/problem";
 import { callerEvent } from "./audit";
 import type { AppEnv } from "./context";
 import { routesOf } from "./endpoint";

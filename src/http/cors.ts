@@ -2,7 +2,7 @@ import type { RouteConfig } from "@hono/zod-openapi";
 import type { MiddlewareHandler } from "hono";
 import { cors } from "hono/cors";
 import type { AppEnv } from "./context";
-import { BEARER, SESSION } from "./security-schemes";
+import { BEARER, SESSION } from "./route";
 
 /**
  * What a browser app may send: its token, JSON, the headers the chat routes read, its D1

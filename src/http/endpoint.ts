@@ -1,6 +1,6 @@
 import type { OpenAPIHono, RouteConfig, RouteHandler, RouteHook, z } from "@hono/zod-openapi";
 import type { MiddlewareHandler } from "hono";
-import { problemResponse } from "../platform/problem-schema";
+import { problemResponse } from "../platform/problem";
 import type { AppEnv } from "./context";
 import {
   type Access,

@@ -1,6 +1,6 @@
 import type { Context, Hono, MiddlewareHandler } from "hono";
 import type { AppEnv } from "./context";
-import { createPlainRouter } from "./plain-router";
+import { createRouter } from "./route";
 
 /**
  * An area's routes, evaluated on the first request under one of their paths: building the
@@ -36,7 +36,7 @@ const missed = new WeakSet<Request>();
 
 /** The area's router behind the app's middleware: the app's variables, and a miss handed back. */
 function dispatcher(router: Hono<AppEnv>): Hono<AppEnv> {
-  const app = createPlainRouter();
+  const app = createRouter();
   app.use((c, next) => {
     const outer = outerContexts.get(c.req.raw);
     if (outer) for (const [name, value] of Object.entries(outer.var)) c.set(name as "requestId", value as string);

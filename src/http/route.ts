@@ -1,10 +1,9 @@
 import { createRoute, OpenAPIHono, type RouteConfig, type z } from "@hono/zod-openapi";
 import type { MiddlewareHandler } from "hono";
+import { bodyLimit } from "hono/body-limit";
 import type { WorkspaceRead } from "../auth/resolve";
 import type { Scope } from "../auth/scopes";
-import { ApiError, fieldErrors } from "../platform/problem";
-import { problemResponse } from "../platform/problem-schema";
-import { limitBody, limitDeclaredBody, MiB } from "./body-limit";
+import { ApiError, fieldErrors, problemResponse } from "../platform/problem";
 import type { AppEnv } from "./context";
 import { type ErrorFormat, errorHandler, OAuthError } from "./errors";
 import {
@@ -15,13 +14,19 @@ import {
   requireAdminRole,
   requireScope,
 } from "./guards";
-import { ADMIN_ROLE, BEARER, SESSION } from "./security-schemes";
 
 /**
  * Who may call a route: public, any authenticated caller, a scope, a workspace admin whose
  * credential carries the `admin` scope, or (`admin-role`) a workspace admin with any scope.
  */
 export type Access = "public" | "authenticated" | "admin" | "admin-role" | { scope: Scope };
+
+/** How the document names the `admin-role` requirement: a role, not a scope (OpenAPI 3.1 allows role names). */
+export const ADMIN_ROLE = "role:admin";
+
+export const BEARER = "bearer";
+/** The browser's sign-in session cookie, accepted only where a route says `session: true`. */
+export const SESSION = "session";
 
 function securityFor(access: Access): RouteConfig["security"] {
   if (access === "public") return [];
@@ -46,6 +51,42 @@ const authErrors = (access: Access) =>
         401: problemResponse("Missing, unknown, expired or revoked credentials"),
         ...(access === "authenticated" ? {} : { 403: problemResponse("The caller lacks the required scope or role") }),
       };
+
+export const MiB = 1024 * 1024;
+
+const limits = new Map<number, MiddlewareHandler<AppEnv>>();
+/**
+ * Refuses a body over `maxBytes` with 413 (streamed bodies too, while they are read). It runs
+ * inside the route, so the 413 comes in the error format of the router that declares the route.
+ */
+export function limitBody(maxBytes = MiB): MiddlewareHandler<AppEnv> {
+  let limit = limits.get(maxBytes);
+  if (!limit) {
+    limit = bodyLimit({
+      maxSize: maxBytes,
+      onError: () => {
+        throw new ApiError(413, "payload_too_large", `The request body exceeds ${maxBytes / MiB} MiB`);
+      },
+    });
+    limits.set(maxBytes, limit);
+  }
+  return limit;
+}
+
+/**
+ * For a route that reads its own body as a stream (an upload): a declared `Content-Length`
+ * over `maxBytes` is refused with 413 at once, and the stream is left untouched, so the
+ * handler counts the bytes as it reads them (Hono's body limit would buffer a body of
+ * unknown length whole before the handler sees it).
+ */
+export function limitDeclaredBody(maxBytes: number): MiddlewareHandler<AppEnv> {
+  return async (c, next) => {
+    const declared = c.req.header("Content-Length");
+    if (declared !== undefined && Number(declared) > maxBytes)
+      throw new ApiError(413, "payload_too_large", `The request body exceeds ${maxBytes / MiB} MiB`);
+    await next();
+  };
+}
 
 export type RouteOptions = {
   /** The largest request body the route accepts; 1 MiB unless it says otherwise. */

@@ -2,7 +2,7 @@ import type { Context } from "hono";
 import { callerEvent } from "../http/audit";
 import type { AppEnv } from "../http/context";
 import { routesOf } from "../http/endpoint";
-import { problemResponse } from "../platform/problem-schema";
+import { problemResponse } from "../platform/problem";
 import {
   AgentSlugParamSchema,
   FactIdParamSchema,

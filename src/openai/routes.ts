@@ -6,7 +6,7 @@ import { callerEvent } from "../http/audit";
 import type { AppEnv } from "../http/context";
 import { routesOf } from "../http/endpoint";
 import { createRouter, jsonBody } from "../http/route";
-import { openAiErrorResponse } from "../platform/openai-error-schema";
+import { openAiErrorResponse } from "../platform/openai-error";
 import {
   ChatCompletionChunkSchema,
   ChatCompletionRequestSchema,

@@ -1,6 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import { headerParam } from "../http/params";
-import { problemResponse } from "../platform/problem-schema";
+import { problemResponse } from "../platform/problem";
 
 export const SlackStatusSchema = z
   .object({

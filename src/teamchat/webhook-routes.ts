@@ -1,7 +1,7 @@
 import { z } from "@hono/zod-openapi";
 import type { AuditEventInput } from "../audit/events";
-import { MiB } from "../http/body-limit";
 import { routesOf } from "../http/endpoint";
+import { MiB } from "../http/route";
 import { badRequest } from "../platform/problem";
 import { notConfigured, SlackWebhookAckSchema, SlackWebhookHeadersSchema } from "./schemas";
 import { retireTeam, slackConfig } from "./service";

@@ -3,7 +3,7 @@ import { expect, it } from "vitest";
 import { CreatedTokenSchema } from "../../src/admin/schemas";
 import { publishApp } from "../../src/apps/service";
 import { GRANTABLE_SCOPES, type Scope } from "../../src/auth/scopes";
-import { ADMIN_ROLE } from "../../src/http/security-schemes";
+import { ADMIN_ROLE } from "../../src/http/route";
 import { rememberFact } from "../../src/memory/service";
 import { createAgent } from "./agents";
 import { call, expectProblem, parse } from "./api";

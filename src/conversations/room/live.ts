@@ -1,4 +1,5 @@
 import type { UIMessageChunk } from "ai";
+import { z } from "zod";
 import type { Message } from "../schemas";
 
 /**
@@ -19,7 +20,14 @@ export const liveFrame = {
   }),
 };
 
-/** The header in which the Worker names the live socket's viewer to the room (see live-viewer.ts). */
+/**
+ * Who opens a live socket, as the Worker tells the room once it has checked the caller. Built
+ * per socket: the room's module loads with the Worker, and a schema built there would cost
+ * every isolate's startup.
+ */
+export const liveViewerSchema = () =>
+  z.object({ conversationId: z.string(), workspaceId: z.string(), userId: z.string() });
+export type LiveViewer = z.infer<ReturnType<typeof liveViewerSchema>>;
 export const LIVE_VIEWER_HEADER = "x-live-viewer";
 
 /** Liveness: a client's `ping` text frame is answered `pong`. */

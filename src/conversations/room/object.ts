@@ -10,7 +10,7 @@ import type { Decision, DecisionAnswer } from "./approval-decisions";
 import type { GivenReason } from "./approval-erasure";
 import { followTurn } from "./follow";
 import { importFromD1 } from "./import";
-import { LIVE_PING, LIVE_PONG, LIVE_VIEWER_HEADER, type LiveFrame, liveFrame } from "./live";
+import { LIVE_PING, LIVE_PONG, LIVE_VIEWER_HEADER, type LiveFrame, liveFrame, liveViewerSchema } from "./live";
 import { acceptLiveSocket, broadcastFrame } from "./live-sockets";
 import migrations from "./migrations/migrations.js";
 import type { TurnState } from "./schema";
@@ -165,9 +165,7 @@ export abstract class ConversationRoomObject extends DurableObject<Env> implemen
    * The Worker has checked the caller; it names the conversation in the request's header.
    */
   override async fetch(request: Request): Promise<Response> {
-    // Loaded here: the Worker exports this class, and zod would load with it at every startup.
-    const { liveViewerSchema } = await import("./live-viewer");
-    const viewer = liveViewerSchema.parse(JSON.parse(request.headers.get(LIVE_VIEWER_HEADER) ?? "null"));
+    const viewer = liveViewerSchema().parse(JSON.parse(request.headers.get(LIVE_VIEWER_HEADER) ?? "null"));
     await this.ready(viewer.conversationId, viewer.workspaceId);
     return acceptLiveSocket(this.ctx, this.db, this.running, viewer.userId);
   }
