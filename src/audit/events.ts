@@ -2,6 +2,7 @@ import { type Placeholder, type SQL, sql } from "drizzle-orm";
 import { z } from "zod";
 import type { ActorKind, AppendEvent, AuditOutcome, JsonObject } from "../../durable-objects/audit-log/types";
 import { auditOutbox } from "../db/schema";
+import { builtOnFirstUse } from "../platform/built-on-first-use";
 import { type Db, db } from "../platform/db";
 import { nowIso } from "../platform/env";
 import { newId } from "../platform/ids";
@@ -220,22 +221,6 @@ const EVENT_DETAILS = {
  * starts would cost every request's startup, for the few kinds a request records.
  */
 export const AUDIT_EVENTS = builtOnFirstUse(EVENT_DETAILS);
-
-function builtOnFirstUse<T extends Record<string, () => unknown>>(builders: T): { [K in keyof T]: ReturnType<T[K]> } {
-  const built = {} as { [K in keyof T]: ReturnType<T[K]> };
-  for (const [kind, build] of Object.entries(builders)) {
-    Object.defineProperty(built, kind, {
-      enumerable: true,
-      configurable: true,
-      get: () => {
-        const schema = build();
-        Object.defineProperty(built, kind, { value: schema, enumerable: true });
-        return schema;
-      },
-    });
-  }
-  return built;
-}
 
 export type AuditKind = keyof typeof AUDIT_EVENTS;
 export type AuditDetails<K extends AuditKind> = z.input<(typeof AUDIT_EVENTS)[K]>;

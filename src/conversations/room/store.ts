@@ -1,5 +1,6 @@
 import { and, desc, eq, gt, inArray, lt, notInArray, sql } from "drizzle-orm";
 import type { DrizzleSqliteDODatabase } from "drizzle-orm/durable-sqlite";
+import { builtOnFirstUse } from "../../platform/built-on-first-use";
 import type { Message } from "../schemas";
 import type * as schema from "./schema";
 import { type ModelFailure, messages, roomMeta, streamEvents, type TurnState, turns } from "./schema";
@@ -28,7 +29,7 @@ const ph = sql.placeholder;
 function prepare(d: RoomDb) {
   const since = ph("since");
   const newest = () => d.select({ id: turns.id }).from(turns).orderBy(desc(turns.position)).limit(KEPT_TURNS);
-  return onFirstUse({
+  return builtOnFirstUse({
     meta: () =>
       d
         .select()
@@ -182,24 +183,6 @@ function prepare(d: RoomDb) {
         .where(inArray(turns.id, d.selectDistinct({ id: streamEvents.turnId }).from(streamEvents)))
         .prepare(),
   });
-}
-
-/** An object whose members are built when first read, each once. */
-function onFirstUse<T extends Record<string, () => unknown>>(
-  builders: T,
-): { readonly [K in keyof T]: ReturnType<T[K]> } {
-  const built = {} as { [K in keyof T]: ReturnType<T[K]> };
-  for (const key of Object.keys(builders) as (keyof T & string)[]) {
-    Object.defineProperty(built, key, {
-      configurable: true,
-      get() {
-        const value = builders[key]!();
-        Object.defineProperty(built, key, { value });
-        return value;
-      },
-    });
-  }
-  return built;
 }
 
 const prepared = new WeakMap<RoomDb, ReturnType<typeof prepare>>();
