@@ -89,6 +89,9 @@ const ROUND_DELAY_MS = 100;
  */
 const loops = new Map<string | null, { again: boolean }>();
 
+/** No delivery loop of this isolate may still append a workspace's rows (tests that edit a chain by hand wait for this). */
+export const deliveryIdle = (workspaceId: string): boolean => !loops.has(workspaceId) && !loops.has(null);
+
 /**
  * Delivery after a commit, shared by the requests of one isolate: the first starts a loop (the
  * promise to hand to `waitUntil`), the others only mark that more rows wait and get null. The

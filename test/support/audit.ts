@@ -2,7 +2,7 @@ import { env } from "cloudflare:workers";
 import { count, eq } from "drizzle-orm";
 import { expect } from "vitest";
 import { auditLog } from "../../durable-objects/audit-log/client";
-import { deliverNow } from "../../src/audit/delivery";
+import { deliverNow, deliveryIdle } from "../../src/audit/delivery";
 import { auditOutbox } from "../../src/db/schema";
 import { rememberedEvent } from "../../src/memory/tools";
 import { db } from "../../src/platform/db";
@@ -19,12 +19,14 @@ export const factEvent = (owner: { workspaceId: string; userId: string }) =>
   rememberedEvent(owner, { slug: "assistant" });
 
 /**
- * Waits until a workspace's outbox is empty: the delivery loops of earlier requests have removed
- * every row they appended. A test that edits the object's storage by hand waits for this first,
- * or a row still waiting for its removal is appended again onto the edited chain.
+ * Waits until a workspace's outbox is empty and no delivery loop of earlier requests runs. A test
+ * that edits the object's storage by hand waits for this first: a loop that read a row before
+ * another removed it appends it again later, and the object, whose record of that row the edit
+ * deleted, would put it onto the edited chain.
  */
 export async function outboxSettled(workspaceId: string): Promise<void> {
   const waiting = async () =>
     (await db(env).select({ n: count() }).from(auditOutbox).where(eq(auditOutbox.workspaceId, workspaceId)))[0]?.n;
   await expect.poll(waiting, { timeout: 10_000, interval: 50 }).toBe(0);
+  await expect.poll(() => deliveryIdle(workspaceId), { timeout: 10_000, interval: 20 }).toBe(true);
 }
