@@ -143,6 +143,27 @@ describe("resumable turns: a dropped stream resumes where it left off", () => {
   });
 });
 
+describe("rooms side by side", () => {
+  it("keeps the turns of conversations running at once each in its own room", async () => {
+    const ws = await signupWorkspace();
+    const conversations = await Promise.all([1, 2, 3].map(() => conversationOf(ws.adminToken)));
+    script({ text: REPLY, wordDelayMs: 5 });
+    const streams = await Promise.all(
+      conversations.map((c, i) => post(ws.adminToken, c.id, `question ${i}`, streaming)),
+    );
+    const texts = await Promise.all(streams.map(async (res) => textOf(await sseReader(res).rest())));
+    expect(texts).toEqual([REPLY, REPLY, REPLY]);
+    for (const [i, c] of conversations.entries()) {
+      const stored = await roomMessages(c.id);
+      expect(stored.map((m) => [m.role, m.content])).toEqual([
+        ["user", `question ${i}`],
+        ["assistant", REPLY],
+      ]);
+      expect((await turnStates(c.id)).map((t) => t.state)).toEqual(["completed"]);
+    }
+  });
+});
+
 describe("idempotent intake", () => {
   it("answers a repeat with the same key from the first turn, sequentially and concurrently: one turn, one debit", async () => {
     const ws = await signupWorkspace();
