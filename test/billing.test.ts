@@ -20,6 +20,7 @@ import {
 import { call, expectProblem, parse } from "./support/api";
 import { callWith } from "./support/app";
 import { auditEvents } from "./support/audit";
+import { countingD1 } from "./support/d1-count";
 import { fakeStripe, PRICES, STRIPE_ENV, stripeServer } from "./support/fake-stripe";
 import { addUser, issueToken, signupWorkspace } from "./support/seed";
 
@@ -213,6 +214,26 @@ describe("the ledger service", () => {
     await expect(debit(env, ws.workspace.id, 0, "x")).rejects.toMatchObject({ status: 400, code: "invalid_amount" });
     await expect(debit(env, ws.workspace.id, 1.5, "x")).rejects.toMatchObject({ status: 400 });
     await expect(debit(env, ws.workspace.id, 1, "")).rejects.toMatchObject({ code: "invalid_reference" });
+  });
+
+  it("requireCredits reads; only the month's first check makes the grant, in a round trip of its own", async () => {
+    const ws = await signupWorkspace();
+    const d1 = countingD1();
+    expect(await requireCredits(d1.env, ws.workspace.id)).toBe(100);
+    expect(d1.take()).toBe(2);
+    expect(await requireCredits(d1.env, ws.workspace.id)).toBe(100);
+    expect(d1.take()).toBe(1);
+    // A workspace off the free plan is due no grant: its check is the read alone.
+    const paid = await signupWorkspace();
+    await env.DB.prepare(
+      "INSERT INTO billing_accounts (workspace_id, plan_slug, updated_at) VALUES (?1, 'team', '2026-11-01T00:00:00.000Z')",
+    )
+      .bind(paid.workspace.id)
+      .run();
+    await debit(env, paid.workspace.id, 1, "before-the-check");
+    await expect(requireCredits(d1.env, paid.workspace.id)).rejects.toMatchObject({ status: 402 });
+    expect(d1.take()).toBe(2); // the read, and the packs the 402 lists
+    expect(await balance(env, paid.workspace.id)).toBe(-1);
   });
 
   it("requireCredits passes with credits and answers the 402 problem with balance and packs when none are left", async () => {

@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
 import { readUIMessageStream, type UIMessage, type UIMessageChunk } from "ai";
 import { describe, expect, it } from "vitest";
-import { monthlyGrantReference } from "../src/billing/ledger";
+import { ensureMonthlyGrant, monthlyGrantReference } from "../src/billing/ledger";
 import {
   forgetUser,
   knownParticipant,
@@ -30,6 +30,13 @@ const { script } = scriptedModels();
 
 type Ws = Awaited<ReturnType<typeof signupWorkspace>>;
 
+/** A workspace whose grant of the month is made: its turns read D1 once before the room. */
+async function grantedWorkspace() {
+  const ws = await signupWorkspace();
+  await ensureMonthlyGrant(env, ws.workspace.id);
+  return ws;
+}
+
 async function conversationOf(token: string) {
   return parse(await call("POST", "/v1/api/conversations", { token, body: {} }), ConversationSchema);
 }
@@ -57,7 +64,7 @@ const directory = async (conversationId: string) => {
 
 describe("a turn's D1 round trips before its room", () => {
   it("POST …/messages: the conversation, the agent, its skills and servers and the credits in one round trip", async () => {
-    const ws = await signupWorkspace();
+    const ws = await grantedWorkspace();
     const c = await conversationOf(ws.adminToken);
     script({ text: "Hello." });
     const d1 = countingD1();
@@ -67,7 +74,7 @@ describe("a turn's D1 round trips before its room", () => {
   });
 
   it("an agent named by an alias comes in the same round trip; an unknown one is 404 before the room", async () => {
-    const ws = await signupWorkspace();
+    const ws = await grantedWorkspace();
     const c = await conversationOf(ws.adminToken);
     const alias = `nick-${unique()}`;
     const agent = await createAgent(ws.adminToken, {
@@ -93,7 +100,7 @@ describe("a turn's D1 round trips before its room", () => {
   });
 
   it("a conversation the caller does not take part in is 404, in that one round trip", async () => {
-    const ws = await signupWorkspace();
+    const ws = await grantedWorkspace();
     const other = await signupWorkspace();
     const c = await conversationOf(other.adminToken);
     const d1 = countingD1();
@@ -159,7 +166,7 @@ describe("a turn's D1 round trips before its room", () => {
     expect(offered(1)).not.toContain("remember");
   });
 
-  it("this month's free grant rides in that round trip: made once, with its billing.credit event", async () => {
+  it("this month's free grant: due in that read, then made once (a round trip of its own), with its billing.credit event", async () => {
     const ws = await signupWorkspace();
     const c = await conversationOf(ws.adminToken);
     await env.DB.prepare("DELETE FROM credit_ledger WHERE workspace_id = ?1 AND kind = 'monthly_grant'")
@@ -167,11 +174,13 @@ describe("a turn's D1 round trips before its room", () => {
       .run();
     const granted = (await auditEvents(ws.workspace.id, "billing.credit")).length;
     script({ text: "Paid for." });
-    for (const content of ["one", "two"])
-      await parse(
-        await call("POST", `/v1/api/conversations/${c.id}/messages`, { token: ws.adminToken, body: { content } }),
-        TurnResponseSchema,
-      );
+    const d1 = countingD1();
+    for (const content of ["one", "two"]) {
+      const turn = await postMessage(turnOf(ws, d1.env), c.id, { content }, { stream: false });
+      expect(turn).toMatchObject({ kind: "reply", reply: { content: "Paid for." } });
+    }
+    // The month's first turn: the read, then the grant; the second: the read alone.
+    expect(d1.take()).toBe(3);
     const { results } = await env.DB.prepare(
       "SELECT amount, reference FROM credit_ledger WHERE workspace_id = ?1 AND kind = 'monthly_grant'",
     )

@@ -1,12 +1,6 @@
 import { desc, eq, type Placeholder, sql } from "drizzle-orm";
 import type { SQLiteInsertValue } from "drizzle-orm/sqlite-core";
-import {
-  type AuditEventInput,
-  auditInBatch,
-  auditValues,
-  PREVIOUS_STATEMENT_CHANGED,
-  preparedAuditInBatch,
-} from "../audit/events";
+import { type AuditEventInput, auditInBatch, PREVIOUS_STATEMENT_CHANGED } from "../audit/events";
 import { billingAccounts, creditLedger } from "../db/schema";
 import { type Db, db, preparedFor } from "../platform/db";
 import { nowIso } from "../platform/env";
@@ -75,6 +69,7 @@ const debitQuery = (d: Db, values: DebitValues) =>
 // The balance and the debit are a paid action's own cost (`npm run bench -- billing`): prepared once.
 const statements = preparedFor((d) => ({
   balance: balanceOf(d, sql.placeholder("workspaceId")).prepare(),
+  check: preparedCreditCheck(d),
   debit: debitQuery(d, {
     id: sql.placeholder("id"),
     workspaceId: sql.placeholder("workspaceId"),
@@ -145,49 +140,58 @@ export async function grantedBalance(env: Env, workspaceId: string, now = new Da
  * lock across the action, so concurrent actions may take the balance below zero by at most
  * one action each.
  */
-export async function requireCredits(env: Env, workspaceId: string): Promise<number> {
-  return creditsLeft(env, await grantedBalance(env, workspaceId));
+export async function requireCredits(env: Env, workspaceId: string, now = new Date()): Promise<number> {
+  const read = await statements(env).check.all(creditCheckValues(env, workspaceId, now));
+  return creditsLeft(env, await checkedBalance(env, workspaceId, read, now));
 }
 
 /**
- * `requireCredits` inside another area's batch of statements prepared once per isolate (see
- * `batchPrepared`): these three statements (this month's grant, its event, the balance), bound
- * from `creditCheckValues`; then `creditsLeft` with the balance the last one read.
+ * The balance, and whether this month's free grant is still to be made (the workspace is on
+ * the free plan and has none for `reference`): a read, so a paid action's check writes
+ * nothing on all but its month's first request, and can be served by a read replica.
+ */
+function creditCheck(d: Db, workspaceId: Bound<string>, amount: Bound<number>, reference: Bound<string>) {
+  const plan = sql`(SELECT ${billingAccounts.planSlug} FROM ${billingAccounts} WHERE ${billingAccounts.workspaceId} = ${workspaceId})`;
+  const granted = sql`SELECT 1 FROM ${creditLedger} WHERE ${creditLedger.workspaceId} = ${workspaceId}
+    AND ${creditLedger.kind} = 'monthly_grant' AND ${creditLedger.reference} = ${reference}`;
+  return d
+    .select({
+      balance: sql<number>`COALESCE(SUM(${creditLedger.amount}), 0)`,
+      grantDue: sql<number>`${amount} > 0 AND COALESCE(${plan}, 'free') = 'free' AND NOT EXISTS (${granted})`,
+    })
+    .from(creditLedger)
+    .where(eq(creditLedger.workspaceId, workspaceId));
+}
+
+export type CreditCheck = { balance: number; grantDue: number }[];
+
+/**
+ * `requireCredits`'s read inside another area's batch of statements prepared once per isolate
+ * (see `batchPrepared`), bound from `creditCheckValues`; then `checkedBalance` with its rows.
  */
 export function preparedCreditCheck(d: Db) {
-  const workspaceId = sql.placeholder("workspaceId");
-  return [
-    grantInsert(
-      d,
-      sql.placeholder("grantId"),
-      workspaceId,
-      sql.placeholder("grantAmount"),
-      sql.placeholder("grantReference"),
-      sql.placeholder("grantAt"),
-    ).prepare(),
-    preparedAuditInBatch(d, {
-      from: { source: sql`WHERE ${PREVIOUS_STATEMENT_CHANGED}`, workspaceId: sql`${workspaceId}` },
-    }),
-    balanceOf(d, workspaceId).prepare(),
-  ] as const;
+  return creditCheck(
+    d,
+    sql.placeholder("workspaceId"),
+    sql.placeholder("grantAmount"),
+    sql.placeholder("grantReference"),
+  ).prepare();
 }
 
-/** The values of `preparedCreditCheck`'s statements for a workspace. */
+/** The values of `preparedCreditCheck`'s statement for a workspace. */
 export function creditCheckValues(env: Env, workspaceId: string, now = new Date()) {
-  const { id, amount, reference, event } = grantOf(env, workspaceId, now);
-  return {
-    workspaceId,
-    grantId: id,
-    grantAmount: amount,
-    grantReference: reference,
-    grantAt: now.toISOString(),
-    ...auditValues(env, event),
-  };
+  return { workspaceId, grantAmount: freeMonthlyCredits(env), grantReference: monthlyGrantReference(now) };
 }
 
-/** The balance `preparedCreditCheck` read, or the 402 problem (`insufficient_credits`) when nothing is left. */
-export async function creditsLeft(env: Env, balance: number | { balance: number }[]): Promise<number> {
-  const left = typeof balance === "number" ? balance : (balance[0]?.balance ?? 0);
+/** The balance a credit check read; when this month's grant was due, it is made first (once a month). */
+export async function checkedBalance(env: Env, workspaceId: string, read: CreditCheck, now = new Date()) {
+  const row = read[0];
+  if (!row?.grantDue) return row?.balance ?? 0;
+  return grantedBalance(env, workspaceId, now);
+}
+
+/** The balance, or the 402 problem (`insufficient_credits`) when nothing is left. */
+export async function creditsLeft(env: Env, left: number): Promise<number> {
   if (left > 0) return left;
   throw new ApiError(
     402,

@@ -9,7 +9,7 @@ import {
   turnAgentQuery,
   usableAgent,
 } from "../agents/service";
-import { creditCheckValues, creditsLeft, preparedCreditCheck, requireCredits } from "../billing/ledger";
+import { checkedBalance, creditCheckValues, creditsLeft, preparedCreditCheck, requireCredits } from "../billing/ledger";
 import { callerActor } from "../http/audit";
 import type { AppEnv } from "../http/context";
 import { modelError } from "../llm/errors";
@@ -56,7 +56,7 @@ function preflightStatements(d: Db, by: "id" | "chat") {
     turnAgentQuery(d, workspaceId, handle, agentId).prepare(),
     skills.prepare(),
     servers.prepare(),
-    ...preparedCreditCheck(d),
+    preparedCreditCheck(d),
     // What the memory tools ask before the model: here, so that they ask nothing in the room.
     ...preparedAskingAgent(d, { id: agent, slug: agentSlugOf(agent) }),
   ] as const;
@@ -66,15 +66,15 @@ function preflightStatements(d: Db, by: "id" | "chat") {
 type Target = { conversationId: string } | { chatId: string };
 
 /**
- * Everything a turn needs from D1, in one round trip: the conversation (the caller takes part
- * in it), the agent that answers (the one named, else the conversation's own), what it may use,
- * the credits left (this month's free grant made first) and what the memory tools need to know
- * (the agent's handles, the user's freeze). Null when a chat id names no conversation of the
- * caller yet.
+ * Everything a turn needs from D1, in one read: the conversation (the caller takes part in it),
+ * the agent that answers (the one named, else the conversation's own), what it may use, the
+ * credits left (and whether this month's free grant is due: `checkedBalance` makes it, in a
+ * round trip of its own once a month) and what the memory tools need to know (the agent's
+ * handles, the user's freeze). Null when a chat id names no conversation of the caller yet.
  */
 async function preflight(env: Env, workspaceId: string, userId: string, target: Target, handle?: string) {
   const statements = "chatId" in target ? preflights.chat(env) : preflights.id(env);
-  const [[row], [named], skills, servers, , , balance, handles, freeze] = await batchPrepared(env, statements, {
+  const [[row], [named], skills, servers, credits, handles, freeze] = await batchPrepared(env, statements, {
     ...creditCheckValues(env, workspaceId),
     userId,
     conversationId: "chatId" in target ? target.chatId : target.conversationId,
@@ -90,7 +90,7 @@ async function preflight(env: Env, workspaceId: string, userId: string, target: 
     conversation: toConversation(row),
     agent,
     capabilities: capabilitiesOf(agent, skills, servers),
-    balance,
+    credits,
     prefetched: { [ASKING_AGENT]: askingAgentFrom(agent.slug, handles, freeze) },
   };
 }
@@ -151,11 +151,7 @@ function turnProfile(env: Env, conversation: { mode: "standard" | "fast" }, agen
  * The 402 the workspace is out of credits with, or null. Out of credits, a repeat of a turn
  * already paid for still gets its answer, so with an `Idempotency-Key` the room decides.
  */
-async function creditRefusal(
-  env: Env,
-  balance: Parameters<typeof creditsLeft>[1],
-  idempotencyKey?: string | null,
-): Promise<ApiError | null> {
+async function creditRefusal(env: Env, balance: number, idempotencyKey?: string | null): Promise<ApiError | null> {
   return creditsLeft(env, balance).then(
     () => null,
     (e: unknown) => {
@@ -203,7 +199,11 @@ async function postTo(ctx: TurnContext, target: Target, input: TurnMessage, opts
   if (!found) return null;
   const { conversation, agent, capabilities } = found;
   const profile = turnProfile(env, conversation, agent);
-  const noCredits = await creditRefusal(env, found.balance, opts.idempotencyKey);
+  const noCredits = await creditRefusal(
+    env,
+    await checkedBalance(env, workspace.id, found.credits),
+    opts.idempotencyKey,
+  );
   const answer = await conversationRoom(env, conversation.id).startTurn({
     conversationId: conversation.id,
     workspace,
