@@ -68,13 +68,13 @@ const HOURLY = [
  * checks the credit balance (today a SUM over the workspace's ledger).
  */
 const ACTIONS = {
-  // Today: credits batch (monthly grant, its event, balance SUM) 3, room start 2, room end (debit,
-  // conversation, participants, event) 4. Plan: the balance is one row kept by the batches that
-  // change the ledger, so the check is a read and the end batch updates it. Reads: auth,
-  // preflight 4, balance; under the plan, the PAT index on an isolate's cache miss.
+  // Today: room start 2, room end (debit, conversation, participants, event) 4; the credit check
+  // is a read (the month's grant and its event, its first turn only, are left out). Plan: the
+  // balance is one row kept by the batches that change the ledger, so the end batch updates it.
+  // Reads: auth, preflight 4, balance; under the plan, the PAT index on an isolate's cache miss.
   turn: {
     perMember: 20,
-    writes: 9,
+    writes: 6,
     shard: 7,
     reads: 6,
     globalReads: 0.3,
@@ -92,12 +92,12 @@ const ACTIONS = {
   },
   memory: { perMember: 1, writes: 3, shard: 3, reads: 2, events: 1, rows: { memory_facts: 1 } },
   artifact: { perMember: 1, writes: 2, shard: 2, reads: 2, events: 1, rows: { artifacts: 1 } },
-  // Inbound row and event 2, triage claim 1, credits 3 (plan: a read); 60 % drafted (reply, state,
+  // Inbound row and event 2, triage claim 1 (the credit check is a read); 60 % drafted (reply, state,
   // debit, event 4, plan + the balance row; then the send and its event 2), 40 % closed (state,
   // event 2). The address is routed through the global email-slug directory under the plan.
   email: {
     perMember: 1,
-    writes: 6 + 0.6 * 6 + 0.4 * 2,
+    writes: 3 + 0.6 * 6 + 0.4 * 2,
     shard: 3 + 0.6 * 7 + 0.4 * 2,
     reads: 4,
     globalReads: 1,
