@@ -28,7 +28,10 @@ export const monthlyGrantReference = (now: Date) => `free:${now.toISOString().sl
 
 type Bound<T> = T | Placeholder;
 
-// The grant is made only while the workspace is on the free plan (no billing row means free).
+/** The workspace is on the free plan (no billing row means free): only then is the monthly grant made. */
+const onFreePlan = (workspaceId: Bound<string>) =>
+  sql`COALESCE((SELECT ${billingAccounts.planSlug} FROM ${billingAccounts} WHERE ${billingAccounts.workspaceId} = ${workspaceId}), 'free') = 'free'`;
+
 function grantInsert(
   d: Db,
   id: Bound<string>,
@@ -37,12 +40,11 @@ function grantInsert(
   reference: Bound<string>,
   at: Bound<string>,
 ) {
-  const plan = sql`(SELECT ${billingAccounts.planSlug} FROM ${billingAccounts} WHERE ${billingAccounts.workspaceId} = ${workspaceId})`;
   return d
     .insert(creditLedger)
     .select(
       sql`SELECT ${id}, ${workspaceId}, ${amount}, 'monthly_grant', ${reference}, ${at}
-        WHERE ${amount} > 0 AND COALESCE(${plan}, 'free') = 'free'`,
+        WHERE ${amount} > 0 AND ${onFreePlan(workspaceId)}`,
     )
     .onConflictDoNothing()
     .returning({ id: creditLedger.id, amount: creditLedger.amount });
@@ -151,13 +153,12 @@ export async function requireCredits(env: Env, workspaceId: string, now = new Da
  * nothing on all but its month's first request, and can be served by a read replica.
  */
 function creditCheck(d: Db, workspaceId: Bound<string>, amount: Bound<number>, reference: Bound<string>) {
-  const plan = sql`(SELECT ${billingAccounts.planSlug} FROM ${billingAccounts} WHERE ${billingAccounts.workspaceId} = ${workspaceId})`;
   const granted = sql`SELECT 1 FROM ${creditLedger} WHERE ${creditLedger.workspaceId} = ${workspaceId}
     AND ${creditLedger.kind} = 'monthly_grant' AND ${creditLedger.reference} = ${reference}`;
   return d
     .select({
       balance: sql<number>`COALESCE(SUM(${creditLedger.amount}), 0)`,
-      grantDue: sql<number>`${amount} > 0 AND COALESCE(${plan}, 'free') = 'free' AND NOT EXISTS (${granted})`,
+      grantDue: sql<number>`${amount} > 0 AND ${onFreePlan(workspaceId)} AND NOT EXISTS (${granted})`,
     })
     .from(creditLedger)
     .where(eq(creditLedger.workspaceId, workspaceId));
