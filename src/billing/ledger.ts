@@ -129,11 +129,13 @@ export async function ensureMonthlyGrant(
   return granted[0] ?? null;
 }
 
-/** `ensureMonthlyGrant` and `balance` in one round trip. */
+/**
+ * The balance, this month's free grant made first when it is due: one read, and the grant's own
+ * round trip (the grant, its event, the balance) on the workspace's first use of the month.
+ */
 export async function grantedBalance(env: Env, workspaceId: string, now = new Date()): Promise<number> {
-  const d = db(env);
-  const [, , sum] = await d.batch([...grantQueries(env, workspaceId, now), balanceOf(d, workspaceId)]);
-  return sum[0]?.balance ?? 0;
+  const read = await statements(env).check.all(creditCheckValues(env, workspaceId, now));
+  return checkedBalance(env, workspaceId, read, now);
 }
 
 /**
@@ -143,8 +145,7 @@ export async function grantedBalance(env: Env, workspaceId: string, now = new Da
  * one action each.
  */
 export async function requireCredits(env: Env, workspaceId: string, now = new Date()): Promise<number> {
-  const read = await statements(env).check.all(creditCheckValues(env, workspaceId, now));
-  return creditsLeft(env, await checkedBalance(env, workspaceId, read, now));
+  return creditsLeft(env, await grantedBalance(env, workspaceId, now));
 }
 
 /**
@@ -188,7 +189,9 @@ export function creditCheckValues(env: Env, workspaceId: string, now = new Date(
 export async function checkedBalance(env: Env, workspaceId: string, read: CreditCheck, now = new Date()) {
   const row = read[0];
   if (!row?.grantDue) return row?.balance ?? 0;
-  return grantedBalance(env, workspaceId, now);
+  const d = db(env);
+  const [, , sum] = await d.batch([...grantQueries(env, workspaceId, now), balanceOf(d, workspaceId)]);
+  return sum[0]?.balance ?? 0;
 }
 
 /** The balance, or the 402 problem (`insufficient_credits`) when nothing is left. */
