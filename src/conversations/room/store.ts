@@ -307,13 +307,13 @@ export const eventTextsAfter = (d: RoomDb, turnId: string, seq: number) =>
 
 export const lastSeq = (d: RoomDb, turnId: string) => statements(d).lastSeq.get({ turnId })?.seq ?? 0;
 
+/** The events of turns older than the newest 20 go (as each turn ends; the alarm drops those past 24 h). */
+export const pruneOlderTurns = (d: RoomDb) => statements(d).pruneOlder.run();
+
 /**
  * Keeps the events of the newest 20 turns that ended within 24 h (and of a running turn).
  * Answers when the oldest events kept expire (null when none are left to expire).
  */
-/** The events of turns older than the newest 20 go (as each turn ends; the alarm drops those past 24 h). */
-export const pruneOlderTurns = (d: RoomDb) => statements(d).pruneOlder.run();
-
 export function pruneEvents(d: RoomDb, now: number): number | null {
   const s = statements(d);
   s.pruneOlder.run();
