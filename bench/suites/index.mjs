@@ -6,6 +6,7 @@ import billing from "./billing.mjs";
 import browser from "./browser.mjs";
 import bundle from "./bundle.mjs";
 import email from "./email.mjs";
+import hops from "./hops.mjs";
 import http from "./http.mjs";
 import profile from "./profile.mjs";
 import refresh from "./refresh.mjs";
@@ -29,4 +30,5 @@ export const SUITES = [
   email,
   profile,
   scale,
+  hops,
 ];

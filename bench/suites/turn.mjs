@@ -11,7 +11,7 @@
 //   4. turns whose connection drops at a random event and resume with Last-Event-ID
 //      (lib/turn-resume.mjs): gaps, duplicates, their text and their debits, all checked.
 import { performance } from "node:perf_hooks";
-import { CPUPROFILE, inspectedWorker, startProfile } from "../lib/cpu-profile.mjs";
+import { CPUPROFILE, inspectedWorker, samplesPer, startProfile } from "../lib/cpu-profile.mjs";
 import {
   baselineModules,
   besideService,
@@ -43,6 +43,9 @@ const RAW = "bench-turn-baseline";
 const REPLAY = "bench-turn-replay-baseline";
 const NAMES = { ours: SERVICE, aisdk: AISDK, raw: RAW };
 const TARGETS = Object.keys(NAMES);
+/** The target whose isolate BENCH_CPUPROFILE profiles. */
+const PROFILED = process.env.BENCH_CPUPROFILE_TARGET === "aisdk" ? "aisdk" : "ours";
+const inspected = (target, worker) => (target === PROFILED ? inspectedWorker(worker) : worker);
 
 async function api(url, token, method, body) {
   const res = await fetch(url, {
@@ -210,14 +213,14 @@ async function start(ctx, mock) {
   const d1Id = d1IdOf(config);
   const common = besideService(config);
   const mf = await ctx.start([
-    inspectedWorker(serviceWorker(bundle, config, llmVars)),
-    {
+    inspected("ours", serviceWorker(bundle, config, llmVars)),
+    inspected("aisdk", {
       ...common,
       name: AISDK,
       ...driverModules(aisdkFile),
       d1Databases: { DB: d1Id },
       bindings: llmVars,
-    },
+    }),
     {
       ...common,
       name: RAW,
@@ -316,10 +319,14 @@ async function throughput(b) {
       turns: b.turns,
     }),
   );
-  // BENCH_CPUPROFILE: a V8 profile of the service's isolate (its rooms included) over the rounds.
-  const stopProfile = await startProfile(SERVICE);
+  // BENCH_CPUPROFILE: a V8 profile of the service's isolate (its rooms included), or of the AI
+  // SDK Worker's with BENCH_CPUPROFILE_TARGET=aisdk, over the rounds.
+  const stopProfile = await startProfile(NAMES[PROFILED]);
   const r = await measureAlternating(targets, { rounds: ROUNDS, seconds: SECONDS });
-  if (CPUPROFILE) step(`  CPU profile of the service's isolate: ${await stopProfile()}`);
+  if (CPUPROFILE) {
+    const profile = await stopProfile();
+    step(`  CPU profile of ${PROFILED}'s isolate in ${CPUPROFILE}: ${samplesPer(profile, b.turns[PROFILED])}`);
+  }
   for (const t of targets) {
     const s = t.stats;
     check(r[t.name].failures === 0, `${t.name}: ${r[t.name].failures} failed requests`);
