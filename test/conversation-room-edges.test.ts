@@ -1,0 +1,110 @@
+import { env } from "cloudflare:workers";
+import type { UIMessageChunk } from "ai";
+import { describe, expect, it, vi } from "vitest";
+import { followTurn } from "../src/conversations/room/follow";
+import type { RunningTurn } from "../src/conversations/room/types";
+import { ConversationSchema, TurnResponseSchema } from "../src/conversations/schemas";
+import { call, parse } from "./support/api";
+import { auditEvents } from "./support/audit";
+import { eventually } from "./support/browser";
+import { usageEntries } from "./support/ledger";
+import { inRoom, roomMessages } from "./support/rooms";
+import { scriptedModels } from "./support/scripted-llm";
+import { signupWorkspace } from "./support/seed";
+import { unique } from "./support/unique";
+
+// Edges of the ConversationRoom's contract: "No gap, no duplicate", "billing, audit event and
+// directory update happen once, at its end", and "Deleting or erasing a conversation deletes
+// the room's storage".
+
+const { script } = scriptedModels();
+
+const REPLY = "One two three four five six seven eight nine ten eleven twelve.";
+const streaming = { Accept: "text/event-stream" };
+
+async function conversationOf(token: string) {
+  return parse(await call("POST", "/v1/api/conversations", { token, body: {} }), ConversationSchema);
+}
+
+const post = (token: string, id: string, content: string, headers: Record<string, string> = {}) =>
+  call("POST", `/v1/api/conversations/${id}/messages`, { token, body: { content }, headers });
+
+const running = (turnId: string): RunningTurn => ({
+  turnId,
+  position: 1,
+  seq: 0,
+  chunks: [],
+  followers: new Set(),
+  closed: false,
+  settled: Promise.resolve(),
+  stop: () => undefined,
+  abandon: () => undefined,
+});
+
+const delta = (text: string): UIMessageChunk => ({ type: "text-delta", id: "t", delta: text });
+
+const roomRows = (id: string) =>
+  inRoom(id, (room) => ({
+    messages: room.ctx.storage.sql.exec("SELECT count(*) AS n FROM messages").one().n,
+    events: room.ctx.storage.sql.exec("SELECT count(*) AS n FROM stream_events").one().n,
+    turns: room.ctx.storage.sql.exec("SELECT count(*) AS n FROM turns").one().n,
+    meta: room.ctx.storage.sql.exec("SELECT count(*) AS n FROM meta").one().n,
+  }));
+
+const turnStates = (id: string) =>
+  inRoom(id, (room) =>
+    room.ctx.storage.sql.exec<{ id: string; state: string }>("SELECT id, state FROM turns ORDER BY position").toArray(),
+  );
+
+const messageCount = async (conversationId: string) =>
+  (await env.DB.prepare("SELECT message_count AS n FROM conversations WHERE id = ?1")
+    .bind(conversationId)
+    .first<{ n: number }>())!.n;
+
+/** A turn cut short as an eviction leaves it: stored as running, part of its text streamed, no code running it. */
+async function orphanedTurn() {
+  const ws = await signupWorkspace();
+  const c = await conversationOf(ws.adminToken);
+  script({ text: REPLY, wordDelayMs: 40 });
+  const res = await post(ws.adminToken, c.id, "count", streaming);
+  const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader();
+  let seen = "";
+  while ((seen.match(/text-delta/g) ?? []).length < 3) seen += (await reader.read()).value ?? "";
+  await inRoom(c.id, (room) => {
+    const turn = room.running!;
+    room.running = null;
+    turn.abandon();
+    // A new instance has not looked for cut-short turns yet.
+    room.recovered = false;
+  });
+  await reader.cancel();
+  return { ws, c };
+}
+
+describe("the stream at the boundary between stored and live events", () => {
+  // "With Last-Event-ID … only the events after it … No gap, no duplicate."
+  it("a reader joining after the turn's `finish` was emitted but before it was stored still gets it", async () => {
+    const turnId = unique();
+    const body = await inRoom(`room-edges-${unique()}`, async (room) => {
+      const turn = running(turnId);
+      room.running = turn;
+      room.emit(turn, { type: "start" });
+      room.emit(turn, delta("a"));
+      room.storeEvents(turn);
+      room.emit(turn, delta("b"));
+      room.emit(turn, { type: "finish" });
+      // What the running turn does on its terminal chunk (turn.ts): the stream is over.
+      turn.closed = true;
+      const text = new Response(followTurn(room.db, turnId, 1, turn)).text();
+      room.storeEvents(turn);
+      room.closeFollowers(turn);
+      room.running = null;
+      return text;
+    });
+    const ids = [...body.matchAll(/^id: (.+)$/gm)].map((m) => m[1]);
+    expect(ids).toEqual([`${turnId}:2`, `${turnId}:3`, `${turnId}:4`]);
+    expect(body).toContain('"type":"finish"');
+    expect(body.endsWith("data: [DONE]\n\n")).toBe(true);
+  });
+});
+
