@@ -108,3 +108,26 @@ describe("the stream at the boundary between stored and live events", () => {
   });
 });
 
+describe("a room restarted mid-turn", () => {
+  // "billing, audit event and directory update happen once, at its end"
+  it("the alarm and a new message looking for the cut-short turn at once end it once: one event, one count", async () => {
+    const { ws, c } = await orphanedTurn();
+    await inRoom(c.id, async (room) => {
+      // A message's intake looks first (its D1 batch in flight), then the keep-alive alarm fires.
+      await Promise.all([room.recoverInterrupted(), room.alarm()]);
+    });
+    expect((await turnStates(c.id)).map((t) => t.state)).toEqual(["failed"]);
+    const [, partial] = await roomMessages(c.id);
+    expect(partial!.content.length).toBeGreaterThan(0);
+    expect(await usageEntries(ws.workspace.id)).toHaveLength(1);
+    expect(await auditEvents(ws.workspace.id, "conversation.turn")).toHaveLength(1);
+    // The question and the partial reply.
+    expect(await messageCount(c.id)).toBe(2);
+    // One error event closes its stream.
+    const errors = await inRoom(c.id, (room) =>
+      room.ctx.storage.sql.exec("SELECT count(*) AS n FROM stream_events WHERE chunk LIKE '%\"error\"%'").one(),
+    );
+    expect(errors.n).toBe(1);
+  });
+});
+

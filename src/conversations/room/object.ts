@@ -64,6 +64,7 @@ export abstract class ConversationRoomObject extends DurableObject<Env> implemen
   private importing: Promise<void> | null = null;
   /** Turns a restart cut short were looked for since this instance started. */
   recovered = false;
+  private recovering: Promise<void> | null = null;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -193,9 +194,20 @@ export abstract class ConversationRoomObject extends DurableObject<Env> implemen
     if (next !== null) await this.ctx.storage.setAlarm(next);
   }
 
-  /** Turns stored as running that no code runs any more (the room restarted) end as `failed`, billed for what they said. */
-  async recoverInterrupted(): Promise<void> {
+  /**
+   * Turns stored as running that no code runs any more (the room restarted) end as `failed`,
+   * billed for what they said. One search at a time: a turn stays stored as running until its
+   * D1 batch is done, and a second search meanwhile (the alarm's, an intake's) would end it again.
+   */
+  recoverInterrupted(): Promise<void> {
     this.recovered = true;
+    this.recovering ??= this.endInterrupted().finally(() => {
+      this.recovering = null;
+    });
+    return this.recovering;
+  }
+
+  private async endInterrupted(): Promise<void> {
     const orphans = runningTurns(this.db).filter((t) => t.id !== this.running?.turnId);
     if (!orphans.length) return;
     const { settleInterrupted } = await turnCode.turn();
