@@ -131,3 +131,34 @@ describe("a room restarted mid-turn", () => {
   });
 });
 
+describe("the end of a turn when D1 fails", () => {
+  it("ends the turn as failed, bills and audits nothing, answers 5xx, and the next turn runs", async () => {
+    const ws = await signupWorkspace();
+    const c = await conversationOf(ws.adminToken);
+    script({ text: "Never stored.", delayMs: 300 });
+    const answer = post(ws.adminToken, c.id, "lost?");
+    await eventually(async () => (await turnStates(c.id)).length === 1);
+    // The turn runs in its room now: the only D1 batch left is its end's.
+    const failing = await inRoom(c.id, (room) => {
+      const batch = room.env.DB.batch.bind(room.env.DB);
+      return vi.spyOn(room.env.DB, "batch").mockImplementation(async (statements) => {
+        if (statements.length > 2) throw new Error("D1_ERROR: simulated outage");
+        return batch(statements);
+      });
+    });
+    const res = await answer;
+    failing.mockRestore();
+    expect(res.status).toBeGreaterThanOrEqual(500);
+    const states = await turnStates(c.id);
+    expect(states.at(-1)!.state).toBe("failed");
+    expect(await usageEntries(ws.workspace.id)).toEqual([]);
+    expect(await auditEvents(ws.workspace.id, "conversation.turn")).toEqual([]);
+    // The question stays in the conversation, and the directory counts it.
+    expect((await roomMessages(c.id)).map((m) => m.role)).toEqual(["user"]);
+    expect(await messageCount(c.id)).toBe(1);
+    script({ text: "Back again." });
+    const next = await parse(await post(ws.adminToken, c.id, "again"), TurnResponseSchema);
+    expect(next.reply.content).toBe("Back again.");
+  });
+});
+
