@@ -162,3 +162,38 @@ describe("the end of a turn when D1 fails", () => {
   });
 });
 
+describe("delete and erasure clear the room", () => {
+  // "Deleting or erasing a conversation deletes the room's storage (`deleteAll`)."
+  it("a turn ending while its conversation is deleted writes nothing into the emptied room", async () => {
+    const { c } = await orphanedTurn();
+    await inRoom(c.id, async (room) => {
+      // Deleted as the room looks for the cut-short turn: before it ends it.
+      const ending = room.recoverInterrupted();
+      await room.destroy();
+      await ending;
+    });
+    expect(await roomRows(c.id)).toEqual({ messages: 0, events: 0, turns: 0, meta: 0 });
+  });
+
+  it("a turn whose end's D1 batch is in flight when its conversation is deleted stores nothing afterwards", async () => {
+    const { c } = await orphanedTurn();
+    await inRoom(c.id, async (room) => {
+      let started: () => void = () => undefined;
+      const inFlight = new Promise<void>((resolve) => {
+        started = resolve;
+      });
+      const batch = room.env.DB.batch.bind(room.env.DB);
+      const slow = vi.spyOn(room.env.DB, "batch").mockImplementation(async (statements) => {
+        started();
+        await new Promise((r) => setTimeout(r, 50));
+        return batch(statements);
+      });
+      const ending = room.recoverInterrupted();
+      await inFlight;
+      await room.destroy();
+      await ending;
+      slow.mockRestore();
+    });
+    expect(await roomRows(c.id)).toEqual({ messages: 0, events: 0, turns: 0, meta: 0 });
+  });
+});

@@ -25,6 +25,7 @@ import {
   questionWritten,
   type TurnRow,
   toMessage,
+  turnById,
 } from "./store";
 import type { RoomHost, RunningTurn } from "./types";
 
@@ -96,7 +97,9 @@ export async function settle(room: RoomHost, running: RunningTurn, ending: Endin
     endTurn(room.db, turnId, "failed", null, nowIso());
     throw error;
   }
-  room.ctx.storage.transactionSync(() => {
+  const stored = room.ctx.storage.transactionSync(() => {
+    // The conversation was deleted while the batch ran: its room stays empty.
+    if (!turnById(room.db, turnId)) return false;
     const earlier = segment > 1 ? messageById(room.db, turnId) : undefined;
     (earlier ? replaceMessage : insertMessage)(room.db, {
       id: turnId,
@@ -120,7 +123,9 @@ export async function settle(room: RoomHost, running: RunningTurn, ending: Endin
       const state = ending.finish === "stopped" ? "stopped" : replied ? "completed" : "failed";
       endTurn(room.db, turnId, state, ending.failure, at);
     }
+    return true;
   });
+  if (!stored) return;
   room.broadcast(() => liveFrame.message(toMessage(room.conversationId, messageById(room.db, turnId)!)));
   if (requests)
     room.ctx.waitUntil(
@@ -209,6 +214,8 @@ const endStatements = preparedFor((d) => [
  * it ends as `failed`, its partial text kept and billed, and its stream gets an error event.
  */
 export async function settleInterrupted(room: RoomHost, turn: TurnRow): Promise<void> {
+  // Ended meanwhile, or its conversation deleted.
+  if (turnById(room.db, turn.id)?.state !== turn.state) return;
   const seq = lastSeq(room.db, turn.id);
   const failure = { status: null, message: "The turn was cut short when its conversation restarted" };
   const error: UIMessageChunk = { type: "error", errorText: failure.message };
