@@ -1,3 +1,4 @@
+import { runDurableObjectAlarm } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import type { UIMessageChunk } from "ai";
 import { describe, expect, it, vi } from "vitest";
@@ -8,7 +9,7 @@ import { call, parse } from "./support/api";
 import { auditEvents } from "./support/audit";
 import { eventually } from "./support/browser";
 import { usageEntries } from "./support/ledger";
-import { inRoom, roomMessages } from "./support/rooms";
+import { inRoom, roomMessages, roomStub } from "./support/rooms";
 import { scriptedModels } from "./support/scripted-llm";
 import { signupWorkspace } from "./support/seed";
 import { unique } from "./support/unique";
@@ -128,6 +129,29 @@ describe("a room restarted mid-turn", () => {
       room.ctx.storage.sql.exec("SELECT count(*) AS n FROM stream_events WHERE chunk LIKE '%\"error\"%'").one(),
     );
     expect(errors.n).toBe(1);
+  });
+});
+
+describe("the alarm after a restart", () => {
+  // "an alarm continues or fails it after an eviction, it never hangs as "in progress""
+  it("ends the cut-short turn as failed, partial text kept and billed once, before any request names the room", async () => {
+    const { ws, c } = await orphanedTurn();
+    await inRoom(c.id, (room) => {
+      // A new instance: it knows its conversation only from its storage until a request comes.
+      (room as unknown as { identity: unknown }).identity = null;
+    });
+    expect(await runDurableObjectAlarm(roomStub(c.id))).toBe(true);
+    const states = await turnStates(c.id);
+    expect(states.map((t) => t.state)).toEqual(["failed"]);
+    const [, partial] = await roomMessages(c.id);
+    expect(REPLY.startsWith(partial!.content)).toBe(true);
+    expect(partial!.content.length).toBeGreaterThan(0);
+    expect(await usageEntries(ws.workspace.id)).toEqual([{ amount: -partial!.credits, reference: states[0]!.id }]);
+    expect(await auditEvents(ws.workspace.id, "conversation.turn")).toHaveLength(1);
+    expect(await messageCount(c.id)).toBe(2);
+    script({ text: "Back again." });
+    const next = await parse(await post(ws.adminToken, c.id, "again"), TurnResponseSchema);
+    expect(next.reply.content).toBe("Back again.");
   });
 });
 

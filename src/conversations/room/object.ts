@@ -188,7 +188,8 @@ export abstract class ConversationRoomObject extends DurableObject<Env> implemen
       await this.ctx.storage.setAlarm(Date.now() + KEEP_ALIVE_MS);
       return;
     }
-    await this.recoverInterrupted();
+    // A restarted room's alarm comes before any request has named its conversation.
+    if (this.knownFromStorage()) await this.recoverInterrupted();
     const next = pruneEvents(this.db, Date.now());
     // Wake again when the oldest kept events expire.
     if (next !== null) await this.ctx.storage.setAlarm(next);
@@ -295,6 +296,16 @@ export abstract class ConversationRoomObject extends DurableObject<Env> implemen
   /** Sends a frame to every participant watching on the live socket (made only when someone watches). */
   broadcast(frame: LiveFrame | (() => LiveFrame)): void {
     broadcastFrame(this.ctx, frame);
+  }
+
+  /** Knows its conversation from its storage, if it has stored any (a restarted room's alarm needs it). */
+  private knownFromStorage(): boolean {
+    if (this.identity) return true;
+    const conversationId = meta(this.db, "conversation_id");
+    const workspaceId = meta(this.db, "workspace_id");
+    if (!conversationId || !workspaceId) return false;
+    this.identity = { conversationId, workspaceId };
+    return true;
   }
 
   /** Knows its conversation; on first use copies the messages it had in D1 before rooms held them. */
