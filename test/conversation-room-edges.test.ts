@@ -109,6 +109,55 @@ describe("the stream at the boundary between stored and live events", () => {
   });
 });
 
+describe("stop", () => {
+  // "the model call is aborted within 1 s, the partial reply is kept with `stopped: true` and
+  // billed for the tokens used" — also when the model has said nothing yet.
+  it("ends a turn whose model never answers within a second: stopped, billed 1 credit, the stream ends with abort", async () => {
+    const ws = await signupWorkspace();
+    const c = await conversationOf(ws.adminToken);
+    script({ text: "Too late.", delayMs: 3_000 });
+    const res = await post(ws.adminToken, c.id, "hello?", streaming);
+    const started = Date.now();
+    const stop = await call("POST", `/v1/api/conversations/${c.id}/stop`, { token: ws.adminToken });
+    expect(Date.now() - started).toBeLessThan(1_500);
+    const stopped = (await stop.json()) as { turn_id: string; state: string };
+    expect(stopped.state).toBe("stopped");
+    const body = await res.text();
+    expect(body).toMatch(/"type":"abort"[^\n]*\n\ndata: \[DONE\]\n\n$/);
+    const [, reply] = await roomMessages(c.id);
+    expect(reply).toMatchObject({ id: stopped.turn_id, stopped: true, content: "", credits: 1 });
+    expect(await usageEntries(ws.workspace.id)).toEqual([{ amount: -1, reference: stopped.turn_id }]);
+    expect(await auditEvents(ws.workspace.id, "conversation.turn")).toMatchObject([{ details: { finish: "stopped" } }]);
+    // The model's late answer changes nothing.
+    await new Promise((r) => setTimeout(r, 2_500));
+    expect(await roomMessages(c.id)).toHaveLength(2);
+    expect((await turnStates(c.id)).map((t) => t.state)).toEqual(["stopped"]);
+  });
+});
+
+describe("idempotent intake", () => {
+  // "A repeat with the same key within 24 h runs and bills nothing new"
+  it("a key older than 24 hours starts a new turn, billed on its own", async () => {
+    const ws = await signupWorkspace();
+    const c = await conversationOf(ws.adminToken);
+    script({ text: "Fresh." });
+    const key = { "Idempotency-Key": "daily" };
+    const first = await parse(await post(ws.adminToken, c.id, "hi", key), TurnResponseSchema);
+    await inRoom(c.id, (room) => {
+      room.ctx.storage.sql.exec("UPDATE turns SET started_at = ?", new Date(Date.now() - 25 * 3600_000).toISOString());
+    });
+    const second = await parse(await post(ws.adminToken, c.id, "hi", key), TurnResponseSchema);
+    expect(second.reply.id).not.toBe(first.reply.id);
+    expect((await usageEntries(ws.workspace.id)).map((e) => e.reference).sort()).toEqual(
+      [first.reply.id, second.reply.id].sort(),
+    );
+    // The key now answers the new turn.
+    const again = await parse(await post(ws.adminToken, c.id, "hi", key), TurnResponseSchema);
+    expect(again.reply.id).toBe(second.reply.id);
+    expect(await roomMessages(c.id)).toHaveLength(4);
+  });
+});
+
 describe("a room restarted mid-turn", () => {
   // "billing, audit event and directory update happen once, at its end"
   it("the alarm and a new message looking for the cut-short turn at once end it once: one event, one count", async () => {
