@@ -109,6 +109,39 @@ describe("the stream at the boundary between stored and live events", () => {
   });
 });
 
+describe("resume positions that are not the running turn's", () => {
+  it("a position past the running turn's last event is 204, as past an ended turn's; another conversation's turn is 204", async () => {
+    const ws = await signupWorkspace();
+    const [a, b] = [await conversationOf(ws.adminToken), await conversationOf(ws.adminToken)];
+    script({ text: REPLY, wordDelayMs: 30 });
+    const first = (await post(ws.adminToken, a.id, "count", streaming)).body!.pipeThrough(new TextDecoderStream());
+    const reader = first.getReader();
+    let seen = "";
+    while (!seen.includes("\n\n")) seen += (await reader.read()).value ?? "";
+    const turnId = (await turnStates(a.id))[0]!.id;
+    // A turn of conversation a named on conversation b's stream.
+    const elsewhere = await call("GET", `/v1/api/conversations/${b.id}/stream?after=${turnId}:0`, {
+      token: ws.adminToken,
+    });
+    expect(elsewhere.status).toBe(204);
+    const ahead = await call("GET", `/v1/api/conversations/${a.id}/stream?after=${turnId}:40`, {
+      token: ws.adminToken,
+    });
+    // As for an ended turn: nothing is known after a position past its last event.
+    expect(ahead.status).toBe(204);
+    expect(await ahead.text()).toBe("");
+    // A real position still follows live.
+    const resumed = await call("GET", `/v1/api/conversations/${a.id}/stream?after=${turnId}:1`, {
+      token: ws.adminToken,
+    });
+    const body = await resumed.text();
+    await reader.cancel();
+    const seqs = [...body.matchAll(/^id: [^:]+:(\d+)$/gm)].map((m) => Number(m[1]));
+    expect(seqs[0]).toBe(2);
+    expect(seqs).toEqual(seqs.map((_, i) => i + 2));
+  });
+});
+
 describe("stop", () => {
   // "the model call is aborted within 1 s, the partial reply is kept with `stopped: true` and
   // billed for the tokens used" — also when the model has said nothing yet.

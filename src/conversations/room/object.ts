@@ -125,7 +125,8 @@ export abstract class ConversationRoomObject extends DurableObject<Env> implemen
     const turn = after ? turnById(this.db, after.turnId) : this.running && turnById(this.db, this.running.turnId);
     if (!turn) return null;
     const live = this.running?.turnId === turn.id;
-    if (!live && lastSeq(this.db, turn.id) <= (after?.seq ?? 0)) return null;
+    // A position past the running turn's last event names none the room sent: nothing after it is known.
+    if (live ? (after?.seq ?? 0) > this.running!.seq : lastSeq(this.db, turn.id) <= (after?.seq ?? 0)) return null;
     return followTurn(this.db, turn.id, after?.seq ?? 0, this.running);
   }
 
