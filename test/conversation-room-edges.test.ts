@@ -270,6 +270,24 @@ describe("the end of a turn when D1 fails", () => {
 
 describe("delete and erasure clear the room", () => {
   // "Deleting or erasing a conversation deletes the room's storage (`deleteAll`)."
+  it("a conversation from before rooms deleted while its room copies it from D1 leaves nothing in the room", async () => {
+    const ws = await signupWorkspace();
+    const c = await conversationOf(ws.adminToken);
+    await env.DB.prepare(
+      `INSERT INTO messages (id, conversation_id, workspace_id, role, author_user_id, content, created_at)
+       VALUES (?1, ?2, ?3, 'user', ?4, 'old question', ?5)`,
+    )
+      .bind("01900000-0000-7000-8000-000000000001", c.id, ws.workspace.id, ws.user.id, new Date().toISOString())
+      .run();
+    await inRoom(c.id, async (room) => {
+      // The first request's copy reads D1 as the deletion empties the room.
+      const reading = room.messages(c.id, ws.workspace.id);
+      await room.destroy();
+      await reading.catch(() => undefined);
+    });
+    expect(await roomRows(c.id)).toEqual({ messages: 0, events: 0, turns: 0, meta: 0 });
+  });
+
   it("a turn ending while its conversation is deleted writes nothing into the emptied room", async () => {
     const { c } = await orphanedTurn();
     await inRoom(c.id, async (room) => {

@@ -155,6 +155,8 @@ export abstract class ConversationRoomObject extends DurableObject<Env> implemen
     this.running = null;
     running?.abandon();
     for (const ws of this.ctx.getWebSockets()) ws.close(1000, "conversation deleted");
+    // A copy from D1 under way would write into the emptied room: it ends first.
+    await this.importing?.catch(() => undefined);
     await this.ctx.storage.deleteAlarm();
     await this.ctx.storage.deleteAll();
     this.identity = null;
