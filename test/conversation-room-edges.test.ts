@@ -214,6 +214,36 @@ describe("a room restarted mid-turn", () => {
   });
 });
 
+describe("conversations from before rooms", () => {
+  it("a copy from D1 that fails is tried again by the next request, not answered as that failure for good", async () => {
+    const ws = await signupWorkspace();
+    const c = await conversationOf(ws.adminToken);
+    await env.DB.prepare(
+      `INSERT INTO messages (id, conversation_id, workspace_id, role, author_user_id, content, created_at)
+       VALUES (?1, ?2, ?3, 'user', ?4, 'old question', ?5)`,
+    )
+      .bind("01900000-0000-7000-8000-000000000001", c.id, ws.workspace.id, ws.user.id, new Date().toISOString())
+      .run();
+    const first = await inRoom(c.id, async (room) => {
+      const outage = vi.spyOn(room.env.DB, "prepare").mockImplementation(() => {
+        throw new Error("D1_ERROR: simulated outage");
+      });
+      const answer = await room.messages(c.id, ws.workspace.id).then(
+        () => "answered",
+        () => "failed",
+      );
+      outage.mockRestore();
+      return answer;
+    });
+    expect(first).toBe("failed");
+    const read = await call("GET", `/v1/api/conversations/${c.id}`, { token: ws.adminToken });
+    expect(read.status).toBe(200);
+    expect(((await read.json()) as { messages: { content: string }[] }).messages.map((m) => m.content)).toEqual([
+      "old question",
+    ]);
+  });
+});
+
 describe("the alarm after a restart", () => {
   // "an alarm continues or fails it after an eviction, it never hangs as "in progress""
   it("ends the cut-short turn as failed, partial text kept and billed once, before any request names the room", async () => {

@@ -318,7 +318,11 @@ export abstract class ConversationRoomObject extends DurableObject<Env> implemen
       this.identity = { conversationId, workspaceId };
       return;
     }
-    this.importing ??= importFromD1(this.env, this.ctx.storage, this.db, conversationId, workspaceId);
+    // A copy that failed (D1 unavailable) is tried again by the next request.
+    this.importing ??= importFromD1(this.env, this.ctx.storage, this.db, conversationId, workspaceId).catch((e) => {
+      this.importing = null;
+      throw e;
+    });
     await this.importing;
     this.identity = { conversationId, workspaceId };
   }
