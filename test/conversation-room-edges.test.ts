@@ -222,7 +222,7 @@ describe("conversations from before rooms", () => {
       `INSERT INTO messages (id, conversation_id, workspace_id, role, author_user_id, content, created_at)
        VALUES (?1, ?2, ?3, 'user', ?4, 'old question', ?5)`,
     )
-      .bind("01900000-0000-7000-8000-000000000001", c.id, ws.workspace.id, ws.user.id, new Date().toISOString())
+      .bind(`old-${unique()}`, c.id, ws.workspace.id, ws.user.id, new Date().toISOString())
       .run();
     const first = await inRoom(c.id, async (room) => {
       const outage = vi.spyOn(room.env.DB, "prepare").mockImplementation(() => {
@@ -307,7 +307,7 @@ describe("delete and erasure clear the room", () => {
       `INSERT INTO messages (id, conversation_id, workspace_id, role, author_user_id, content, created_at)
        VALUES (?1, ?2, ?3, 'user', ?4, 'old question', ?5)`,
     )
-      .bind("01900000-0000-7000-8000-000000000001", c.id, ws.workspace.id, ws.user.id, new Date().toISOString())
+      .bind(`old-${unique()}`, c.id, ws.workspace.id, ws.user.id, new Date().toISOString())
       .run();
     await inRoom(c.id, async (room) => {
       // The first request's copy reads D1 as the deletion empties the room.
