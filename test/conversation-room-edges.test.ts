@@ -267,6 +267,51 @@ describe("the alarm after a restart", () => {
   });
 });
 
+describe("stream events of a turn waiting for approvals", () => {
+  // "the events of a conversation's last 20 turns stay readable for 24 h. No gap, no duplicate."
+  // and a resumed turn's "replay from the turn's start shows both segments" (its numbers go on).
+  it("are kept while it waits longer than 24 hours, so its resumed segment numbers on and replays whole", async () => {
+    const ws = await signupWorkspace();
+    const { agents } = (await (await call("GET", "/v1/agents", { token: ws.adminToken })).json()) as {
+      agents: { id: string; is_default: boolean }[];
+    };
+    const agent = agents.find((a) => a.is_default)!;
+    await call("PATCH", `/v1/agents/${agent.id}`, {
+      token: ws.adminToken,
+      body: { approval_required: ["deliver_file"] },
+    });
+    const c = await conversationOf(ws.adminToken);
+    script({ tool: "deliver_file", args: { name: "plan.md", content: "the plan" } }, { text: "Delivered." });
+    const paused = await (await post(ws.adminToken, c.id, "Write the plan to a file", streaming)).text();
+    const firstSeqs = [...paused.matchAll(/^id: [^:]+:(\d+)$/gm)].map((m) => Number(m[1]));
+    expect((await turnStates(c.id)).map((t) => t.state)).toEqual(["awaiting_approval"]);
+    // A day and more later, the room's alarm has run meanwhile.
+    await inRoom(c.id, (room) => {
+      room.ctx.storage.sql.exec("UPDATE turns SET ended_at = ?", new Date(Date.now() - 25 * 3600_000).toISOString());
+    });
+    expect(await runDurableObjectAlarm(roomStub(c.id))).toBe(true);
+    const { approvals } = (await (await call("GET", "/v1/api/approvals", { token: ws.adminToken })).json()) as {
+      approvals: { id: string; turn_id: string }[];
+    };
+    const decided = await call("POST", `/v1/api/conversations/${c.id}/approvals/${approvals[0]!.id}`, {
+      token: ws.adminToken,
+      body: { approved: true },
+    });
+    expect(decided.status).toBe(202);
+    await eventually(async () => (await turnStates(c.id))[0]!.state === "completed");
+    const replay = await (
+      await call("GET", `/v1/api/conversations/${c.id}/stream?after=${approvals[0]!.turn_id}:0`, {
+        token: ws.adminToken,
+      })
+    ).text();
+    // Each position names one event: the first segment's come back as they were sent, then the new ones.
+    expect(replay.startsWith(paused.replace(/data: \[DONE\]\n\n$/, ""))).toBe(true);
+    const seqs = [...replay.matchAll(/^id: [^:]+:(\d+)$/gm)].map((m) => Number(m[1]));
+    expect(seqs).toEqual(seqs.map((_, i) => i + 1));
+    expect(seqs.length).toBeGreaterThan(firstSeqs.length);
+  });
+});
+
 describe("the end of a turn when D1 fails", () => {
   it("ends the turn as failed, bills and audits nothing, answers 5xx, and the next turn runs", async () => {
     const ws = await signupWorkspace();
