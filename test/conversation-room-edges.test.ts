@@ -168,6 +168,46 @@ describe("stop", () => {
   });
 });
 
+describe("a stop racing the turn's natural end", () => {
+  it("a stop that arrives once the model has answered whole leaves the turn completed, not stopped", async () => {
+    const ws = await signupWorkspace();
+    const c = await conversationOf(ws.adminToken);
+    script({ text: REPLY, wordDelayMs: 100 });
+    const reader = (await post(ws.adminToken, c.id, "count", streaming))
+      .body!.pipeThrough(new TextDecoderStream())
+      .getReader();
+    let seen = (await reader.read()).value ?? "";
+    // The turn's question reaches the directory on its own after a second: held here, so the
+    // stop comes after the model's answer and before the turn's end is stored.
+    let release: () => void = () => undefined;
+    const gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const held = await inRoom(c.id, (room) => {
+      const batch = room.env.DB.batch.bind(room.env.DB);
+      return vi.spyOn(room.env.DB, "batch").mockImplementation(async (statements) => {
+        if (statements.length === 2) await gate;
+        return batch(statements);
+      });
+    });
+    while (!seen.includes('"type":"finish"')) seen += (await reader.read()).value ?? "";
+    await new Promise((r) => setTimeout(r, 200));
+    const stop = call("POST", `/v1/api/conversations/${c.id}/stop`, { token: ws.adminToken });
+    await new Promise((r) => setTimeout(r, 100));
+    release();
+    const answered = (await (await stop).json()) as { turn_id: string; state: string };
+    held.mockRestore();
+    while (!seen.endsWith("data: [DONE]\n\n")) seen += (await reader.read()).value ?? "";
+    expect(seen).not.toContain('"type":"abort"');
+    expect(answered.state).toBe("completed");
+    const [, reply] = await roomMessages(c.id);
+    expect(reply).toMatchObject({ id: answered.turn_id, stopped: false, content: REPLY });
+    const [event] = await auditEvents(ws.workspace.id, "conversation.turn");
+    expect(event!.details).toMatchObject({ finish: "answered" });
+    expect(await usageEntries(ws.workspace.id)).toHaveLength(1);
+  });
+});
+
 describe("idempotent intake", () => {
   // "A repeat with the same key within 24 h runs and bills nothing new"
   it("a key older than 24 hours starts a new turn, billed on its own", async () => {
