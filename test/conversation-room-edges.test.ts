@@ -383,6 +383,32 @@ describe("the end of a turn when D1 fails", () => {
   });
 });
 
+describe("the directory's count of a long turn's messages", () => {
+  // "D1 keeps the directory row (… message count) …; the room updates it when a turn starts and ends."
+  it("counts the question even when writing it on its own failed: it goes with the turn's end", async () => {
+    const ws = await signupWorkspace();
+    const c = await conversationOf(ws.adminToken);
+    script({ text: REPLY, wordDelayMs: 120 });
+    const res = await post(ws.adminToken, c.id, "count", streaming);
+    const reader = res.body!.getReader();
+    await reader.read();
+    let failures = 0;
+    const failing = await inRoom(c.id, (room) => {
+      const batch = room.env.DB.batch.bind(room.env.DB);
+      return vi.spyOn(room.env.DB, "batch").mockImplementation(async (statements) => {
+        // The question's own write (the directory's two statements), once.
+        if (statements.length === 2 && failures++ === 0) throw new Error("D1_ERROR: simulated outage");
+        return batch(statements);
+      });
+    });
+    while (!(await reader.read()).done);
+    failing.mockRestore();
+    expect(failures).toBeGreaterThan(0);
+    expect((await turnStates(c.id)).map((t) => t.state)).toEqual(["completed"]);
+    expect(await messageCount(c.id)).toBe(2);
+  });
+});
+
 describe("delete and erasure clear the room", () => {
   // "Deleting or erasing a conversation deletes the room's storage (`deleteAll`)."
   it("a conversation from before rooms deleted while its room copies it from D1 leaves nothing in the room", async () => {

@@ -42,6 +42,8 @@ export async function writeQuestion(room: RoomHost, turnId: string, context: Tur
     });
     questionWritten(room.db, turnId);
   } catch (e) {
+    // It goes with the turn's end instead.
+    context.question = question;
     logError("room: updating the directory failed", e);
   }
 }
