@@ -284,6 +284,42 @@ describe("conversations from before rooms", () => {
   });
 });
 
+describe("a message while a cut-short turn is being ended", () => {
+  it("waits for that end: the partial reply stays before the new question, and is in the new turn's history", async () => {
+    const { ws, c } = await orphanedTurn();
+    let release: () => void = () => undefined;
+    const gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const held = await inRoom(c.id, (room) => {
+      const batch = room.env.DB.batch.bind(room.env.DB);
+      const spy = vi.spyOn(room.env.DB, "batch").mockImplementation(async (statements) => {
+        if (statements.length > 2) await gate;
+        return batch(statements);
+      });
+      // The alarm's search: the cut-short turn's end waits on D1.
+      room.ctx.waitUntil(room.alarm());
+      return spy;
+    });
+    const model = script({ text: "Back again." });
+    const next = post(ws.adminToken, c.id, "again");
+    await new Promise((r) => setTimeout(r, 200));
+    release();
+    const answered = await parse(await next, TurnResponseSchema);
+    held.mockRestore();
+    expect(answered.reply.content).toBe("Back again.");
+    const messages = await roomMessages(c.id);
+    expect(messages.map((m) => [m.role, m.role === "user" ? m.content : m.stopped])).toEqual([
+      ["user", "count"],
+      ["assistant", false],
+      ["user", "again"],
+      ["assistant", false],
+    ]);
+    const history = model.requests[0]!.messages.filter((m) => m.role !== "system").map((m) => m.role);
+    expect(history).toEqual(["user", "assistant", "user"]);
+  });
+});
+
 describe("the alarm after a restart", () => {
   // "an alarm continues or fails it after an eviction, it never hangs as "in progress""
   it("ends the cut-short turn as failed, partial text kept and billed once, before any request names the room", async () => {

@@ -64,7 +64,8 @@ export abstract class ConversationRoomObject extends DurableObject<Env> implemen
   private importing: Promise<void> | null = null;
   /** Turns a restart cut short were looked for since this instance started. */
   recovered = false;
-  private recovering: Promise<void> | null = null;
+  /** The search for cut-short turns under way, if one is. */
+  recovering: Promise<void> | null = null;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
