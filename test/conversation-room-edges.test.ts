@@ -5,6 +5,7 @@ import { describe, expect, it, vi } from "vitest";
 import { followTurn } from "../src/conversations/room/follow";
 import type { RunningTurn } from "../src/conversations/room/types";
 import { ConversationSchema, TurnResponseSchema } from "../src/conversations/schemas";
+import { estimateTokens } from "../src/runtime/history";
 import { call, parse } from "./support/api";
 import { auditEvents } from "./support/audit";
 import { eventually } from "./support/browser";
@@ -385,6 +386,76 @@ describe("stream events of a turn waiting for approvals", () => {
     const seqs = [...replay.matchAll(/^id: [^:]+:(\d+)$/gm)].map((m) => Number(m[1]));
     expect(seqs).toEqual(seqs.map((_, i) => i + 1));
     expect(seqs.length).toBeGreaterThan(firstSeqs.length);
+  });
+});
+
+describe("a resumed turn cut short in its second segment", () => {
+  // "Each segment of a turn that waited for approvals is billed once"; a cut-short segment "billed
+  // for the tokens used": its own text, not the first segment's again.
+  it("is billed for the text it streamed itself", async () => {
+    const ws = await signupWorkspace();
+    const { agents } = (await (await call("GET", "/v1/agents", { token: ws.adminToken })).json()) as {
+      agents: { id: string; is_default: boolean }[];
+    };
+    await call("PATCH", `/v1/agents/${agents.find((a) => a.is_default)!.id}`, {
+      token: ws.adminToken,
+      body: { approval_required: ["deliver_file"] },
+    });
+    const c = await conversationOf(ws.adminToken);
+    script({ tool: "deliver_file", args: { name: "plan.md", content: "the plan" } }, { text: REPLY, wordDelayMs: 60 });
+    await (await post(ws.adminToken, c.id, "Write the plan to a file", streaming)).text();
+    // The first segment said something before its tool call, as models do.
+    const FIRST = "I will write the plan to a file for you, once you approve it. ".repeat(20).trim();
+    const turnId = await inRoom(c.id, (room) => {
+      const [turn] = room.ctx.storage.sql.exec<{ id: string }>("SELECT id FROM turns").toArray();
+      const seq = room.ctx.storage.sql
+        .exec<{ n: number }>("SELECT max(seq) AS n FROM stream_events WHERE turn_id = ?", turn!.id)
+        .one().n;
+      for (const [i, chunk] of [
+        { type: "text-start", id: "said" },
+        { type: "text-delta", id: "said", delta: FIRST },
+        { type: "text-end", id: "said" },
+      ].entries())
+        room.ctx.storage.sql.exec(
+          "INSERT INTO stream_events (turn_id, seq, chunk) VALUES (?, ?, ?)",
+          turn!.id,
+          seq + i + 1,
+          JSON.stringify(chunk),
+        );
+      return turn!.id;
+    });
+    const { approvals } = (await (await call("GET", "/v1/api/approvals", { token: ws.adminToken })).json()) as {
+      approvals: { id: string }[];
+    };
+    await call("POST", `/v1/api/conversations/${c.id}/approvals/${approvals[0]!.id}`, {
+      token: ws.adminToken,
+      body: { approved: true },
+    });
+    const deltas = (room: { running: RunningTurn | null }) =>
+      room.running?.chunks.filter((x) => x.type === "text-delta").length ?? 0;
+    await eventually(() => inRoom(c.id, (room) => deltas(room) >= 3));
+    await inRoom(c.id, (room) => {
+      const turn = room.running!;
+      room.running = null;
+      turn.abandon();
+    });
+    expect(await runDurableObjectAlarm(roomStub(c.id))).toBe(true);
+    const second = await inRoom(c.id, (room) => {
+      const chunks = room.ctx.storage.sql
+        .exec<{ chunk: string }>("SELECT chunk FROM stream_events WHERE turn_id = ? ORDER BY seq", turnId)
+        .toArray()
+        .map((r) => JSON.parse(r.chunk) as UIMessageChunk);
+      const start = chunks.findLastIndex((x) => x.type === "start");
+      return chunks
+        .slice(start)
+        .flatMap((x) => (x.type === "text-delta" ? [x.delta] : []))
+        .join("")
+        .trim();
+    });
+    expect(second.length).toBeGreaterThan(0);
+    const events = await auditEvents(ws.workspace.id, "conversation.turn");
+    const interrupted = events.find((e) => e.details.finish === "interrupted");
+    expect(interrupted!.details).toMatchObject({ usage: { input: 0, output: estimateTokens(second) } });
   });
 });
 

@@ -13,7 +13,7 @@ import { type PendingCall, pendingCalls, toolCallsOfParts } from "./approval-par
 import { approvalRequests, notifyRequester } from "./approval-requests";
 import { awaitApproval, replaceMessage } from "./approval-resume";
 import { liveFrame } from "./live";
-import { partsOf, textOf, toolCallsOf } from "./parts";
+import { lastSegmentText, partsOf, textOf, toolCallsOf } from "./parts";
 import type { ModelFailure, StoredPart, TurnContextRow } from "./schema";
 import {
   appendEvent,
@@ -74,7 +74,8 @@ export async function settle(room: RoomHost, running: RunningTurn, ending: Endin
   }
   // Calls held back for a person: the turn waits for their decisions (a stopped turn asks nothing).
   const pending: PendingCall[] = ending.finish === "stopped" ? [] : pendingCalls(parts);
-  const reply = replyOf(ending, parts, streamedText);
+  // A cut-short segment is billed for what it said itself, not for the segments billed before it.
+  const reply = replyOf(ending, parts, streamedText, segment > 1 ? lastSegmentText(running.chunks) : streamedText);
   if (pending.length || segment > 1) {
     reply.text = streamedText;
     if (segment > 1) reply.toolCalls = toolCallsOfParts(parts);
@@ -147,12 +148,12 @@ type Reply = {
  * What the reply says and costs. A stopped or cut-short turn is billed for the provider's
  * usage when it reported any, else for the tokens of the text streamed so far (at least 1 credit).
  */
-function replyOf(ending: Ending, parts: StoredPart[], streamedText: string): Reply {
+function replyOf(ending: Ending, parts: StoredPart[], streamedText: string, ownText: string): Reply {
   const { outcome, context } = ending;
   const complete = ending.finish !== "stopped" && ending.finish !== "interrupted";
   const reported = (outcome?.usage.input_tokens ?? 0) + (outcome?.usage.output_tokens ?? 0) > 0;
   const input = reported ? outcome!.usage.input_tokens : 0;
-  const output = reported ? outcome!.usage.output_tokens : estimateTokens(streamedText);
+  const output = reported ? outcome!.usage.output_tokens : estimateTokens(ownText);
   return {
     text: complete && outcome ? outcome.text : streamedText,
     toolCalls: outcome?.toolCalls ?? toolCallsOf(parts),
