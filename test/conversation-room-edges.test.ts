@@ -321,6 +321,34 @@ describe("a message while a cut-short turn is being ended", () => {
   });
 });
 
+describe("a room restarted after a turn's stream ended, before its end was stored", () => {
+  // "no event follows the stream's `finish`"
+  it("ends the turn without adding an event after its `finish`", async () => {
+    const { c } = await orphanedTurn();
+    const turnId = await inRoom(c.id, (room) => {
+      const [turn] = room.ctx.storage.sql.exec<{ id: string }>("SELECT id FROM turns").toArray();
+      const { n } = room.ctx.storage.sql
+        .exec<{ n: number }>("SELECT max(seq) AS n FROM stream_events WHERE turn_id = ?", turn!.id)
+        .one();
+      room.ctx.storage.sql.exec(
+        "INSERT INTO stream_events (turn_id, seq, chunk) VALUES (?, ?, ?)",
+        turn!.id,
+        n + 1,
+        JSON.stringify({ type: "finish" }),
+      );
+      return turn!.id;
+    });
+    expect(await runDurableObjectAlarm(roomStub(c.id))).toBe(true);
+    expect((await turnStates(c.id)).map((t) => t.state)).not.toContain("streaming");
+    const last = await inRoom(c.id, (room) =>
+      room.ctx.storage.sql
+        .exec<{ chunk: string }>("SELECT chunk FROM stream_events WHERE turn_id = ? ORDER BY seq DESC LIMIT 1", turnId)
+        .one(),
+    );
+    expect(JSON.parse(last.chunk)).toEqual({ type: "finish" });
+  });
+});
+
 describe("the alarm after a restart", () => {
   // "an alarm continues or fails it after an eviction, it never hangs as "in progress""
   it("ends the cut-short turn as failed, partial text kept and billed once, before any request names the room", async () => {

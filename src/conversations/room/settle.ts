@@ -219,15 +219,21 @@ const endStatements = preparedFor((d) => [
 export async function settleInterrupted(room: RoomHost, turn: TurnRow): Promise<void> {
   // Ended meanwhile, or its conversation deleted.
   if (turnById(room.db, turn.id)?.state !== turn.state) return;
-  const seq = lastSeq(room.db, turn.id);
+  let seq = lastSeq(room.db, turn.id);
   const failure = { status: null, message: "The turn was cut short when its conversation restarted" };
-  const error: UIMessageChunk = { type: "error", errorText: failure.message };
-  appendEvent(room.db, turn.id, seq + 1, JSON.stringify(error));
+  const chunks = eventsAfter(room.db, turn.id, 0).map((e) => e.chunk);
+  // A stream that ended (`finish`, `abort`) before the restart gets nothing after its end.
+  const ended = ["finish", "abort"].includes(chunks.at(-1)?.type ?? "");
+  if (!ended) {
+    const error: UIMessageChunk = { type: "error", errorText: failure.message };
+    appendEvent(room.db, turn.id, ++seq, JSON.stringify(error));
+    chunks.push(error);
+  }
   const running: RunningTurn = {
     turnId: turn.id,
     position: turn.position,
-    seq: seq + 1,
-    chunks: eventsAfter(room.db, turn.id, 0).map((e) => e.chunk),
+    seq,
+    chunks,
     followers: new Set(),
     closed: true,
     settled: Promise.resolve(),
