@@ -13,12 +13,14 @@ export function followTurn(
   seq: number,
   running: RunningTurn | null,
 ): ReadableStream<Uint8Array> {
-  const live = running?.turnId === turnId && !running.closed ? running : null;
+  // A turn whose stream has ended may still hold its last events unstored (see `emit`): its
+  // reader follows until they are stored and sent, or it would miss them.
+  const live = running?.turnId === turnId && (!running.closed || running.unstored?.length) ? running : null;
   let follower: ReadableStreamDefaultController<Uint8Array> | null = null;
   return new ReadableStream<Uint8Array>({
     start: (controller) => {
       for (const e of eventTextsAfter(db, turnId, seq)) controller.enqueue(sseEvent(turnId, e.seq, e.json));
-      if (live && !live.closed) {
+      if (live) {
         follower = controller;
         live.followers.add(controller);
       } else {

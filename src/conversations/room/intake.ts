@@ -82,8 +82,9 @@ function claimTurn(
 
 /** Starts a turn, or answers an idempotent repeat of one (see `ConversationRoomObject.startTurn`). */
 export async function startTurn(room: Room, input: TurnInput): Promise<TurnAnswer> {
-  // Only a restart leaves turns that no code runs: once per instance (the alarm looks too).
-  if (!room.recovered) await room.recoverInterrupted();
+  // Only a restart leaves turns that no code runs: once per instance (the alarm looks too). A
+  // search under way ends first, so a cut-short reply keeps its place before the new question.
+  if (!room.recovered || room.recovering) await room.recoverInterrupted();
   // From here to the claim nothing awaits: of two requests, one starts the turn and the
   // other sees it (as a repeat of its key, or as the turn in progress).
   const now = Date.now();

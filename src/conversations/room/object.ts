@@ -64,6 +64,8 @@ export abstract class ConversationRoomObject extends DurableObject<Env> implemen
   private importing: Promise<void> | null = null;
   /** Turns a restart cut short were looked for since this instance started. */
   recovered = false;
+  /** The search for cut-short turns under way, if one is. */
+  recovering: Promise<void> | null = null;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -124,7 +126,8 @@ export abstract class ConversationRoomObject extends DurableObject<Env> implemen
     const turn = after ? turnById(this.db, after.turnId) : this.running && turnById(this.db, this.running.turnId);
     if (!turn) return null;
     const live = this.running?.turnId === turn.id;
-    if (!live && lastSeq(this.db, turn.id) <= (after?.seq ?? 0)) return null;
+    // A position past the running turn's last event names none the room sent: nothing after it is known.
+    if (live ? (after?.seq ?? 0) > this.running!.seq : lastSeq(this.db, turn.id) <= (after?.seq ?? 0)) return null;
     return followTurn(this.db, turn.id, after?.seq ?? 0, this.running);
   }
 
@@ -153,6 +156,8 @@ export abstract class ConversationRoomObject extends DurableObject<Env> implemen
     this.running = null;
     running?.abandon();
     for (const ws of this.ctx.getWebSockets()) ws.close(1000, "conversation deleted");
+    // A copy from D1 under way would write into the emptied room: it ends first.
+    await this.importing?.catch(() => undefined);
     await this.ctx.storage.deleteAlarm();
     await this.ctx.storage.deleteAll();
     this.identity = null;
@@ -187,15 +192,27 @@ export abstract class ConversationRoomObject extends DurableObject<Env> implemen
       await this.ctx.storage.setAlarm(Date.now() + KEEP_ALIVE_MS);
       return;
     }
-    await this.recoverInterrupted();
+    // A restarted room's alarm comes before any request has named its conversation.
+    if (this.knownFromStorage()) await this.recoverInterrupted();
     const next = pruneEvents(this.db, Date.now());
     // Wake again when the oldest kept events expire.
     if (next !== null) await this.ctx.storage.setAlarm(next);
   }
 
-  /** Turns stored as running that no code runs any more (the room restarted) end as `failed`, billed for what they said. */
-  async recoverInterrupted(): Promise<void> {
+  /**
+   * Turns stored as running that no code runs any more (the room restarted) end as `failed`,
+   * billed for what they said. One search at a time: a turn stays stored as running until its
+   * D1 batch is done, and a second search meanwhile (the alarm's, an intake's) would end it again.
+   */
+  recoverInterrupted(): Promise<void> {
     this.recovered = true;
+    this.recovering ??= this.endInterrupted().finally(() => {
+      this.recovering = null;
+    });
+    return this.recovering;
+  }
+
+  private async endInterrupted(): Promise<void> {
     const orphans = runningTurns(this.db).filter((t) => t.id !== this.running?.turnId);
     if (!orphans.length) return;
     const { settleInterrupted } = await turnCode.turn();
@@ -285,6 +302,16 @@ export abstract class ConversationRoomObject extends DurableObject<Env> implemen
     broadcastFrame(this.ctx, frame);
   }
 
+  /** Knows its conversation from its storage, if it has stored any (a restarted room's alarm needs it). */
+  private knownFromStorage(): boolean {
+    if (this.identity) return true;
+    const conversationId = meta(this.db, "conversation_id");
+    const workspaceId = meta(this.db, "workspace_id");
+    if (!conversationId || !workspaceId) return false;
+    this.identity = { conversationId, workspaceId };
+    return true;
+  }
+
   /** Knows its conversation; on first use copies the messages it had in D1 before rooms held them. */
   private async ready(conversationId: string, workspaceId: string): Promise<void> {
     if (this.identity) return;
@@ -292,7 +319,11 @@ export abstract class ConversationRoomObject extends DurableObject<Env> implemen
       this.identity = { conversationId, workspaceId };
       return;
     }
-    this.importing ??= importFromD1(this.env, this.ctx.storage, this.db, conversationId, workspaceId);
+    // A copy that failed (D1 unavailable) is tried again by the next request.
+    this.importing ??= importFromD1(this.env, this.ctx.storage, this.db, conversationId, workspaceId).catch((e) => {
+      this.importing = null;
+      throw e;
+    });
     await this.importing;
     this.identity = { conversationId, workspaceId };
   }

@@ -75,6 +75,16 @@ export const textOf = (parts: StoredPart[]) =>
     .join("")
     .trim();
 
+/** The text a turn's last segment streamed (its chunks from its `start` on; a resumed turn's begin with the others'). */
+export function lastSegmentText(chunks: readonly UIMessageChunk[]): string {
+  const from = chunks.findLastIndex((c) => c.type === "start");
+  return chunks
+    .slice(Math.max(from, 0))
+    .map((c) => (c.type === "text-delta" ? c.delta : ""))
+    .join("")
+    .trim();
+}
+
 export function toolCallsOf(parts: StoredPart[]): ToolCallSummary[] {
   return parts.flatMap((p) =>
     p.type.startsWith("tool-") && "state" in p && (p.state === "output-available" || p.state === "output-error")

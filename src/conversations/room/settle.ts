@@ -13,7 +13,7 @@ import { type PendingCall, pendingCalls, toolCallsOfParts } from "./approval-par
 import { approvalRequests, notifyRequester } from "./approval-requests";
 import { awaitApproval, replaceMessage } from "./approval-resume";
 import { liveFrame } from "./live";
-import { partsOf, textOf, toolCallsOf } from "./parts";
+import { lastSegmentText, partsOf, textOf, toolCallsOf } from "./parts";
 import type { ModelFailure, StoredPart, TurnContextRow } from "./schema";
 import {
   appendEvent,
@@ -25,6 +25,7 @@ import {
   questionWritten,
   type TurnRow,
   toMessage,
+  turnById,
 } from "./store";
 import type { RoomHost, RunningTurn } from "./types";
 
@@ -41,6 +42,8 @@ export async function writeQuestion(room: RoomHost, turnId: string, context: Tur
     });
     questionWritten(room.db, turnId);
   } catch (e) {
+    // It goes with the turn's end instead.
+    context.question = question;
     logError("room: updating the directory failed", e);
   }
 }
@@ -71,7 +74,8 @@ export async function settle(room: RoomHost, running: RunningTurn, ending: Endin
   }
   // Calls held back for a person: the turn waits for their decisions (a stopped turn asks nothing).
   const pending: PendingCall[] = ending.finish === "stopped" ? [] : pendingCalls(parts);
-  const reply = replyOf(ending, parts, streamedText);
+  // A cut-short segment is billed for what it said itself, not for the segments billed before it.
+  const reply = replyOf(ending, parts, streamedText, segment > 1 ? lastSegmentText(running.chunks) : streamedText);
   if (pending.length || segment > 1) {
     reply.text = streamedText;
     if (segment > 1) reply.toolCalls = toolCallsOfParts(parts);
@@ -96,7 +100,9 @@ export async function settle(room: RoomHost, running: RunningTurn, ending: Endin
     endTurn(room.db, turnId, "failed", null, nowIso());
     throw error;
   }
-  room.ctx.storage.transactionSync(() => {
+  const stored = room.ctx.storage.transactionSync(() => {
+    // The conversation was deleted while the batch ran: its room stays empty.
+    if (!turnById(room.db, turnId)) return false;
     const earlier = segment > 1 ? messageById(room.db, turnId) : undefined;
     (earlier ? replaceMessage : insertMessage)(room.db, {
       id: turnId,
@@ -120,7 +126,9 @@ export async function settle(room: RoomHost, running: RunningTurn, ending: Endin
       const state = ending.finish === "stopped" ? "stopped" : replied ? "completed" : "failed";
       endTurn(room.db, turnId, state, ending.failure, at);
     }
+    return true;
   });
+  if (!stored) return;
   room.broadcast(() => liveFrame.message(toMessage(room.conversationId, messageById(room.db, turnId)!)));
   if (requests)
     room.ctx.waitUntil(
@@ -140,12 +148,12 @@ type Reply = {
  * What the reply says and costs. A stopped or cut-short turn is billed for the provider's
  * usage when it reported any, else for the tokens of the text streamed so far (at least 1 credit).
  */
-function replyOf(ending: Ending, parts: StoredPart[], streamedText: string): Reply {
+function replyOf(ending: Ending, parts: StoredPart[], streamedText: string, ownText: string): Reply {
   const { outcome, context } = ending;
   const complete = ending.finish !== "stopped" && ending.finish !== "interrupted";
   const reported = (outcome?.usage.input_tokens ?? 0) + (outcome?.usage.output_tokens ?? 0) > 0;
   const input = reported ? outcome!.usage.input_tokens : 0;
-  const output = reported ? outcome!.usage.output_tokens : estimateTokens(streamedText);
+  const output = reported ? outcome!.usage.output_tokens : estimateTokens(ownText);
   return {
     text: complete && outcome ? outcome.text : streamedText,
     toolCalls: outcome?.toolCalls ?? toolCallsOf(parts),
@@ -209,15 +217,23 @@ const endStatements = preparedFor((d) => [
  * it ends as `failed`, its partial text kept and billed, and its stream gets an error event.
  */
 export async function settleInterrupted(room: RoomHost, turn: TurnRow): Promise<void> {
-  const seq = lastSeq(room.db, turn.id);
+  // Ended meanwhile, or its conversation deleted.
+  if (turnById(room.db, turn.id)?.state !== turn.state) return;
+  let seq = lastSeq(room.db, turn.id);
   const failure = { status: null, message: "The turn was cut short when its conversation restarted" };
-  const error: UIMessageChunk = { type: "error", errorText: failure.message };
-  appendEvent(room.db, turn.id, seq + 1, JSON.stringify(error));
+  const chunks = eventsAfter(room.db, turn.id, 0).map((e) => e.chunk);
+  // A stream that ended (`finish`, `abort`) before the restart gets nothing after its end.
+  const ended = ["finish", "abort"].includes(chunks.at(-1)?.type ?? "");
+  if (!ended) {
+    const error: UIMessageChunk = { type: "error", errorText: failure.message };
+    appendEvent(room.db, turn.id, ++seq, JSON.stringify(error));
+    chunks.push(error);
+  }
   const running: RunningTurn = {
     turnId: turn.id,
     position: turn.position,
-    seq: seq + 1,
-    chunks: eventsAfter(room.db, turn.id, 0).map((e) => e.chunk),
+    seq,
+    chunks,
     followers: new Set(),
     closed: true,
     settled: Promise.resolve(),

@@ -18,6 +18,8 @@ export const IDEMPOTENCY_TTL_MS = 24 * 3600_000;
 const HISTORY_ROWS = 200;
 
 export const RUNNING: readonly TurnState[] = ["accepted", "streaming"];
+/** Turns whose events do not expire: a waiting turn's stream goes on when it resumes, numbered on. */
+const UNFINISHED: readonly TurnState[] = [...RUNNING, "awaiting_approval"];
 
 const ph = sql.placeholder;
 
@@ -172,7 +174,7 @@ function prepare(d: DrizzleSqliteDODatabase) {
             d
               .select({ id: turns.id })
               .from(turns)
-              .where(and(lt(turns.endedAt, ph("expired")), notInArray(turns.state, [...RUNNING]))),
+              .where(and(lt(turns.endedAt, ph("expired")), notInArray(turns.state, [...UNFINISHED]))),
           ),
         )
         .prepare(),
@@ -180,7 +182,12 @@ function prepare(d: DrizzleSqliteDODatabase) {
       d
         .select({ endedAt: sql<string | null>`min(${turns.endedAt})` })
         .from(turns)
-        .where(inArray(turns.id, d.selectDistinct({ id: streamEvents.turnId }).from(streamEvents)))
+        .where(
+          and(
+            inArray(turns.id, d.selectDistinct({ id: streamEvents.turnId }).from(streamEvents)),
+            notInArray(turns.state, [...UNFINISHED]),
+          ),
+        )
         .prepare(),
   });
 }

@@ -122,14 +122,16 @@ export function runInRoom(room: RoomHost, start: Start): RunningTurn {
     })();
     // A stop ends the turn within a second even if the model call does not let go.
     await Promise.race([pump, stopped.then(() => Promise.race([pump, sleep(STOP_GRACE_MS)]))]);
-    if (stopper.signal.aborted && !running.closed) emit({ type: "abort" });
+    // Decided now: a stop that comes while the end below is written finds the answer whole.
+    const wasStopped = stopper.signal.aborted;
+    if (wasStopped && !running.closed) emit({ type: "abort" });
     running.closed = true;
     // The whole stream is stored and sent before the turn's end is.
     room.storeEvents(running);
     clearTimeout(questionTimer);
     await questionWrite;
     if (abandoned) return;
-    const finish = stopper.signal.aborted ? "stopped" : ((outcome as TurnOutcome | null)?.finish ?? "failed");
+    const finish = wasStopped ? "stopped" : ((outcome as TurnOutcome | null)?.finish ?? "failed");
     await settle(room, running, {
       context,
       outcome,

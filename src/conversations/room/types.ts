@@ -108,6 +108,8 @@ export interface Room extends RoomHost {
   running: RunningTurn | null;
   /** Turns a restart cut short were looked for since this instance started. */
   readonly recovered: boolean;
+  /** The search for cut-short turns under way, if one is. */
+  readonly recovering: Promise<void> | null;
   recoverInterrupted(): Promise<void>;
   /** Sets the heartbeat alarm while a turn runs. */
   keepAlive(): Promise<void>;
