@@ -1,17 +1,19 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { ConversationSchema, TurnResponseSchema } from "../src/conversations/schemas";
+import { openAIErrorSchema } from "../src/platform/openai-error";
 import { call, expectProblem, parse } from "./support/api";
 import { eventually } from "./support/browser";
 import { usageEntries } from "./support/ledger";
 import { inRoom, roomMessages } from "./support/rooms";
 import { scriptedModels } from "./support/scripted-llm";
-import { signupWorkspace } from "./support/seed";
+import { addUser, signupWorkspace } from "./support/seed";
 
 /** Edges of the conversations' HTTP surface a client can reach: odd headers, races, tenancy. */
 
 const { script } = scriptedModels();
 
+const REPLY = "One two three four five six seven eight nine ten eleven twelve.";
 const streaming = { Accept: "text/event-stream" };
 
 async function conversationOf(token: string) {
@@ -111,6 +113,97 @@ describe("deleting a conversation while its turn runs", () => {
     expect(await directoryRow(c.id)).toBeNull();
     expect(await roomMessages(c.id)).toEqual([]);
     expect(await usageEntries(ws.workspace.id)).toHaveLength(1);
+  });
+});
+
+describe("stop", () => {
+  it("two stops at once both answer the one turn, stopped; it is billed once", async () => {
+    const ws = await signupWorkspace();
+    const c = await conversationOf(ws.adminToken);
+    script({ text: REPLY, wordDelayMs: 40 });
+    const { rest } = await firstEventId(await post(ws.adminToken, c.id, "count", streaming));
+    const stop = () => call("POST", `/v1/api/conversations/${c.id}/stop`, { token: ws.adminToken });
+    const [a, b] = await Promise.all([stop(), stop()]);
+    const answers = [await a.json(), await b.json()] as { turn_id: string; state: string }[];
+    expect(answers[0]).toMatchObject({ state: "stopped" });
+    expect(answers[1]).toEqual(answers[0]);
+    await rest;
+    // Once it has ended: "With no turn running: 200 `{ turn_id: null, state: "idle" }`."
+    expect(await (await stop()).json()).toEqual({ turn_id: null, state: "idle" });
+    expect(await usageEntries(ws.workspace.id)).toHaveLength(1);
+  });
+
+  it("a member without the conversation, or a token without conversations:write, stops nothing", async () => {
+    const ws = await signupWorkspace();
+    const outsider = await addUser(ws.adminToken, "member", ["conversations:read", "conversations:write"]);
+    const readOnly = await addUser(ws.adminToken, "member", ["conversations:read"]);
+    const other = await signupWorkspace();
+    const c = await conversationOf(ws.adminToken);
+    await call("POST", `/v1/api/conversations/${c.id}/participants`, {
+      token: ws.adminToken,
+      body: { user_id: readOnly.user.id },
+    });
+    script({ text: REPLY, wordDelayMs: 30 });
+    const { rest } = await firstEventId(await post(ws.adminToken, c.id, "count", streaming));
+    const stop = (token: string) => call("POST", `/v1/api/conversations/${c.id}/stop`, { token });
+    await expectProblem(await stop(outsider.token), 404, "not_found");
+    await expectProblem(await stop(other.adminToken), 404, "not_found");
+    await expectProblem(await stop(readOnly.token), 403);
+    const text = await rest;
+    expect(text).toContain('"type":"finish"');
+    const [, reply] = await roomMessages(c.id);
+    expect(reply).toMatchObject({ content: REPLY, stopped: false });
+  });
+});
+
+describe("odd headers", () => {
+  it("refuses an Idempotency-Key over 255 characters or empty with 400, before a turn runs", async () => {
+    const ws = await signupWorkspace();
+    const c = await conversationOf(ws.adminToken);
+    script({ text: "Never." });
+    for (const key of ["k".repeat(256), ""]) {
+      await expectProblem(await post(ws.adminToken, c.id, "hi", { "Idempotency-Key": key }), 400);
+    }
+    expect(await roomMessages(c.id)).toEqual([]);
+  });
+
+  it("answers Last-Event-ID / after of odd shapes: 400 when malformed, 204 for a position naming no turn here", async () => {
+    const ws = await signupWorkspace();
+    const c = await conversationOf(ws.adminToken);
+    const other = await conversationOf(ws.adminToken);
+    script({ text: "Short." });
+    const { id: otherPosition, rest } = await firstEventId(await post(ws.adminToken, other.id, "hi", streaming));
+    await rest;
+    const stream = `/v1/api/conversations/${c.id}/stream`;
+    const get = (headers: Record<string, string>, query = "") =>
+      call("GET", `${stream}${query}`, { token: ws.adminToken, headers });
+    for (const bad of ["x".repeat(201), "abc:1234567890", ":1", "abc:", "abc:-1", "a b:1", "abc:1.5"])
+      await expectProblem(await get({ "Last-Event-ID": bad }), 400);
+    for (const bad of ["", "abc", "abc:1:2"]) await expectProblem(await get({}, `?after=${bad}`), 400);
+    // Another conversation's turn is not one of this one's: nothing to send.
+    expect((await get({ "Last-Event-ID": otherPosition })).status).toBe(204);
+    expect((await get({}, `?after=${encodeURIComponent(otherPosition)}`)).status).toBe(204);
+    expect((await get({ "Last-Event-ID": "0190f5e2-7c1a-7000-8000-000000000000:999999999" })).status).toBe(204);
+  });
+
+  it("answers a malformed or foreign X-Conversation-Id on /v1/chat/completions in OpenAI's shape", async () => {
+    const ws = await signupWorkspace();
+    const other = await signupWorkspace();
+    const foreign = await conversationOf(other.adminToken);
+    script({ text: "Never." });
+    const complete = (header: string) =>
+      call("POST", "/v1/chat/completions", {
+        token: ws.adminToken,
+        body: { model: "default", messages: [{ role: "user", content: "hi" }] },
+        headers: { "X-Conversation-Id": header },
+      });
+    const bad = await complete("not-a-uuid");
+    expect(bad.status).toBe(400);
+    openAIErrorSchema().parse(await bad.json());
+    const missing = await complete(foreign.id);
+    expect(missing.status).toBe(404);
+    openAIErrorSchema().parse(await missing.json());
+    expect(await roomMessages(foreign.id)).toEqual([]);
   });
 });
 
