@@ -186,6 +186,8 @@ function postedOrThrow(answer: TurnAnswer, noCredits: ApiError | null): PostedTu
       throw badRequest("nothing_to_regenerate", "The conversation has no question to answer again");
     case "failed":
       throw modelError(answer.failure);
+    case "gone":
+      throw noSuchConversation();
     case "error":
       throw new Error("the turn's reply could not be stored");
     default:

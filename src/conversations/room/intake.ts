@@ -9,6 +9,7 @@ import type { TurnContextRow } from "./schema";
 import {
   awaitingTurn,
   insertTurn,
+  lastTurnOn,
   messageById,
   type RoomDb,
   releaseStaleKey,
@@ -111,7 +112,11 @@ export async function startTurn(room: Room, input: TurnInput): Promise<TurnAnswe
 async function answerFor(room: Room, turnId: string, stream: boolean): Promise<TurnAnswer> {
   if (stream) return { kind: "stream", turnId, stream: followTurn(room.db, turnId, 0, room.running) };
   if (room.running?.turnId === turnId) await room.running.settled;
-  const ended = turnById(room.db, turnId)!;
+  const asked = turnById(room.db, turnId);
+  if (!asked) return { kind: "gone" };
+  // A regeneration since has replaced this turn's reply: the question's newest turn answers it.
+  const ended = lastTurnOn(room.db, asked.userMessageId) ?? asked;
+  if (room.running?.turnId === ended.id) return { kind: "busy" };
   const reply = messageById(room.db, ended.id);
   const userMessage = messageById(room.db, ended.userMessageId);
   if (!reply || !userMessage) return ended.failure ? { kind: "failed", failure: ended.failure } : { kind: "error" };

@@ -255,6 +255,10 @@ export function insertMessage(d: RoomDb, m: NewMessage): void {
 
 export const turnById = (d: RoomDb, id: string) => statements(d).turnById.get({ id });
 
+/** The newest turn on a question: a regeneration's turn answers it in place of the first one. */
+export const lastTurnOn = (d: RoomDb, userMessageId: string): TurnRow | undefined =>
+  d.select().from(turns).where(eq(turns.userMessageId, userMessageId)).orderBy(desc(turns.position)).limit(1).get();
+
 /** Stores a new turn; answers its position (1 for a conversation's first turn). */
 export function insertTurn(d: RoomDb, t: Omit<typeof turns.$inferInsert, "position" | "failure" | "endedAt">): number {
   return statements(d).insertTurn.get({ idempotencyKey: null, requestHash: null, ...t })!.position;

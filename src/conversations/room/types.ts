@@ -48,6 +48,8 @@ export type TurnAnswer =
   | { kind: "stream"; turnId: string; stream: ReadableStream<Uint8Array> }
   | { kind: "reply"; userMessage: Message; reply: Message }
   | { kind: "failed"; failure: ModelFailure }
+  /** The conversation was deleted while the turn ran: nothing of it is kept. */
+  | { kind: "gone" }
   /** The turn ended without a reply for a reason of ours (its end could not be stored). */
   | { kind: "error" };
 
