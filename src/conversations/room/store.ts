@@ -126,6 +126,14 @@ function prepare(d: DrizzleSqliteDODatabase) {
         .where(inArray(turns.state, [...RUNNING]))
         .prepare(),
     awaiting: () => d.select().from(turns).where(eq(turns.state, "awaiting_approval")).limit(1).prepare(),
+    lastTurnOn: () =>
+      d
+        .select()
+        .from(turns)
+        .where(eq(turns.userMessageId, ph("userMessageId")))
+        .orderBy(desc(turns.position))
+        .limit(1)
+        .prepare(),
     turnByKey: () =>
       d
         .select()
@@ -257,7 +265,7 @@ export const turnById = (d: RoomDb, id: string) => statements(d).turnById.get({ 
 
 /** The newest turn on a question: a regeneration's turn answers it in place of the first one. */
 export const lastTurnOn = (d: RoomDb, userMessageId: string): TurnRow | undefined =>
-  d.select().from(turns).where(eq(turns.userMessageId, userMessageId)).orderBy(desc(turns.position)).limit(1).get();
+  statements(d).lastTurnOn.get({ userMessageId });
 
 /** Stores a new turn; answers its position (1 for a conversation's first turn). */
 export function insertTurn(d: RoomDb, t: Omit<typeof turns.$inferInsert, "position" | "failure" | "endedAt">): number {
