@@ -4,6 +4,7 @@
 //   GET /d1        one D1 call with one SELECT (by primary key)
 //   GET /d1-batch  one D1 call with a batch of 8 such SELECTs
 //   GET /object    one RPC to a SQLite-backed Durable Object that reads one row
+//   GET /object-write  one RPC to that object that writes one row (its storage commits once)
 import { DurableObject } from "cloudflare:workers";
 
 const SELECT = "SELECT id, value FROM hops WHERE id = ?";
@@ -18,6 +19,10 @@ export class Hop extends DurableObject {
   read(id) {
     return this.ctx.storage.sql.exec(SELECT, id).toArray()[0] ?? null;
   }
+
+  write(value) {
+    this.ctx.storage.sql.exec("INSERT INTO hops (value) VALUES (?)", value);
+  }
 }
 
 const paths = {
@@ -25,6 +30,7 @@ const paths = {
   "/d1": (env) => env.DB.prepare(SELECT).bind(1).first(),
   "/d1-batch": (env) => env.DB.batch(Array.from({ length: 8 }, (_, i) => env.DB.prepare(SELECT).bind(i + 1))),
   "/object": (env) => env.HOP.getByName("hop").read(1),
+  "/object-write": (env) => env.HOP.getByName("hop").write("x"),
 };
 
 export default {

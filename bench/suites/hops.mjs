@@ -10,11 +10,12 @@ const SECONDS = envNumber("BENCH_SECONDS", 3);
 const ROUNDS = envNumber("BENCH_ROUNDS", 3);
 const CONNECTIONS = envNumber("BENCH_CONNECTIONS", 16);
 const WORKER = "bench-hops";
-const PATHS = ["nothing", "d1", "d1-batch", "object"];
+const PATHS = ["nothing", "d1", "d1-batch", "object", "object-write"];
 const WHAT = {
   d1: "a D1 call (one SELECT)",
   "d1-batch": "a D1 call (a batch of 8 SELECTs)",
   object: "an RPC to a Durable Object (one read)",
+  "object-write": "an RPC to a Durable Object (one write, one commit)",
 };
 
 export default {
