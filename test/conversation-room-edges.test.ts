@@ -4,13 +4,23 @@ import type { UIMessageChunk } from "ai";
 import { describe, expect, it, vi } from "vitest";
 import { followTurn } from "../src/conversations/room/follow";
 import type { RunningTurn } from "../src/conversations/room/types";
-import { ConversationSchema, TurnResponseSchema } from "../src/conversations/schemas";
+import { TurnResponseSchema } from "../src/conversations/schemas";
 import { estimateTokens } from "../src/runtime/history";
 import { call, parse } from "./support/api";
 import { auditEvents } from "./support/audit";
 import { eventually } from "./support/browser";
 import { usageEntries } from "./support/ledger";
-import { inRoom, roomMessages, roomStub } from "./support/rooms";
+import {
+  conversationOf,
+  delta,
+  inRoom,
+  postMessage,
+  REPLY,
+  roomMessages,
+  roomStub,
+  runningTurn,
+  streaming,
+} from "./support/rooms";
 import { scriptedModels } from "./support/scripted-llm";
 import { signupWorkspace } from "./support/seed";
 import { unique } from "./support/unique";
@@ -20,30 +30,6 @@ import { unique } from "./support/unique";
 // the room's storage".
 
 const { script } = scriptedModels();
-
-const REPLY = "One two three four five six seven eight nine ten eleven twelve.";
-const streaming = { Accept: "text/event-stream" };
-
-async function conversationOf(token: string) {
-  return parse(await call("POST", "/v1/api/conversations", { token, body: {} }), ConversationSchema);
-}
-
-const post = (token: string, id: string, content: string, headers: Record<string, string> = {}) =>
-  call("POST", `/v1/api/conversations/${id}/messages`, { token, body: { content }, headers });
-
-const running = (turnId: string): RunningTurn => ({
-  turnId,
-  position: 1,
-  seq: 0,
-  chunks: [],
-  followers: new Set(),
-  closed: false,
-  settled: Promise.resolve(),
-  stop: () => undefined,
-  abandon: () => undefined,
-});
-
-const delta = (text: string): UIMessageChunk => ({ type: "text-delta", id: "t", delta: text });
 
 const roomRows = (id: string) =>
   inRoom(id, (room) => ({
@@ -68,7 +54,7 @@ async function orphanedTurn() {
   const ws = await signupWorkspace();
   const c = await conversationOf(ws.adminToken);
   script({ text: REPLY, wordDelayMs: 40 });
-  const res = await post(ws.adminToken, c.id, "count", streaming);
+  const res = await postMessage(ws.adminToken, c.id, "count", streaming);
   const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader();
   let seen = "";
   while ((seen.match(/text-delta/g) ?? []).length < 3) seen += (await reader.read()).value ?? "";
@@ -88,7 +74,7 @@ describe("the stream at the boundary between stored and live events", () => {
   it("a reader joining after the turn's `finish` was emitted but before it was stored still gets it", async () => {
     const turnId = unique();
     const body = await inRoom(`room-edges-${unique()}`, async (room) => {
-      const turn = running(turnId);
+      const turn = runningTurn(turnId);
       room.running = turn;
       room.emit(turn, { type: "start" });
       room.emit(turn, delta("a"));
@@ -115,7 +101,9 @@ describe("resume positions that are not the running turn's", () => {
     const ws = await signupWorkspace();
     const [a, b] = [await conversationOf(ws.adminToken), await conversationOf(ws.adminToken)];
     script({ text: REPLY, wordDelayMs: 30 });
-    const first = (await post(ws.adminToken, a.id, "count", streaming)).body!.pipeThrough(new TextDecoderStream());
+    const first = (await postMessage(ws.adminToken, a.id, "count", streaming)).body!.pipeThrough(
+      new TextDecoderStream(),
+    );
     const reader = first.getReader();
     let seen = "";
     while (!seen.includes("\n\n")) seen += (await reader.read()).value ?? "";
@@ -150,7 +138,7 @@ describe("stop", () => {
     const ws = await signupWorkspace();
     const c = await conversationOf(ws.adminToken);
     script({ text: "Too late.", delayMs: 3_000 });
-    const res = await post(ws.adminToken, c.id, "hello?", streaming);
+    const res = await postMessage(ws.adminToken, c.id, "hello?", streaming);
     const started = Date.now();
     const stop = await call("POST", `/v1/api/conversations/${c.id}/stop`, { token: ws.adminToken });
     expect(Date.now() - started).toBeLessThan(1_500);
@@ -174,7 +162,7 @@ describe("a stop racing the turn's natural end", () => {
     const ws = await signupWorkspace();
     const c = await conversationOf(ws.adminToken);
     script({ text: REPLY, wordDelayMs: 100 });
-    const reader = (await post(ws.adminToken, c.id, "count", streaming))
+    const reader = (await postMessage(ws.adminToken, c.id, "count", streaming))
       .body!.pipeThrough(new TextDecoderStream())
       .getReader();
     let seen = (await reader.read()).value ?? "";
@@ -216,17 +204,17 @@ describe("idempotent intake", () => {
     const c = await conversationOf(ws.adminToken);
     script({ text: "Fresh." });
     const key = { "Idempotency-Key": "daily" };
-    const first = await parse(await post(ws.adminToken, c.id, "hi", key), TurnResponseSchema);
+    const first = await parse(await postMessage(ws.adminToken, c.id, "hi", key), TurnResponseSchema);
     await inRoom(c.id, (room) => {
       room.ctx.storage.sql.exec("UPDATE turns SET started_at = ?", new Date(Date.now() - 25 * 3600_000).toISOString());
     });
-    const second = await parse(await post(ws.adminToken, c.id, "hi", key), TurnResponseSchema);
+    const second = await parse(await postMessage(ws.adminToken, c.id, "hi", key), TurnResponseSchema);
     expect(second.reply.id).not.toBe(first.reply.id);
     expect((await usageEntries(ws.workspace.id)).map((e) => e.reference).sort()).toEqual(
       [first.reply.id, second.reply.id].sort(),
     );
     // The key now answers the new turn.
-    const again = await parse(await post(ws.adminToken, c.id, "hi", key), TurnResponseSchema);
+    const again = await parse(await postMessage(ws.adminToken, c.id, "hi", key), TurnResponseSchema);
     expect(again.reply.id).toBe(second.reply.id);
     expect(await roomMessages(c.id)).toHaveLength(4);
   });
@@ -303,7 +291,7 @@ describe("a message while a cut-short turn is being ended", () => {
       return spy;
     });
     const model = script({ text: "Back again." });
-    const next = post(ws.adminToken, c.id, "again");
+    const next = postMessage(ws.adminToken, c.id, "again");
     await new Promise((r) => setTimeout(r, 200));
     release();
     const answered = await parse(await next, TurnResponseSchema);
@@ -367,7 +355,7 @@ describe("the alarm after a restart", () => {
     expect(await auditEvents(ws.workspace.id, "conversation.turn")).toHaveLength(1);
     expect(await messageCount(c.id)).toBe(2);
     script({ text: "Back again." });
-    const next = await parse(await post(ws.adminToken, c.id, "again"), TurnResponseSchema);
+    const next = await parse(await postMessage(ws.adminToken, c.id, "again"), TurnResponseSchema);
     expect(next.reply.content).toBe("Back again.");
   });
 });
@@ -387,7 +375,7 @@ describe("stream events of a turn waiting for approvals", () => {
     });
     const c = await conversationOf(ws.adminToken);
     script({ tool: "deliver_file", args: { name: "plan.md", content: "the plan" } }, { text: "Delivered." });
-    const paused = await (await post(ws.adminToken, c.id, "Write the plan to a file", streaming)).text();
+    const paused = await (await postMessage(ws.adminToken, c.id, "Write the plan to a file", streaming)).text();
     const firstSeqs = [...paused.matchAll(/^id: [^:]+:(\d+)$/gm)].map((m) => Number(m[1]));
     expect((await turnStates(c.id)).map((t) => t.state)).toEqual(["awaiting_approval"]);
     // A day and more later, the room's alarm has run meanwhile.
@@ -431,7 +419,7 @@ describe("a resumed turn cut short in its second segment", () => {
     });
     const c = await conversationOf(ws.adminToken);
     script({ tool: "deliver_file", args: { name: "plan.md", content: "the plan" } }, { text: REPLY, wordDelayMs: 60 });
-    await (await post(ws.adminToken, c.id, "Write the plan to a file", streaming)).text();
+    await (await postMessage(ws.adminToken, c.id, "Write the plan to a file", streaming)).text();
     // The first segment said something before its tool call, as models do.
     const FIRST = "I will write the plan to a file for you, once you approve it. ".repeat(20).trim();
     const turnId = await inRoom(c.id, (room) => {
@@ -492,7 +480,7 @@ describe("the end of a turn when D1 fails", () => {
     const ws = await signupWorkspace();
     const c = await conversationOf(ws.adminToken);
     script({ text: "Never stored.", delayMs: 300 });
-    const answer = post(ws.adminToken, c.id, "lost?");
+    const answer = postMessage(ws.adminToken, c.id, "lost?");
     await eventually(async () => (await turnStates(c.id)).length === 1);
     // The turn runs in its room now: the only D1 batch left is its end's.
     const failing = await inRoom(c.id, (room) => {
@@ -513,7 +501,7 @@ describe("the end of a turn when D1 fails", () => {
     expect((await roomMessages(c.id)).map((m) => m.role)).toEqual(["user"]);
     expect(await messageCount(c.id)).toBe(1);
     script({ text: "Back again." });
-    const next = await parse(await post(ws.adminToken, c.id, "again"), TurnResponseSchema);
+    const next = await parse(await postMessage(ws.adminToken, c.id, "again"), TurnResponseSchema);
     expect(next.reply.content).toBe("Back again.");
   });
 });
@@ -524,7 +512,7 @@ describe("the directory's count of a long turn's messages", () => {
     const ws = await signupWorkspace();
     const c = await conversationOf(ws.adminToken);
     script({ text: REPLY, wordDelayMs: 120 });
-    const res = await post(ws.adminToken, c.id, "count", streaming);
+    const res = await postMessage(ws.adminToken, c.id, "count", streaming);
     const reader = res.body!.getReader();
     await reader.read();
     let failures = 0;

@@ -2,27 +2,16 @@ import { runDurableObjectAlarm } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import type { UIMessageChunk } from "ai";
 import { describe, expect, it } from "vitest";
-import { ConversationSchema, ConversationWithMessagesSchema, TurnResponseSchema } from "../src/conversations/schemas";
+import { ConversationWithMessagesSchema, TurnResponseSchema } from "../src/conversations/schemas";
 import { call, expectProblem, parse } from "./support/api";
 import { auditEvents } from "./support/audit";
 import { eventually } from "./support/browser";
 import { usageEntries } from "./support/ledger";
-import { inRoom, roomMessages, roomStub } from "./support/rooms";
+import { conversationOf, inRoom, postMessage, REPLY, roomMessages, roomStub, streaming } from "./support/rooms";
 import { scriptedModels } from "./support/scripted-llm";
 import { addUser, signupWorkspace } from "./support/seed";
 
 const { script, current } = scriptedModels();
-
-const REPLY = "One two three four five six seven eight nine ten eleven twelve.";
-
-async function conversationOf(token: string) {
-  const res = await call("POST", "/v1/api/conversations", { token, body: {} });
-  return parse(res, ConversationSchema);
-}
-
-const post = (token: string, id: string, content: string, headers: Record<string, string> = {}) =>
-  call("POST", `/v1/api/conversations/${id}/messages`, { token, body: { content }, headers });
-const streaming = { Accept: "text/event-stream" };
 
 type SseEvent = { id: string | null; chunk: UIMessageChunk | "[DONE]" };
 
@@ -73,7 +62,7 @@ describe("resumable turns: a dropped stream resumes where it left off", () => {
     const ws = await signupWorkspace();
     const c = await conversationOf(ws.adminToken);
     script({ text: REPLY, wordDelayMs: 30 });
-    const first = sseReader(await post(ws.adminToken, c.id, "count", streaming));
+    const first = sseReader(await postMessage(ws.adminToken, c.id, "count", streaming));
     const seen: SseEvent[] = [];
     while (textOf(seen).length < 8) seen.push((await first.next())!);
     await first.cancel();
@@ -112,7 +101,7 @@ describe("resumable turns: a dropped stream resumes where it left off", () => {
     const other = await addUser(ws.adminToken, "member", ["conversations:read"]);
     const c = await conversationOf(ws.adminToken);
     script({ text: REPLY, wordDelayMs: 20 });
-    const first = sseReader(await post(ws.adminToken, c.id, "count", streaming));
+    const first = sseReader(await postMessage(ws.adminToken, c.id, "count", streaming));
     await first.next();
     const second = await call("GET", `/v1/api/conversations/${c.id}/stream`, { token: ws.adminToken });
     const [a, b] = await Promise.all([first.rest(), sseReader(second).rest()]);
@@ -133,7 +122,7 @@ describe("resumable turns: a dropped stream resumes where it left off", () => {
     const ws = await signupWorkspace();
     const c = await conversationOf(ws.adminToken);
     script({ text: REPLY, wordDelayMs: 10 });
-    const first = sseReader(await post(ws.adminToken, c.id, "count", streaming));
+    const first = sseReader(await postMessage(ws.adminToken, c.id, "count", streaming));
     await first.next();
     await first.cancel();
     await eventually(async () => (await roomMessages(c.id)).length === 2);
@@ -149,7 +138,7 @@ describe("rooms side by side", () => {
     const conversations = await Promise.all([1, 2, 3].map(() => conversationOf(ws.adminToken)));
     script({ text: REPLY, wordDelayMs: 5 });
     const streams = await Promise.all(
-      conversations.map((c, i) => post(ws.adminToken, c.id, `question ${i}`, streaming)),
+      conversations.map((c, i) => postMessage(ws.adminToken, c.id, `question ${i}`, streaming)),
     );
     const texts = await Promise.all(streams.map(async (res) => textOf(await sseReader(res).rest())));
     expect(texts).toEqual([REPLY, REPLY, REPLY]);
@@ -170,14 +159,17 @@ describe("idempotent intake", () => {
     const c = await conversationOf(ws.adminToken);
     const model = script({ text: "Only once.", delayMs: 100 });
     const key = { "Idempotency-Key": "retry-1" };
-    const [a, b] = await Promise.all([post(ws.adminToken, c.id, "hi", key), post(ws.adminToken, c.id, "hi", key)]);
+    const [a, b] = await Promise.all([
+      postMessage(ws.adminToken, c.id, "hi", key),
+      postMessage(ws.adminToken, c.id, "hi", key),
+    ]);
     const [ta, tb] = [await parse(a, TurnResponseSchema), await parse(b, TurnResponseSchema)];
     expect(tb.reply.id).toBe(ta.reply.id);
     expect(tb.user_message.id).toBe(ta.user_message.id);
-    const again = await parse(await post(ws.adminToken, c.id, "hi", key), TurnResponseSchema);
+    const again = await parse(await postMessage(ws.adminToken, c.id, "hi", key), TurnResponseSchema);
     expect(again.reply).toEqual(ta.reply);
     // A streaming repeat gets the same turn's stream from its start.
-    const replay = await sseReader(await post(ws.adminToken, c.id, "hi", { ...key, ...streaming })).rest();
+    const replay = await sseReader(await postMessage(ws.adminToken, c.id, "hi", { ...key, ...streaming })).rest();
     expect(replay[0]!.id).toBe(`${ta.reply.id}:1`);
     expect(textOf(replay)).toBe("Only once.");
     expect(model.requests).toHaveLength(1);
@@ -190,12 +182,12 @@ describe("idempotent intake", () => {
     const c = await conversationOf(ws.adminToken);
     script({ text: "First." });
     const key = { "Idempotency-Key": "k" };
-    expect((await post(ws.adminToken, c.id, "first", key)).status).toBe(200);
-    await expectProblem(await post(ws.adminToken, c.id, "second", key), 422, "idempotency_key_reused");
+    expect((await postMessage(ws.adminToken, c.id, "first", key)).status).toBe(200);
+    await expectProblem(await postMessage(ws.adminToken, c.id, "second", key), 422, "idempotency_key_reused");
     expect(await roomMessages(c.id)).toHaveLength(2);
     // Keys belong to their conversation.
     const other = await conversationOf(ws.adminToken);
-    expect((await post(ws.adminToken, other.id, "second", key)).status).toBe(200);
+    expect((await postMessage(ws.adminToken, other.id, "second", key)).status).toBe(200);
   });
 });
 
@@ -204,7 +196,7 @@ describe("stop", () => {
     const ws = await signupWorkspace();
     const c = await conversationOf(ws.adminToken);
     script({ text: REPLY, wordDelayMs: 50 });
-    const reader = sseReader(await post(ws.adminToken, c.id, "count", streaming));
+    const reader = sseReader(await postMessage(ws.adminToken, c.id, "count", streaming));
     const seen: SseEvent[] = [];
     while (textOf(seen).length < 4) seen.push((await reader.next())!);
     const started = Date.now();
@@ -256,7 +248,7 @@ describe("a room restarted mid-turn", () => {
     const ws = await signupWorkspace();
     const c = await conversationOf(ws.adminToken);
     script({ text: REPLY, wordDelayMs: 40 });
-    const reader = sseReader(await post(ws.adminToken, c.id, "count", streaming));
+    const reader = sseReader(await postMessage(ws.adminToken, c.id, "count", streaming));
     const seen: SseEvent[] = [];
     while (textOf(seen).length < 4) seen.push((await reader.next())!);
     // What an eviction leaves: the turn stored as running, no code running it.
@@ -274,7 +266,7 @@ describe("a room restarted mid-turn", () => {
     expect(await usageEntries(ws.workspace.id)).toEqual([{ amount: -partial!.credits, reference: states[0]!.id }]);
     current()?.restore();
     script({ text: "Back again." });
-    const next = await parse(await post(ws.adminToken, c.id, "again"), TurnResponseSchema);
+    const next = await parse(await postMessage(ws.adminToken, c.id, "again"), TurnResponseSchema);
     expect(next.reply.content).toBe("Back again.");
   });
 });
@@ -303,7 +295,7 @@ describe("conversations from before rooms", () => {
       ["assistant", "old answer", [{ type: "text", text: "old answer" }]],
     ]);
     const model = script({ text: "New answer." });
-    await parse(await post(ws.adminToken, c.id, "new question"), TurnResponseSchema);
+    await parse(await postMessage(ws.adminToken, c.id, "new question"), TurnResponseSchema);
     expect(model.requests[0]!.messages.filter((m) => m.role !== "system").map((m) => m.content)).toEqual([
       "old question",
       "old answer",
@@ -324,7 +316,7 @@ describe("delete and erasure clear the room", () => {
     const ws = await signupWorkspace();
     const c = await conversationOf(ws.adminToken);
     script({ text: "Soon gone." });
-    await sseReader(await post(ws.adminToken, c.id, "hi", streaming)).rest();
+    await sseReader(await postMessage(ws.adminToken, c.id, "hi", streaming)).rest();
     await eventually(async () => (await roomRows(c.id)).messages === 2);
     expect((await call("DELETE", `/v1/api/conversations/${c.id}`, { token: ws.adminToken })).status).toBe(200);
     expect(await roomRows(c.id)).toEqual({ messages: 0, events: 0, turns: 0 });
@@ -335,7 +327,7 @@ describe("delete and erasure clear the room", () => {
     const member = await addUser(ws.adminToken, "member", ["conversations:read", "conversations:write"]);
     const c = await conversationOf(member.token);
     script({ text: "Private." });
-    expect((await post(member.token, c.id, "hi")).status).toBe(200);
+    expect((await postMessage(member.token, c.id, "hi")).status).toBe(200);
     const erased = await call("POST", `/v1/admin/users/${member.user.id}/erase`, {
       token: ws.adminToken,
       body: { confirm: true },
@@ -375,7 +367,7 @@ describe("live participants", () => {
     const browser = await watch(c.id, { protocol: `svc-pat.${member.token}` });
     expect(browser.res.headers.get("Sec-WebSocket-Protocol")).toBe(`svc-pat.${member.token}`);
     script({ text: "Seen by both." });
-    const turn = await parse(await post(ws.adminToken, c.id, "hello both"), TurnResponseSchema);
+    const turn = await parse(await postMessage(ws.adminToken, c.id, "hello both"), TurnResponseSchema);
     for (const viewer of [admin, browser]) {
       await eventually(async () => viewer.frames.filter((f) => f.type === "message").length === 2);
       const stored = viewer.frames.filter((f) => f.type === "message").map((f) => f.message);
@@ -424,7 +416,7 @@ describe("stream events are kept for the last 20 turns, 24 hours", () => {
     script({ text: "Short." });
     const ids: string[] = [];
     for (let i = 0; i < 21; i++)
-      ids.push((await parse(await post(ws.adminToken, c.id, `q${i}`), TurnResponseSchema)).reply.id);
+      ids.push((await parse(await postMessage(ws.adminToken, c.id, `q${i}`), TurnResponseSchema)).reply.id);
     await eventually(async () => (await eventTurns(c.id)).length === 20);
     expect(new Set(await eventTurns(c.id))).toEqual(new Set(ids.slice(1)));
     const gone = await call("GET", `/v1/api/conversations/${c.id}/stream?after=${ids[0]}:0`, { token: ws.adminToken });

@@ -1,27 +1,17 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { ConversationSchema, TurnResponseSchema } from "../src/conversations/schemas";
+import { TurnResponseSchema } from "../src/conversations/schemas";
 import { openAIErrorSchema } from "../src/platform/openai-error";
 import { call, expectProblem, parse } from "./support/api";
 import { eventually } from "./support/browser";
 import { usageEntries } from "./support/ledger";
-import { inRoom, roomMessages } from "./support/rooms";
+import { conversationOf, inRoom, postMessage, REPLY, roomMessages, streaming } from "./support/rooms";
 import { scriptedModels } from "./support/scripted-llm";
 import { addUser, signupWorkspace } from "./support/seed";
 
 /** Edges of the conversations' HTTP surface a client can reach: odd headers, races, tenancy. */
 
 const { script } = scriptedModels();
-
-const REPLY = "One two three four five six seven eight nine ten eleven twelve.";
-const streaming = { Accept: "text/event-stream" };
-
-async function conversationOf(token: string) {
-  return parse(await call("POST", "/v1/api/conversations", { token, body: {} }), ConversationSchema);
-}
-
-const post = (token: string, id: string, content: string, headers: Record<string, string> = {}) =>
-  call("POST", `/v1/api/conversations/${id}/messages`, { token, body: { content }, headers });
 
 const directoryRow = (id: string) =>
   env.DB.prepare("SELECT id FROM conversations WHERE id = ?1").bind(id).first<{ id: string }>();
@@ -52,7 +42,7 @@ describe("deleting a conversation while its turn runs", () => {
     const c = await conversationOf(ws.adminToken);
     script({ text: "Once." });
     const key = { "Idempotency-Key": "waits-for-the-turn" };
-    const first = await parse(await post(ws.adminToken, c.id, "hi", key), TurnResponseSchema);
+    const first = await parse(await postMessage(ws.adminToken, c.id, "hi", key), TurnResponseSchema);
     // The room takes the turn for still running (without a model call in flight), so a JSON
     // repeat of its key waits for its end: "a JSON repeat waits for the end and answers the stored reply".
     let waiting = false;
@@ -81,7 +71,7 @@ describe("deleting a conversation while its turn runs", () => {
         abandon: () => setTimeout(end, 100),
       };
     });
-    const repeat = post(ws.adminToken, c.id, "hi", key);
+    const repeat = postMessage(ws.adminToken, c.id, "hi", key);
     await eventually(async () => waiting);
     expect((await call("DELETE", `/v1/api/conversations/${c.id}`, { token: ws.adminToken })).status).toBe(200);
     await expectProblem(await repeat, 404, "not_found");
@@ -93,7 +83,7 @@ describe("deleting a conversation while its turn runs", () => {
     const c = await conversationOf(ws.adminToken);
     script({ text: "Soon gone." });
     const key = { ...streaming, "Idempotency-Key": "retry-after-delete" };
-    const { id: position, rest } = await firstEventId(await post(ws.adminToken, c.id, "count", key), "start");
+    const { id: position, rest } = await firstEventId(await postMessage(ws.adminToken, c.id, "count", key), "start");
     await rest;
     expect((await call("DELETE", `/v1/api/conversations/${c.id}`, { token: ws.adminToken })).status).toBe(200);
 
@@ -109,7 +99,7 @@ describe("deleting a conversation while its turn runs", () => {
       404,
       "not_found",
     );
-    await expectProblem(await post(ws.adminToken, c.id, "count", key), 404, "not_found");
+    await expectProblem(await postMessage(ws.adminToken, c.id, "count", key), 404, "not_found");
     expect(await directoryRow(c.id)).toBeNull();
     expect(await roomMessages(c.id)).toEqual([]);
     expect(await usageEntries(ws.workspace.id)).toHaveLength(1);
@@ -121,7 +111,7 @@ describe("stop", () => {
     const ws = await signupWorkspace();
     const c = await conversationOf(ws.adminToken);
     script({ text: REPLY, wordDelayMs: 40 });
-    const { rest } = await firstEventId(await post(ws.adminToken, c.id, "count", streaming));
+    const { rest } = await firstEventId(await postMessage(ws.adminToken, c.id, "count", streaming));
     const stop = () => call("POST", `/v1/api/conversations/${c.id}/stop`, { token: ws.adminToken });
     const [a, b] = await Promise.all([stop(), stop()]);
     const answers = [await a.json(), await b.json()] as { turn_id: string; state: string }[];
@@ -144,7 +134,7 @@ describe("stop", () => {
       body: { user_id: readOnly.user.id },
     });
     script({ text: REPLY, wordDelayMs: 30 });
-    const { rest } = await firstEventId(await post(ws.adminToken, c.id, "count", streaming));
+    const { rest } = await firstEventId(await postMessage(ws.adminToken, c.id, "count", streaming));
     const stop = (token: string) => call("POST", `/v1/api/conversations/${c.id}/stop`, { token });
     await expectProblem(await stop(outsider.token), 404, "not_found");
     await expectProblem(await stop(other.adminToken), 404, "not_found");
@@ -162,7 +152,7 @@ describe("odd headers", () => {
     const c = await conversationOf(ws.adminToken);
     script({ text: "Never." });
     for (const key of ["k".repeat(256), ""]) {
-      await expectProblem(await post(ws.adminToken, c.id, "hi", { "Idempotency-Key": key }), 400);
+      await expectProblem(await postMessage(ws.adminToken, c.id, "hi", { "Idempotency-Key": key }), 400);
     }
     expect(await roomMessages(c.id)).toEqual([]);
   });
@@ -172,7 +162,7 @@ describe("odd headers", () => {
     const c = await conversationOf(ws.adminToken);
     const other = await conversationOf(ws.adminToken);
     script({ text: "Short." });
-    const { id: otherPosition, rest } = await firstEventId(await post(ws.adminToken, other.id, "hi", streaming));
+    const { id: otherPosition, rest } = await firstEventId(await postMessage(ws.adminToken, other.id, "hi", streaming));
     await rest;
     const stream = `/v1/api/conversations/${c.id}/stream`;
     const get = (headers: Record<string, string>, query = "") =>
@@ -213,7 +203,7 @@ describe("idempotent JSON retry", () => {
     const c = await conversationOf(ws.adminToken);
     script({ text: "First." }, { text: "Second." });
     const key = { "Idempotency-Key": "before-regenerate" };
-    const first = await parse(await post(ws.adminToken, c.id, "hi", key), TurnResponseSchema);
+    const first = await parse(await postMessage(ws.adminToken, c.id, "hi", key), TurnResponseSchema);
     const regenerated = await call("POST", "/v1/api/chat", {
       token: ws.adminToken,
       body: {
@@ -228,7 +218,7 @@ describe("idempotent JSON retry", () => {
     await eventually(async () => (await usageEntries(ws.workspace.id)).length === 2);
     // "A repeat with the same key within 24 h runs and bills nothing new: it answers the same turn
     // (its stream from the start, or the stored reply)": that turn's reply is now the regenerated one.
-    const again = await parse(await post(ws.adminToken, c.id, "hi", key), TurnResponseSchema);
+    const again = await parse(await postMessage(ws.adminToken, c.id, "hi", key), TurnResponseSchema);
     expect(again.user_message).toEqual(first.user_message);
     expect(again.reply).toMatchObject({ content: "Second.", role: "assistant" });
     expect(again.reply.id).not.toBe(first.reply.id);

@@ -1,28 +1,12 @@
-import type { UIMessageChunk } from "ai";
 import { describe, expect, it } from "vitest";
 import { followTurn } from "../src/conversations/room/follow";
 import { eventsAfter } from "../src/conversations/room/store";
-import type { RunningTurn } from "../src/conversations/room/types";
-import { inRoom } from "./support/rooms";
+import { delta, inRoom, runningTurn } from "./support/rooms";
 import { unique } from "./support/unique";
 
 // A turn's stream events are stored a task's worth at a time ("events persisted with their
 // sequence as they stream"); a reader who resumes between two stores still gets every event
 // once, in order ("replays from SQL and then follows live, with no gap and no duplicate").
-
-const running = (turnId: string): RunningTurn => ({
-  turnId,
-  position: 1,
-  seq: 0,
-  chunks: [],
-  followers: new Set(),
-  closed: false,
-  settled: Promise.resolve(),
-  stop: () => undefined,
-  abandon: () => undefined,
-});
-
-const delta = (text: string): UIMessageChunk => ({ type: "text-delta", id: "t", delta: text });
 
 async function read(stream: ReadableStream<Uint8Array>): Promise<string> {
   return new Response(stream).text();
@@ -32,7 +16,7 @@ describe("a turn's stream events, stored together", () => {
   it("holds the events of one task until it is done, then stores them in one go before sending them", async () => {
     const turnId = unique();
     await inRoom(`room-events-${unique()}`, async (room) => {
-      const turn = running(turnId);
+      const turn = runningTurn(turnId);
       room.running = turn;
       const sent: Uint8Array[] = [];
       turn.followers.add({ enqueue: (b: Uint8Array) => sent.push(b) } as never);
@@ -54,7 +38,7 @@ describe("a turn's stream events, stored together", () => {
   it("a reader resuming between two stores gets every event after its position once, in order", async () => {
     const turnId = unique();
     const body = await inRoom(`room-events-${unique()}`, async (room) => {
-      const turn = running(turnId);
+      const turn = runningTurn(turnId);
       room.running = turn;
       room.emit(turn, { type: "start" });
       room.emit(turn, delta("a"));
@@ -80,7 +64,7 @@ describe("a turn's stream events, stored together", () => {
   it("stores nothing for a turn whose conversation was deleted meanwhile", async () => {
     const turnId = unique();
     await inRoom(`room-events-${unique()}`, async (room) => {
-      const turn = running(turnId);
+      const turn = runningTurn(turnId);
       room.running = turn;
       room.emit(turn, { type: "start" });
       room.running = null; // as `destroy` leaves it
