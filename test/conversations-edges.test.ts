@@ -225,4 +225,33 @@ describe("idempotent JSON retry", () => {
     expect(await usageEntries(ws.workspace.id)).toHaveLength(2);
     expect((await roomMessages(c.id)).map((m) => m.content)).toEqual(["hi", "Second."]);
   });
+
+  it("streams a retry whose reply was regenerated since as the regeneration's stream, not the deleted reply's", async () => {
+    const ws = await signupWorkspace();
+    const c = await conversationOf(ws.adminToken);
+    script({ text: "First." }, { text: "Second." });
+    const key = { "Idempotency-Key": "stream-after-regenerate" };
+    const first = await parse(await postMessage(ws.adminToken, c.id, "hi", key), TurnResponseSchema);
+    const regenerated = await call("POST", "/v1/api/chat", {
+      token: ws.adminToken,
+      body: {
+        id: c.id,
+        messages: [{ id: first.user_message.id, role: "user", parts: [{ type: "text", text: "hi" }] }],
+        trigger: "regenerate-message",
+        messageId: first.reply.id,
+      },
+    });
+    await regenerated.text();
+    await eventually(async () => (await usageEntries(ws.workspace.id)).length === 2);
+    const again = await postMessage(ws.adminToken, c.id, "hi", { ...key, ...streaming });
+    expect(again.status).toBe(200);
+    const body = await again.text();
+    const ids = [...body.matchAll(/^id: ([^:\n]+):\d+$/gm)].map((m) => m[1]);
+    expect(ids.length).toBeGreaterThan(0);
+    expect(new Set(ids).size).toBe(1);
+    expect(ids[0]).not.toBe(first.reply.id);
+    const text = [...body.matchAll(/"type":"text-delta","id":"[^"]+","delta":"([^"]*)"/g)].map((m) => m[1]).join("");
+    expect(text).toBe("Second.");
+    expect(await usageEntries(ws.workspace.id)).toHaveLength(2);
+  });
 });

@@ -13,6 +13,7 @@ import {
   messageById,
   type RoomDb,
   releaseStaleKey,
+  type TurnRow,
   toMessage,
   turnById,
   turnByKey,
@@ -92,7 +93,7 @@ export async function startTurn(room: Room, input: TurnInput): Promise<TurnAnswe
   const requestHash = input.idempotencyKey ? requestDigest(input) : null;
   const earlier = input.idempotencyKey ? earlierTurn(room.db, input.idempotencyKey, now) : undefined;
   if (earlier)
-    return earlier.requestHash === requestHash ? answerFor(room, earlier.id, input.stream) : { kind: "key_reused" };
+    return earlier.requestHash === requestHash ? answerRepeat(room, earlier, input.stream) : { kind: "key_reused" };
   const refused = refusal(room, input, now);
   if (refused) return refused;
   const turnId = newId();
@@ -112,11 +113,8 @@ export async function startTurn(room: Room, input: TurnInput): Promise<TurnAnswe
 async function answerFor(room: Room, turnId: string, stream: boolean): Promise<TurnAnswer> {
   if (stream) return { kind: "stream", turnId, stream: followTurn(room.db, turnId, 0, room.running) };
   if (room.running?.turnId === turnId) await room.running.settled;
-  const asked = turnById(room.db, turnId);
-  if (!asked) return { kind: "gone" };
-  // A regeneration since has replaced this turn's reply: the question's newest turn answers it.
-  const ended = lastTurnOn(room.db, asked.userMessageId) ?? asked;
-  if (room.running?.turnId === ended.id) return { kind: "busy" };
+  const ended = turnById(room.db, turnId);
+  if (!ended) return { kind: "gone" };
   const reply = messageById(room.db, ended.id);
   const userMessage = messageById(room.db, ended.userMessageId);
   if (!reply || !userMessage) return ended.failure ? { kind: "failed", failure: ended.failure } : { kind: "error" };
@@ -126,4 +124,13 @@ async function answerFor(room: Room, turnId: string, stream: boolean): Promise<T
     userMessage: toMessage(conversationId, userMessage),
     reply: toMessage(conversationId, reply),
   };
+}
+
+/**
+ * A repeat's answer: that of the turn answering its question now, which is a regeneration's
+ * when one has replaced the first turn's reply since.
+ */
+function answerRepeat(room: Room, earlier: TurnRow, stream: boolean): Promise<TurnAnswer> {
+  const answering = lastTurnOn(room.db, earlier.userMessageId) ?? earlier;
+  return answerFor(room, answering.id, stream);
 }
