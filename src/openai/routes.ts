@@ -72,7 +72,10 @@ route({ scope: "conversations:write" }, "POST /v1/chat/completions", "Run a turn
     404: openAiErrorResponse(
       "`model_not_found`: no agent with that name; or no such conversation for the caller (`not_found`)",
     ),
-    409: openAiErrorResponse("`turn_in_progress`: another turn is running in this conversation"),
+    409: openAiErrorResponse(
+      "`turn_in_progress`: another turn is running in this conversation; `approval_pending`: its turn waits " +
+        "for a person's approval (`POST /v1/api/conversations/{id}/approvals/{approval_id}`)",
+    ),
     413: openAiErrorResponse("`payload_too_large`: the request body exceeds 1 MiB"),
     502: openAiErrorResponse(
       "`model_error`: the model provider refused or failed the call; `message` is the provider's, " +
