@@ -317,6 +317,15 @@ describe("POST /v1/chat/completions", () => {
       "unsupported_content",
     );
     expect(image.param).toBe("messages.0.content.0");
+    const textless = await expectOpenAiError(
+      await complete(ws.adminToken, {
+        model: "default",
+        messages: [{ role: "user", content: [{ type: "text", text: "Hi" }, { type: "text" }] }],
+      }),
+      400,
+      "unsupported_content",
+    );
+    expect(textless).toMatchObject({ param: "messages.0.content.1", message: expect.stringContaining("`text`") });
     expect(await conversationCount(ws.workspace.id)).toBe(0);
   });
 

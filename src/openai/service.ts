@@ -58,7 +58,9 @@ function textOf(message: ChatMessage, i: number): string {
       if (part.type === "text" && typeof part.text === "string") return part.text;
       throw invalid(
         "unsupported_content",
-        `Only text content is read, not \`${part.type}\``,
+        part.type === "text"
+          ? "A text content part needs its `text` as a string"
+          : `Only text content is read, not \`${part.type}\``,
         `messages.${i}.content.${j}`,
       );
     })
