@@ -11,7 +11,7 @@ import type { GivenReason } from "./approval-erasure";
 import { followTurn } from "./follow";
 import { importFromD1 } from "./import";
 import { LIVE_PING, LIVE_PONG, LIVE_VIEWER_HEADER, type LiveFrame, liveFrame, liveViewerSchema } from "./live";
-import { acceptLiveSocket, broadcastFrame } from "./live-sockets";
+import { acceptLiveSocket, broadcastFrame, closeSocketsOf } from "./live-sockets";
 import migrations from "./migrations/migrations.js";
 import type { TurnState } from "./schema";
 import * as schema from "./schema";
@@ -163,6 +163,11 @@ export abstract class ConversationRoomObject extends DurableObject<Env> implemen
     this.identity = null;
     this.importing = null;
     await migrate(this.db, migrations);
+  }
+
+  /** Erasure: the user is no participant any more; their live sockets close. */
+  async closeLiveOf(userId: string): Promise<void> {
+    closeSocketsOf(this.ctx, userId, "no longer a participant");
   }
 
   /**
