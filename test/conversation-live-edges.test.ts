@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { CreatedTokenSchema } from "../src/admin/schemas";
 import { call, expectProblem, parse } from "./support/api";
 import { eventually } from "./support/browser";
-import { conversationOf, postMessage, REPLY, streaming } from "./support/rooms";
+import { conversationOf, inRoom, postMessage, REPLY, streaming } from "./support/rooms";
 import { scriptedModels } from "./support/scripted-llm";
 import { addUser, signupWorkspace } from "./support/seed";
 
@@ -129,5 +129,28 @@ describe("the svc-pat subprotocol", () => {
     await expectProblem(await viaProtocol(c.id, token.token), 401);
     const stranger = await signupWorkspace();
     await expectProblem(await viaProtocol(c.id, stranger.adminToken), 404);
+  });
+});
+
+describe("a socket that goes away", () => {
+  // RFC 6455 §7.4.1: 1005, 1006 and 1015 report a close and "MUST NOT be set as a status code in a Close control frame".
+  it("closes without an error when the client vanished (1006) or closed without a code (1005)", async () => {
+    const ws = await signupWorkspace();
+    const c = await conversationOf(ws.adminToken);
+    const outcomes = await inRoom(c.id, async (room) => {
+      const out: string[] = [];
+      for (const code of [1005, 1006, 1015, 4000]) {
+        const [, server] = Object.values(new WebSocketPair()) as [WebSocket, WebSocket];
+        server.accept();
+        out.push(
+          await room.webSocketClose(server, code).then(
+            () => "closed",
+            (e: unknown) => String(e),
+          ),
+        );
+      }
+      return out;
+    });
+    expect(outcomes).toEqual(["closed", "closed", "closed", "closed"]);
   });
 });

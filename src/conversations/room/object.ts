@@ -185,7 +185,8 @@ export abstract class ConversationRoomObject extends DurableObject<Env> implemen
   }
 
   override async webSocketClose(ws: WebSocket, code: number): Promise<void> {
-    ws.close(code === 1005 ? 1000 : code, "closed");
+    // 1005 (no code), 1006 (the client vanished) and 1015 only report a close: none may be sent back.
+    ws.close(code === 1005 || code === 1006 || code === 1015 ? 1000 : code, "closed");
   }
 
   /**
