@@ -11,8 +11,8 @@ import { deletionQueries } from "./service";
  * Erasure step: the user leaves every conversation of the workspace. A conversation nobody
  * is left in goes, with its room's storage and approvals; its artifacts are detached first, so
  * the artifacts step (after this one) deletes the ones the user produced. In the others, the
- * user's approvals lose the user (see `eraseApprovals`), and a turn that waited for the user's
- * approvals ends before the next steps run.
+ * user's live sockets close, the user's approvals lose the user (see `eraseApprovals`), and a
+ * turn that waited for the user's approvals ends before the next steps run.
  */
 export async function eraseParticipation(
   env: Env,
@@ -38,7 +38,8 @@ export async function eraseParticipation(
   if (queries.length) await d.batch(queries as unknown as Parameters<typeof d.batch>[0]);
   forgetUser(workspaceId, userId);
   for (const { id, alone } of results) if (alone) forgetConversation(id);
-  for (const { id, alone } of results) if (alone) await conversationRoom(env, id).destroy();
+  for (const { id, alone } of results)
+    await (alone ? conversationRoom(env, id).destroy() : conversationRoom(env, id).closeLiveOf(userId));
   // The rooms first, so a retry after a failure still finds the reasons to forget.
   const reasons = await reasonsGiven(env, workspaceId, userId);
   for (const id of new Set(reasons.map((r) => r.conversationId)))

@@ -18,6 +18,11 @@ export function acceptLiveSocket(
   return new Response(null, { status: 101, webSocket: client });
 }
 
+/** Closes a user's live sockets (the user left the conversation): frames go to participants only. */
+export function closeSocketsOf(ctx: DurableObjectState, userId: string, reason: string): void {
+  for (const ws of ctx.getWebSockets(userId)) ws.close(1000, reason);
+}
+
 /** Sends a frame to every live socket (the frame is made only when someone watches). */
 export function broadcastFrame(ctx: DurableObjectState, frame: LiveFrame | (() => LiveFrame)): void {
   const sockets = ctx.getWebSockets();

@@ -11,7 +11,7 @@ import type { GivenReason } from "./approval-erasure";
 import { followTurn } from "./follow";
 import { importFromD1 } from "./import";
 import { LIVE_PING, LIVE_PONG, LIVE_VIEWER_HEADER, type LiveFrame, liveFrame, liveViewerSchema } from "./live";
-import { acceptLiveSocket, broadcastFrame } from "./live-sockets";
+import { acceptLiveSocket, broadcastFrame, closeSocketsOf } from "./live-sockets";
 import migrations from "./migrations/migrations.js";
 import type { TurnState } from "./schema";
 import * as schema from "./schema";
@@ -165,6 +165,11 @@ export abstract class ConversationRoomObject extends DurableObject<Env> implemen
     await migrate(this.db, migrations);
   }
 
+  /** Erasure: the user is no participant any more; their live sockets close. */
+  async closeLiveOf(userId: string): Promise<void> {
+    closeSocketsOf(this.ctx, userId, "no longer a participant");
+  }
+
   /**
    * A participant's live socket (hibernating): every new message and the running turn's events.
    * The Worker has checked the caller; it names the conversation in the request's header.
@@ -180,7 +185,8 @@ export abstract class ConversationRoomObject extends DurableObject<Env> implemen
   }
 
   override async webSocketClose(ws: WebSocket, code: number): Promise<void> {
-    ws.close(code === 1005 ? 1000 : code, "closed");
+    // 1005 (no code), 1006 (the client vanished) and 1015 only report a close: none may be sent back.
+    ws.close(code === 1005 || code === 1006 || code === 1015 ? 1000 : code, "closed");
   }
 
   /**
