@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import { ErasureSummarySchema } from "../src/admin/erase-schemas";
 import { ApprovalListSchema, DecisionResponseSchema } from "../src/conversations/approval-schemas";
 import { ConversationSchema } from "../src/conversations/schemas";
+import { requireApprovalOf } from "./support/agents";
 import { call, expectProblem, parse } from "./support/api";
 import { auditEvents } from "./support/audit";
 import { eventually } from "./support/browser";
@@ -28,18 +29,7 @@ type ApprovalRow = {
  */
 async function shared() {
   const ws = await signupWorkspace();
-  const { agents } = (await (await call("GET", "/v1/agents", { token: ws.adminToken })).json()) as {
-    agents: { id: string; is_default: boolean }[];
-  };
-  const agent = agents.find((a) => a.is_default)!;
-  expect(
-    (
-      await call("PATCH", `/v1/agents/${agent.id}`, {
-        token: ws.adminToken,
-        body: { approval_required: ["deliver_file"] },
-      })
-    ).status,
-  ).toBe(200);
+  await requireApprovalOf(ws.adminToken, ["deliver_file"]);
   const member = await addUser(ws.adminToken, "member", ["conversations:read", "conversations:write"]);
   const conversation = await newConversation(ws.adminToken);
   const added = await call("POST", `/v1/api/conversations/${conversation}/participants`, {

@@ -5,6 +5,7 @@ import { setupServer } from "msw/node";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { ConversationSchema } from "../src/conversations/schemas";
 import { seal } from "../src/platform/secret-box";
+import { requireApprovalOf } from "./support/agents";
 import { call, parse } from "./support/api";
 import { eventually } from "./support/browser";
 import { scriptedModels } from "./support/scripted-llm";
@@ -35,14 +36,7 @@ afterAll(() => slack.close());
 const { script } = scriptedModels();
 
 async function pausedTurnIn(ws: Awaited<ReturnType<typeof signupWorkspace>>) {
-  const { agents } = (await (await call("GET", "/v1/agents", { token: ws.adminToken })).json()) as {
-    agents: { id: string; is_default: boolean }[];
-  };
-  const agent = agents.find((a) => a.is_default)!;
-  await call("PATCH", `/v1/agents/${agent.id}`, {
-    token: ws.adminToken,
-    body: { approval_required: ["deliver_file"] },
-  });
+  await requireApprovalOf(ws.adminToken, ["deliver_file"]);
   const c = await parse(
     await call("POST", "/v1/api/conversations", { token: ws.adminToken, body: {} }),
     ConversationSchema,

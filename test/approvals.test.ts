@@ -12,6 +12,7 @@ import {
 import { describe, expect, it } from "vitest";
 import { ApprovalListSchema, DecisionResponseSchema } from "../src/conversations/approval-schemas";
 import { ConversationSchema, ConversationWithMessagesSchema } from "../src/conversations/schemas";
+import { requireApprovalOf } from "./support/agents";
 import { call, expectProblem, freshIp, ORIGIN, parse } from "./support/api";
 import { auditEvents } from "./support/audit";
 import { eventually } from "./support/browser";
@@ -28,20 +29,12 @@ const FILE = { name: "secret-plan.md", content: "launch code 0000 sk-live-SECRET
 /** A workspace whose default agent waits for approval on `deliver_file`, and a conversation with it. */
 async function setup(approvalRequired: string[] = ["deliver_file"]) {
   const ws = await signupWorkspace();
-  const { agents } = (await (await call("GET", "/v1/agents", { token: ws.adminToken })).json()) as {
-    agents: { id: string; is_default: boolean }[];
-  };
-  const agent = agents.find((a) => a.is_default)!;
-  const patched = await call("PATCH", `/v1/agents/${agent.id}`, {
-    token: ws.adminToken,
-    body: { approval_required: approvalRequired },
-  });
-  expect(patched.status).toBe(200);
+  const agentId = await requireApprovalOf(ws.adminToken, approvalRequired);
   const conversation = await parse(
     await call("POST", "/v1/api/conversations", { token: ws.adminToken, body: {} }),
     ConversationSchema,
   );
-  return { ws, agentId: agent.id, conversationId: conversation.id };
+  return { ws, agentId, conversationId: conversation.id };
 }
 
 const post = (token: string, id: string, content: string) =>

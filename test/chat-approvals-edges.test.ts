@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { ApprovalListSchema } from "../src/conversations/approval-schemas";
 import { ConversationSchema } from "../src/conversations/schemas";
 import { openAIErrorSchema } from "../src/platform/openai-error";
+import { requireApprovalOf } from "./support/agents";
 import { call, expectProblem, parse } from "./support/api";
 import { auditEvents } from "./support/audit";
 import { scriptedModels } from "./support/scripted-llm";
@@ -15,15 +16,7 @@ const FILE = { name: "plan.md", content: "the plan" };
 /** A conversation whose turn waits for a person's approval of `deliver_file`. */
 async function pausedConversation() {
   const ws = await signupWorkspace();
-  const { agents } = (await (await call("GET", "/v1/agents", { token: ws.adminToken })).json()) as {
-    agents: { id: string; is_default: boolean }[];
-  };
-  const agent = agents.find((a) => a.is_default)!;
-  const patched = await call("PATCH", `/v1/agents/${agent.id}`, {
-    token: ws.adminToken,
-    body: { approval_required: ["deliver_file"] },
-  });
-  expect(patched.status).toBe(200);
+  await requireApprovalOf(ws.adminToken, ["deliver_file"]);
   const conversation = await parse(
     await call("POST", "/v1/api/conversations", { token: ws.adminToken, body: {} }),
     ConversationSchema,

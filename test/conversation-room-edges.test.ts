@@ -6,6 +6,7 @@ import { followTurn } from "../src/conversations/room/follow";
 import type { RunningTurn } from "../src/conversations/room/types";
 import { TurnResponseSchema } from "../src/conversations/schemas";
 import { estimateTokens } from "../src/runtime/history";
+import { requireApprovalOf } from "./support/agents";
 import { call, parse } from "./support/api";
 import { auditEvents } from "./support/audit";
 import { eventually } from "./support/browser";
@@ -365,14 +366,7 @@ describe("stream events of a turn waiting for approvals", () => {
   // and a resumed turn's "replay from the turn's start shows both segments" (its numbers go on).
   it("are kept while it waits longer than 24 hours, so its resumed segment numbers on and replays whole", async () => {
     const ws = await signupWorkspace();
-    const { agents } = (await (await call("GET", "/v1/agents", { token: ws.adminToken })).json()) as {
-      agents: { id: string; is_default: boolean }[];
-    };
-    const agent = agents.find((a) => a.is_default)!;
-    await call("PATCH", `/v1/agents/${agent.id}`, {
-      token: ws.adminToken,
-      body: { approval_required: ["deliver_file"] },
-    });
+    await requireApprovalOf(ws.adminToken, ["deliver_file"]);
     const c = await conversationOf(ws.adminToken);
     script({ tool: "deliver_file", args: { name: "plan.md", content: "the plan" } }, { text: "Delivered." });
     const paused = await (await postMessage(ws.adminToken, c.id, "Write the plan to a file", streaming)).text();
@@ -410,13 +404,7 @@ describe("a resumed turn cut short in its second segment", () => {
   // for the tokens used": its own text, not the first segment's again.
   it("is billed for the text it streamed itself", async () => {
     const ws = await signupWorkspace();
-    const { agents } = (await (await call("GET", "/v1/agents", { token: ws.adminToken })).json()) as {
-      agents: { id: string; is_default: boolean }[];
-    };
-    await call("PATCH", `/v1/agents/${agents.find((a) => a.is_default)!.id}`, {
-      token: ws.adminToken,
-      body: { approval_required: ["deliver_file"] },
-    });
+    await requireApprovalOf(ws.adminToken, ["deliver_file"]);
     const c = await conversationOf(ws.adminToken);
     script({ tool: "deliver_file", args: { name: "plan.md", content: "the plan" } }, { text: REPLY, wordDelayMs: 60 });
     await (await postMessage(ws.adminToken, c.id, "Write the plan to a file", streaming)).text();

@@ -197,12 +197,13 @@ describe("odd headers", () => {
   });
 });
 
-describe("idempotent JSON retry", () => {
-  it("answers a retry whose reply was regenerated since with the reply that now answers the question, billing nothing", async () => {
+describe("idempotent retries after a regeneration", () => {
+  /** A turn posted with an Idempotency-Key whose reply `/v1/api/chat` then regenerated ("First." → "Second."). */
+  async function regeneratedSince() {
     const ws = await signupWorkspace();
     const c = await conversationOf(ws.adminToken);
     script({ text: "First." }, { text: "Second." });
-    const key = { "Idempotency-Key": "before-regenerate" };
+    const key = { "Idempotency-Key": `regenerated-${c.id}` };
     const first = await parse(await postMessage(ws.adminToken, c.id, "hi", key), TurnResponseSchema);
     const regenerated = await call("POST", "/v1/api/chat", {
       token: ws.adminToken,
@@ -216,6 +217,11 @@ describe("idempotent JSON retry", () => {
     expect(regenerated.status).toBe(200);
     await regenerated.text();
     await eventually(async () => (await usageEntries(ws.workspace.id)).length === 2);
+    return { ws, c, key, first };
+  }
+
+  it("answers a retry whose reply was regenerated since with the reply that now answers the question, billing nothing", async () => {
+    const { ws, c, key, first } = await regeneratedSince();
     // "A repeat with the same key within 24 h runs and bills nothing new: it answers the same turn
     // (its stream from the start, or the stored reply)": that turn's reply is now the regenerated one.
     const again = await parse(await postMessage(ws.adminToken, c.id, "hi", key), TurnResponseSchema);
@@ -227,22 +233,7 @@ describe("idempotent JSON retry", () => {
   });
 
   it("streams a retry whose reply was regenerated since as the regeneration's stream, not the deleted reply's", async () => {
-    const ws = await signupWorkspace();
-    const c = await conversationOf(ws.adminToken);
-    script({ text: "First." }, { text: "Second." });
-    const key = { "Idempotency-Key": "stream-after-regenerate" };
-    const first = await parse(await postMessage(ws.adminToken, c.id, "hi", key), TurnResponseSchema);
-    const regenerated = await call("POST", "/v1/api/chat", {
-      token: ws.adminToken,
-      body: {
-        id: c.id,
-        messages: [{ id: first.user_message.id, role: "user", parts: [{ type: "text", text: "hi" }] }],
-        trigger: "regenerate-message",
-        messageId: first.reply.id,
-      },
-    });
-    await regenerated.text();
-    await eventually(async () => (await usageEntries(ws.workspace.id)).length === 2);
+    const { ws, c, key, first } = await regeneratedSince();
     const again = await postMessage(ws.adminToken, c.id, "hi", { ...key, ...streaming });
     expect(again.status).toBe(200);
     const body = await again.text();

@@ -9,6 +9,17 @@ export async function createAgent(token: string, body: Record<string, unknown>):
   return parse(res, AgentRowSchema);
 }
 
+/** Makes the workspace's default agent wait for a person's approval before it runs `tools`; answers its id. */
+export async function requireApprovalOf(token: string, tools: string[]): Promise<string> {
+  const { agents } = (await (await call("GET", "/v1/agents", { token })).json()) as {
+    agents: { id: string; is_default: boolean }[];
+  };
+  const agent = agents.find((a) => a.is_default)!;
+  const res = await call("PATCH", `/v1/agents/${agent.id}`, { token, body: { approval_required: tools } });
+  if (res.status !== 200) throw new Error(`setting approval_required failed: ${res.status} ${await res.text()}`);
+  return agent.id;
+}
+
 export async function getAgent(token: string, id: string): Promise<AgentRow> {
   const res = await call("GET", `/v1/agents/${id}`, { token });
   if (res.status !== 200) throw new Error(`get agent failed: ${res.status} ${await res.text()}`);
