@@ -1,55 +1,21 @@
-import type { UIMessageChunk } from "ai";
 import { describe, expect, it } from "vitest";
 import { CreatedTokenSchema } from "../src/admin/schemas";
 import { call, expectProblem, parse } from "./support/api";
 import { eventually } from "./support/browser";
-import { conversationOf, inRoom, postMessage, REPLY, streaming } from "./support/rooms";
+import { conversationOf, inRoom, postMessage, REPLY, sharedConversation, streaming, watchLive } from "./support/rooms";
 import { scriptedModels } from "./support/scripted-llm";
-import { addUser, signupWorkspace } from "./support/seed";
+import { signupWorkspace } from "./support/seed";
 
 const { script } = scriptedModels();
 
-type Frame =
-  | { type: "message"; message: { id: string; role: string; content: string } }
-  | { type: "chunk"; turn_id: string; seq: number; chunk: UIMessageChunk };
-
 const upgrade = { Upgrade: "websocket" };
-
-/** Opens `GET …/live` and records its frames and its close. */
-async function watch(conversationId: string, token: string) {
-  const res = await call("GET", `/v1/api/conversations/${conversationId}/live`, { token, headers: upgrade });
-  expect(res.status).toBe(101);
-  const ws = res.webSocket!;
-  ws.accept();
-  const frames: Frame[] = [];
-  const seen = { closed: null as number | null };
-  ws.addEventListener("message", (e) => {
-    frames.push(JSON.parse(e.data as string) as Frame);
-  });
-  ws.addEventListener("close", (e) => {
-    seen.closed = e.code;
-  });
-  return { ws, frames, seen };
-}
-
-/** A conversation of the admin with a member added. */
-async function sharedConversation() {
-  const ws = await signupWorkspace();
-  const member = await addUser(ws.adminToken, "member", ["conversations:read", "conversations:write"]);
-  const c = await conversationOf(ws.adminToken);
-  await call("POST", `/v1/api/conversations/${c.id}/participants`, {
-    token: ws.adminToken,
-    body: { user_id: member.user.id },
-  });
-  return { ws, member, c };
-}
 
 describe("live sockets of someone who leaves", () => {
   // Spec: "pushes every new message and the running turn's events to every participant watching."
   it("an erased member's socket closes and gets no frame of the conversation the others go on with", async () => {
     const { ws, member, c } = await sharedConversation();
-    const admin = await watch(c.id, ws.adminToken);
-    const erased = await watch(c.id, member.token);
+    const admin = await watchLive(c.id, { token: ws.adminToken });
+    const erased = await watchLive(c.id, { token: member.token });
     const res = await call("POST", `/v1/admin/users/${member.user.id}/erase`, {
       token: ws.adminToken,
       body: { confirm: true },
@@ -65,7 +31,7 @@ describe("live sockets of someone who leaves", () => {
 
   it("deleting the conversation closes every participant's socket", async () => {
     const { ws, member, c } = await sharedConversation();
-    const viewers = [await watch(c.id, ws.adminToken), await watch(c.id, member.token)];
+    const viewers = [await watchLive(c.id, { token: ws.adminToken }), await watchLive(c.id, { token: member.token })];
     expect((await call("DELETE", `/v1/api/conversations/${c.id}`, { token: member.token })).status).toBe(200);
     await eventually(async () => viewers.every((v) => v.seen.closed !== null));
     expect(viewers.map((v) => v.seen.closed)).toEqual([1000, 1000]);
@@ -90,7 +56,7 @@ describe("a viewer who joins mid-turn", () => {
     let seen = "";
     // A few events in, the viewer arrives.
     while ((seen.match(/^id: /gm) ?? []).length < 4) seen += (await reader.read()).value ?? "";
-    const late = await watch(c.id, ws.adminToken);
+    const late = await watchLive(c.id, { token: ws.adminToken });
     while (!(await reader.read()).done);
     await eventually(async () => late.frames.some((f) => f.type === "message"));
     const chunks = late.frames.filter((f) => f.type === "chunk");

@@ -7,7 +7,17 @@ import { call, expectProblem, parse } from "./support/api";
 import { auditEvents } from "./support/audit";
 import { eventually } from "./support/browser";
 import { usageEntries } from "./support/ledger";
-import { conversationOf, inRoom, postMessage, REPLY, roomMessages, roomStub, streaming } from "./support/rooms";
+import {
+  conversationOf,
+  inRoom,
+  postMessage,
+  REPLY,
+  roomMessages,
+  roomStub,
+  sharedConversation,
+  streaming,
+  watchLive,
+} from "./support/rooms";
 import { scriptedModels } from "./support/scripted-llm";
 import { addUser, signupWorkspace } from "./support/seed";
 
@@ -338,33 +348,11 @@ describe("delete and erasure clear the room", () => {
 });
 
 describe("live participants", () => {
-  type Frame =
-    | { type: "message"; message: { id: string; role: string; content: string } }
-    | { type: "chunk"; turn_id: string; seq: number; chunk: UIMessageChunk };
-
-  async function watch(conversationId: string, init: { token?: string; protocol?: string }) {
-    const headers: Record<string, string> = { Upgrade: "websocket" };
-    if (init.protocol) headers["Sec-WebSocket-Protocol"] = init.protocol;
-    const res = await call("GET", `/v1/api/conversations/${conversationId}/live`, { token: init.token, headers });
-    expect(res.status).toBe(101);
-    const ws = res.webSocket!;
-    ws.accept();
-    const frames: Frame[] = [];
-    ws.addEventListener("message", (e) => frames.push(JSON.parse(e.data as string) as Frame));
-    return { res, ws, frames };
-  }
-
   it("pushes every new message and the running turn's events to every participant watching", async () => {
-    const ws = await signupWorkspace();
-    const member = await addUser(ws.adminToken, "member", ["conversations:read", "conversations:write"]);
-    const c = await conversationOf(ws.adminToken);
-    await call("POST", `/v1/api/conversations/${c.id}/participants`, {
-      token: ws.adminToken,
-      body: { user_id: member.user.id },
-    });
-    const admin = await watch(c.id, { token: ws.adminToken });
+    const { ws, member, c } = await sharedConversation();
+    const admin = await watchLive(c.id, { token: ws.adminToken });
     // Browsers send the token as the subprotocol, which the 101 echoes.
-    const browser = await watch(c.id, { protocol: `svc-pat.${member.token}` });
+    const browser = await watchLive(c.id, { protocol: `svc-pat.${member.token}` });
     expect(browser.res.headers.get("Sec-WebSocket-Protocol")).toBe(`svc-pat.${member.token}`);
     script({ text: "Seen by both." });
     const turn = await parse(await postMessage(ws.adminToken, c.id, "hello both"), TurnResponseSchema);

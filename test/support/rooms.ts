@@ -6,6 +6,7 @@ import { allMessages } from "../../src/conversations/room/store";
 import type { RunningTurn } from "../../src/conversations/room/types";
 import { ConversationSchema } from "../../src/conversations/schemas";
 import { call, parse } from "./api";
+import { addUser, signupWorkspace } from "./seed";
 
 /** A reply long enough to stream word by word (`wordDelayMs`) while a test acts mid-turn. */
 export const REPLY = "One two three four five six seven eight nine ten eleven twelve.";
@@ -44,3 +45,41 @@ export const inRoom = <T>(conversationId: string, look: (room: ConversationRoomO
 
 /** The messages the room holds, oldest first (what `GET /v1/api/conversations/{id}` lists). */
 export const roomMessages = (conversationId: string) => inRoom(conversationId, (room) => allMessages(room.db));
+
+/** A frame of the live socket (`GET …/live`). */
+export type LiveFrame =
+  | { type: "message"; message: { id: string; role: string; content: string } }
+  | { type: "chunk"; turn_id: string; seq: number; chunk: UIMessageChunk };
+
+/**
+ * Opens a conversation's live socket with the token in `Authorization` or, as a browser sends
+ * it, in the subprotocol; records its frames and its close code. Anything but 101 fails the test.
+ */
+export async function watchLive(conversationId: string, init: { token?: string; protocol?: string }) {
+  const headers: Record<string, string> = { Upgrade: "websocket" };
+  if (init.protocol) headers["Sec-WebSocket-Protocol"] = init.protocol;
+  const res = await call("GET", `/v1/api/conversations/${conversationId}/live`, { token: init.token, headers });
+  if (res.status !== 101) throw new Error(`live socket refused: ${res.status} ${await res.text()}`);
+  const ws = res.webSocket!;
+  ws.accept();
+  const frames: LiveFrame[] = [];
+  const seen = { closed: null as number | null };
+  ws.addEventListener("message", (e) => frames.push(JSON.parse(e.data as string) as LiveFrame));
+  ws.addEventListener("close", (e) => {
+    seen.closed = e.code;
+  });
+  return { res, ws, frames, seen };
+}
+
+/** A workspace whose admin has a conversation with a member (reading and writing) added to it. */
+export async function sharedConversation() {
+  const ws = await signupWorkspace();
+  const member = await addUser(ws.adminToken, "member", ["conversations:read", "conversations:write"]);
+  const c = await conversationOf(ws.adminToken);
+  const added = await call("POST", `/v1/api/conversations/${c.id}/participants`, {
+    token: ws.adminToken,
+    body: { user_id: member.user.id },
+  });
+  if (added.status >= 300) throw new Error(`adding the member failed: ${added.status}`);
+  return { ws, member, c };
+}
