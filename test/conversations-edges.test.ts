@@ -66,6 +66,7 @@ describe("deleting a conversation while its turn runs", () => {
           },
         } as Promise<void>,
         stop: () => {},
+        store: () => {},
         // The deletion abandons the turn, which settles once its model call has let go: after the
         // room's storage is gone.
         abandon: () => setTimeout(end, 100),

@@ -16,7 +16,7 @@ describe("a turn's stream events, stored together", () => {
   it("holds the events of one task until it is done, then stores them in one go before sending them", async () => {
     const turnId = unique();
     await inRoom(`room-events-${unique()}`, async (room) => {
-      const turn = runningTurn(turnId);
+      const turn = runningTurn(turnId, room);
       room.running = turn;
       const sent: Uint8Array[] = [];
       turn.followers.add({ enqueue: (b: Uint8Array) => sent.push(b) } as never);
@@ -38,7 +38,7 @@ describe("a turn's stream events, stored together", () => {
   it("a reader resuming between two stores gets every event after its position once, in order", async () => {
     const turnId = unique();
     const body = await inRoom(`room-events-${unique()}`, async (room) => {
-      const turn = runningTurn(turnId);
+      const turn = runningTurn(turnId, room);
       room.running = turn;
       room.emit(turn, { type: "start" });
       room.emit(turn, delta("a"));
@@ -64,7 +64,7 @@ describe("a turn's stream events, stored together", () => {
   it("stores nothing for a turn whose conversation was deleted meanwhile", async () => {
     const turnId = unique();
     await inRoom(`room-events-${unique()}`, async (room) => {
-      const turn = runningTurn(turnId);
+      const turn = runningTurn(turnId, room);
       room.running = turn;
       room.emit(turn, { type: "start" });
       room.running = null; // as `destroy` leaves it

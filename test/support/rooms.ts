@@ -3,7 +3,7 @@ import { env } from "cloudflare:workers";
 import type { UIMessageChunk } from "ai";
 import type { ConversationRoomObject } from "../../src/conversations/room/object";
 import { allMessages } from "../../src/conversations/room/store";
-import type { RunningTurn } from "../../src/conversations/room/types";
+import type { RoomHost, RunningTurn } from "../../src/conversations/room/types";
 import { ConversationSchema } from "../../src/conversations/schemas";
 import { call, parse } from "./api";
 import { addUser, signupWorkspace } from "./seed";
@@ -22,18 +22,22 @@ export async function conversationOf(token: string) {
 export const postMessage = (token: string, id: string, content: string, headers: Record<string, string> = {}) =>
   call("POST", `/v1/api/conversations/${id}/messages`, { token, body: { content }, headers });
 
-/** A running turn as the room holds it, with nobody following it yet. */
-export const runningTurn = (turnId: string): RunningTurn => ({
-  turnId,
-  position: 1,
-  seq: 0,
-  chunks: [],
-  followers: new Set(),
-  closed: false,
-  settled: Promise.resolve(),
-  stop: () => undefined,
-  abandon: () => undefined,
-});
+/** A running turn as `room` holds it, with nobody following it yet. */
+export function runningTurn(turnId: string, room: Pick<RoomHost, "storeEvents">): RunningTurn {
+  const turn: RunningTurn = {
+    turnId,
+    position: 1,
+    seq: 0,
+    chunks: [],
+    followers: new Set(),
+    closed: false,
+    settled: Promise.resolve(),
+    stop: () => undefined,
+    abandon: () => undefined,
+    store: () => room.storeEvents(turn),
+  };
+  return turn;
+}
 
 export const delta = (text: string): UIMessageChunk => ({ type: "text-delta", id: "t", delta: text });
 

@@ -13,9 +13,9 @@ export function followTurn(
   seq: number,
   running: RunningTurn | null,
 ): ReadableStream<Uint8Array> {
-  // A turn whose stream has ended may still hold its last events unstored (see `emit`): its
-  // reader follows until they are stored and sent, or it would miss them.
-  const live = running?.turnId === turnId && (!running.closed || running.unstored?.length) ? running : null;
+  // Events the turn holds unstored (see `emit`) are stored first, so the reader reads them.
+  if (running?.turnId === turnId) running.store();
+  const live = running?.turnId === turnId && !running.closed ? running : null;
   let follower: ReadableStreamDefaultController<Uint8Array> | null = null;
   return new ReadableStream<Uint8Array>({
     start: (controller) => {

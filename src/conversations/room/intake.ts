@@ -58,7 +58,10 @@ const turnContext = (input: TurnInput): TurnContextRow => ({
   origin: input.origin,
 });
 
-/** The question and the turn are stored together, or neither is (null: nothing to regenerate). */
+/**
+ * The question and the turn are stored together, or neither is (null: nothing to regenerate);
+ * the heartbeat alarm is set in the same commit.
+ */
 function claimTurn(
   room: Room,
   input: TurnInput,
@@ -78,7 +81,7 @@ function claimTurn(
       context: turn.context,
       startedAt: at,
     });
-    return { ...claimed, position };
+    return { ...claimed, position, heartbeat: room.keepAlive() };
   });
 }
 
@@ -105,7 +108,7 @@ export async function startTurn(room: Room, input: TurnInput): Promise<TurnAnswe
       liveFrame.message(toMessage(input.conversationId, messageById(room.db, claim.userMessageId)!)),
     );
   room.running = runInRoom(room, { input: { ...input, content: claim.prompt }, turnId, context, ...claim });
-  await room.keepAlive();
+  await claim.heartbeat;
   return answerFor(room, turnId, input.stream);
 }
 

@@ -19,13 +19,12 @@ import { SSE_DONE, type StreamPosition, sseEvent } from "./sse";
 import {
   allMessages,
   appendEvents,
-  KEPT_TURNS,
   lastSeq,
   meta,
   pruneEvents,
-  pruneOlderTurns,
   type RoomDb,
   runningTurns,
+  setTurnState,
   toMessage,
   turnById,
 } from "./store";
@@ -47,6 +46,14 @@ const turnCode = {
 export const KEEP_ALIVE_MS = 30_000;
 
 /**
+ * How long a turn nobody reads holds its events before it stores them (its end stores them
+ * sooner): each store is a commit of the room's storage, so a short turn makes one, with its
+ * end, instead of one per read of the model's answer. A restart loses at most this much of a
+ * reply nobody was reading.
+ */
+export const UNREAD_EVENTS_MS = 1_000;
+
+/**
  * One per conversation: the single owner of its messages and turns. A turn runs here, not in
  * the request that asked for it, so it ends, is stored and billed once whether or not anyone
  * still reads it; its stream events are numbered and kept, so a client that lost the stream
@@ -66,6 +73,8 @@ export abstract class ConversationRoomObject extends DurableObject<Env> implemen
   recovered = false;
   /** The search for cut-short turns under way, if one is. */
   recovering: Promise<void> | null = null;
+  /** When the alarm this instance set is due (null: none set, or it has fired). */
+  private alarmAt: number | null = null;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -158,6 +167,7 @@ export abstract class ConversationRoomObject extends DurableObject<Env> implemen
     for (const ws of this.ctx.getWebSockets()) ws.close(1000, "conversation deleted");
     // A copy from D1 under way would write into the emptied room: it ends first.
     await this.importing?.catch(() => undefined);
+    this.alarmAt = null;
     await this.ctx.storage.deleteAlarm();
     await this.ctx.storage.deleteAll();
     this.identity = null;
@@ -177,6 +187,8 @@ export abstract class ConversationRoomObject extends DurableObject<Env> implemen
   override async fetch(request: Request): Promise<Response> {
     const viewer = liveViewerSchema().parse(JSON.parse(request.headers.get(LIVE_VIEWER_HEADER) ?? "null"));
     await this.ready(viewer.conversationId, viewer.workspaceId);
+    // The new socket reads the running turn's stored events: none may wait unstored.
+    this.running?.store();
     return acceptLiveSocket(this.ctx, this.db, this.running, viewer.userId);
   }
 
@@ -194,15 +206,16 @@ export abstract class ConversationRoomObject extends DurableObject<Env> implemen
    * the stream events past their 24 hours.
    */
   override async alarm(): Promise<void> {
+    this.alarmAt = null;
     if (this.running) {
-      await this.ctx.storage.setAlarm(Date.now() + KEEP_ALIVE_MS);
+      await this.keepAlive();
       return;
     }
     // A restarted room's alarm comes before any request has named its conversation.
     if (this.knownFromStorage()) await this.recoverInterrupted();
     const next = pruneEvents(this.db, Date.now());
     // Wake again when the oldest kept events expire.
-    if (next !== null) await this.ctx.storage.setAlarm(next);
+    if (next !== null) await this.setAlarm(next);
   }
 
   /**
@@ -230,10 +243,11 @@ export abstract class ConversationRoomObject extends DurableObject<Env> implemen
   // Called by the running turn.
 
   /**
-   * Numbers a stream event. The events of one task (a read of the model's answer brings
-   * several) are stored in one statement once it is done, and only then sent to the turn's
-   * followers and the live sockets: nothing leaves the room unstored, and a reader who joins
-   * meanwhile reads the stored events and gets the others as a follower.
+   * Numbers a stream event. While someone reads the turn, the events of one task (a read of the
+   * model's answer brings several) are stored in one statement once it is done, and only then
+   * sent to the turn's followers and the live sockets: nothing leaves the room unstored. While
+   * nobody does, they wait up to `UNREAD_EVENTS_MS` (the turn's end stores them with its reply,
+   * in one commit); a reader who comes meanwhile has them stored first (`RunningTurn.store`).
    */
   emit(running: RunningTurn, chunk: UIMessageChunk): void {
     const seq = ++running.seq;
@@ -241,16 +255,28 @@ export abstract class ConversationRoomObject extends DurableObject<Env> implemen
     running.unstored ??= [];
     const unstored = running.unstored;
     unstored.push({ seq, json: JSON.stringify(chunk), chunk });
-    if (unstored.length === 1) setTimeout(() => this.storeEvents(running), 0);
+    if (unstored.length === 1)
+      setTimeout(() => this.storeEvents(running), this.watched(running) ? 0 : UNREAD_EVENTS_MS);
   }
 
-  /** Stores the turn's unstored events, then sends them (nothing once the conversation is deleted). */
+  watched(running: RunningTurn): boolean {
+    return running.followers.size > 0 || this.ctx.getWebSockets().length > 0;
+  }
+
+  /**
+   * Stores the turn's unstored events, then sends them (nothing once the conversation is
+   * deleted). The first events stored while it runs mark it `streaming`: the model answers.
+   */
   storeEvents(running: RunningTurn): void {
     const events = running.unstored;
     if (!events?.length) return;
     running.unstored = [];
     if (this.running !== running) return;
     appendEvents(this.ctx.storage.sql, running.turnId, events);
+    if (!running.streamingStored && !running.closed) {
+      running.streamingStored = true;
+      setTurnState(this.db, running.turnId, "streaming");
+    }
     for (const { seq, json, chunk } of events) {
       if (running.followers.size) {
         const bytes = sseEvent(running.turnId, seq, json);
@@ -283,7 +309,6 @@ export abstract class ConversationRoomObject extends DurableObject<Env> implemen
 
   finished(running: RunningTurn): void {
     if (this.running === running) this.running = null;
-    if (running.position > KEPT_TURNS) pruneOlderTurns(this.db);
   }
 
   get conversationId(): string {
@@ -294,8 +319,19 @@ export abstract class ConversationRoomObject extends DurableObject<Env> implemen
     return this.providers;
   }
 
-  keepAlive(): Promise<void> {
-    return this.ctx.storage.setAlarm(Date.now() + KEEP_ALIVE_MS);
+  /**
+   * The heartbeat: an alarm due within `KEEP_ALIVE_MS`. One already due that soon is kept, so
+   * turns one after another do not each move it (each move is a write and a commit).
+   */
+  keepAlive(): Promise<void> | undefined {
+    const now = Date.now();
+    if (this.alarmAt !== null && this.alarmAt > now && this.alarmAt <= now + KEEP_ALIVE_MS) return undefined;
+    return this.setAlarm(now + KEEP_ALIVE_MS);
+  }
+
+  private setAlarm(at: number): Promise<void> {
+    this.alarmAt = at;
+    return this.ctx.storage.setAlarm(at);
   }
 
   /** Runs `work` with delivery of the audit events it writes, as every entry point does. */

@@ -20,8 +20,10 @@ import {
   endTurn,
   eventsAfter,
   insertMessage,
+  KEPT_TURNS,
   lastSeq,
   messageById,
+  pruneOlderTurns,
   questionWritten,
   type TurnRow,
   toMessage,
@@ -69,6 +71,7 @@ export async function settle(room: RoomHost, running: RunningTurn, ending: Endin
   const replied = ending.finish !== "failed" && ending.finish !== "interrupted";
   if (!replied && !(ending.finish === "interrupted" && streamedText)) {
     await writeQuestion(room, turnId, ending.context);
+    room.storeEvents(running);
     endTurn(room.db, turnId, "failed", ending.failure, nowIso());
     return;
   }
@@ -97,12 +100,15 @@ export async function settle(room: RoomHost, running: RunningTurn, ending: Endin
     });
   } catch (error) {
     await writeQuestion(room, turnId, ending.context);
+    room.storeEvents(running);
     endTurn(room.db, turnId, "failed", null, nowIso());
     throw error;
   }
   const stored = room.ctx.storage.transactionSync(() => {
     // The conversation was deleted while the batch ran: its room stays empty.
     if (!turnById(room.db, turnId)) return false;
+    // The stream's last events (all of them, if nobody read it) are stored with its end.
+    room.storeEvents(running);
     const earlier = segment > 1 ? messageById(room.db, turnId) : undefined;
     (earlier ? replaceMessage : insertMessage)(room.db, {
       id: turnId,
@@ -126,6 +132,7 @@ export async function settle(room: RoomHost, running: RunningTurn, ending: Endin
       const state = ending.finish === "stopped" ? "stopped" : replied ? "completed" : "failed";
       endTurn(room.db, turnId, state, ending.failure, at);
     }
+    if (running.position > KEPT_TURNS) pruneOlderTurns(room.db);
     return true;
   });
   if (!stored) return;
@@ -239,6 +246,7 @@ export async function settleInterrupted(room: RoomHost, turn: TurnRow): Promise<
     settled: Promise.resolve(),
     stop: () => undefined,
     abandon: () => undefined,
+    store: () => undefined,
   };
   await settle(room, running, { context: turn.context, outcome: null, finish: "interrupted", failure });
 }

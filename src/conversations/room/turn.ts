@@ -8,7 +8,6 @@ import { runTurn, type TurnOutcome } from "../../runtime/turn";
 import type { Resume } from "./approval-resume";
 import type { ModelFailure, StoredPart, TurnContextRow } from "./schema";
 import { settle, writeQuestion } from "./settle";
-import { setTurnState } from "./store";
 import type { RoomHost, RunningTurn, TurnClaim, TurnInput } from "./types";
 import { uiChunkMapper } from "./ui-chunks";
 
@@ -62,6 +61,7 @@ export function runInRoom(room: RoomHost, start: Start): RunningTurn {
       running.closed = true;
       stopper.abort(new Error("conversation deleted"));
     },
+    store: () => room.storeEvents(running),
   };
   const emit = (chunk: UIMessageChunk) => {
     if (running.closed) return;
@@ -80,7 +80,6 @@ export function runInRoom(room: RoomHost, start: Start): RunningTurn {
     let failure: ModelFailure | null = null;
     const pump = (async () => {
       try {
-        setTurnState(room.db, turnId, "streaming");
         const turn = await startModel(room, start, stopper.signal);
         const onError = (error: unknown) => modelFailure(room.env, error).message;
         if (start.resume) {
@@ -126,8 +125,8 @@ export function runInRoom(room: RoomHost, start: Start): RunningTurn {
     const wasStopped = stopper.signal.aborted;
     if (wasStopped && !running.closed) emit({ type: "abort" });
     running.closed = true;
-    // The whole stream is stored and sent before the turn's end is.
-    room.storeEvents(running);
+    // A reader gets the whole stream before the turn's end is written; nobody's is stored with the end.
+    if (room.watched(running)) room.storeEvents(running);
     clearTimeout(questionTimer);
     await questionWrite;
     if (abandoned) return;

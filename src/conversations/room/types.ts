@@ -61,8 +61,13 @@ export type RunningTurn = {
   seq: number;
   /** Its stream events so far, in order (the reply is built from them when the turn ends). */
   chunks: UIMessageChunk[];
-  /** Events not stored yet: stored together once the current task is done, then sent (see `emit`). */
+  /**
+   * Events not stored yet (see `emit`): stored together once the current task is done while
+   * someone reads the turn, else at the latest with its end.
+   */
   unstored?: { seq: number; json: string; chunk: UIMessageChunk }[];
+  /** Its state `streaming` is stored (with its first stored events). */
+  streamingStored?: boolean;
   /**
    * A resumed segment's parts as the AI SDK built them on its stored message, once it ran whole
    * (not stopped); otherwise the parts are built from `chunks` when the turn ends.
@@ -78,6 +83,8 @@ export type RunningTurn = {
   stop(): void;
   /** The conversation is gone: stop, store nothing. */
   abandon(): void;
+  /** Stores and sends its unstored events now: a reader is about to read the stored ones. */
+  store(): void;
 };
 
 /** What a running turn uses of its room. */
@@ -88,8 +95,10 @@ export interface RoomHost {
   readonly conversationId: string;
   readonly toolProviders: readonly ToolProvider[];
   emit(running: RunningTurn, chunk: UIMessageChunk): void;
-  /** Stores and sends the events `emit` holds (it holds them until the current task is done). */
+  /** Stores and sends the events `emit` holds (see `emit`). */
   storeEvents(running: RunningTurn): void;
+  /** Someone reads the turn as it runs: an SSE follower or a live socket. */
+  watched(running: RunningTurn): boolean;
   closeFollowers(running: RunningTurn): void;
   finished(running: RunningTurn): void;
   broadcast(frame: LiveFrame | (() => LiveFrame)): void;
@@ -113,6 +122,6 @@ export interface Room extends RoomHost {
   /** The search for cut-short turns under way, if one is. */
   readonly recovering: Promise<void> | null;
   recoverInterrupted(): Promise<void>;
-  /** Sets the heartbeat alarm while a turn runs. */
-  keepAlive(): Promise<void>;
+  /** Sets the heartbeat alarm while a turn runs, unless it is set already (see `ConversationRoomObject.keepAlive`). */
+  keepAlive(): Promise<void> | undefined;
 }
