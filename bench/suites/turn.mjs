@@ -45,6 +45,11 @@ const NAMES = { ours: SERVICE, aisdk: AISDK, raw: RAW };
 const TARGETS = Object.keys(NAMES);
 /** The target whose isolate BENCH_CPUPROFILE profiles. */
 const PROFILED = process.env.BENCH_CPUPROFILE_TARGET === "aisdk" ? "aisdk" : "ours";
+/**
+ * The targets the timed rounds load (`BENCH_TURN_TARGETS=ours`, a comma list): one alone, so
+ * that a profile of the whole workerd process (`perf record -p <pid>`) sees only its work.
+ */
+const TIMED = (process.env.BENCH_TURN_TARGETS?.split(",") ?? TARGETS).filter((t) => TARGETS.includes(t));
 const inspected = (target, worker) => (target === PROFILED ? inspectedWorker(worker) : worker);
 
 async function api(url, token, method, body) {
@@ -309,7 +314,7 @@ async function throughput(b) {
   step(
     `turn: ${ROUNDS} alternating rounds of about ${SECONDS} s, ${CONNECTIONS} connections, one conversation per connection (fresh ones every run)`,
   );
-  const targets = TARGETS.map((name) =>
+  const targets = TIMED.map((name) =>
     turnTarget({
       name,
       url: b.urls[name],
@@ -554,15 +559,16 @@ function figures({ r, resume, dropped, turns, sound }) {
     };
   };
   return [
-    ...versus(r.aisdk, "AI SDK worker", 0.8),
-    ...versus(r.raw, "raw-fetch worker", 0.5),
-    {
-      figure: "turn: our cost per request",
-      ours: `${Math.round(1e6 / ours.rps - 1e6 / r.aisdk.rps)} µs`,
-      baseline: `${Math.round(1e6 / r.aisdk.rps)} µs`,
-      baselineName: "AI SDK worker's whole request",
-      ratio: null,
-    },
+    ...(ours && r.aisdk ? versus(r.aisdk, "AI SDK worker", 0.8) : []),
+    ...(ours && r.raw ? versus(r.raw, "raw-fetch worker", 0.5) : []),
+    ours &&
+      r.aisdk && {
+        figure: "turn: our cost per request",
+        ours: `${Math.round(1e6 / ours.rps - 1e6 / r.aisdk.rps)} µs`,
+        baseline: `${Math.round(1e6 / r.aisdk.rps)} µs`,
+        baselineName: "AI SDK worker's whole request",
+        ratio: null,
+      },
     resumeRow("finished"),
     resumeRow("running"),
     {
