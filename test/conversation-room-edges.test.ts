@@ -13,6 +13,8 @@ import { usageEntries } from "./support/ledger";
 import {
   conversationOf,
   delta,
+  expectCutShortEnded,
+  expectNextTurnRuns,
   inRoom,
   postMessage,
   REPLY,
@@ -20,6 +22,7 @@ import {
   roomStub,
   runningTurn,
   streaming,
+  turnStates,
 } from "./support/rooms";
 import { scriptedModels } from "./support/scripted-llm";
 import { signupWorkspace } from "./support/seed";
@@ -38,11 +41,6 @@ const roomRows = (id: string) =>
     turns: room.ctx.storage.sql.exec("SELECT count(*) AS n FROM turns").one().n,
     meta: room.ctx.storage.sql.exec("SELECT count(*) AS n FROM meta").one().n,
   }));
-
-const turnStates = (id: string) =>
-  inRoom(id, (room) =>
-    room.ctx.storage.sql.exec<{ id: string; state: string }>("SELECT id, state FROM turns ORDER BY position").toArray(),
-  );
 
 const messageCount = async (conversationId: string) =>
   (await env.DB.prepare("SELECT message_count AS n FROM conversations WHERE id = ?1")
@@ -346,17 +344,10 @@ describe("the alarm after a restart", () => {
       (room as unknown as { identity: unknown }).identity = null;
     });
     expect(await runDurableObjectAlarm(roomStub(c.id))).toBe(true);
-    const states = await turnStates(c.id);
-    expect(states.map((t) => t.state)).toEqual(["failed"]);
-    const [, partial] = await roomMessages(c.id);
-    expect(REPLY.startsWith(partial!.content)).toBe(true);
-    expect(partial!.content.length).toBeGreaterThan(0);
-    expect(await usageEntries(ws.workspace.id)).toEqual([{ amount: -partial!.credits, reference: states[0]!.id }]);
+    await expectCutShortEnded(ws.workspace.id, c.id);
     expect(await auditEvents(ws.workspace.id, "conversation.turn")).toHaveLength(1);
     expect(await messageCount(c.id)).toBe(2);
-    script({ text: "Back again." });
-    const next = await parse(await postMessage(ws.adminToken, c.id, "again"), TurnResponseSchema);
-    expect(next.reply.content).toBe("Back again.");
+    await expectNextTurnRuns(ws.adminToken, c.id, script);
   });
 });
 
@@ -483,9 +474,7 @@ describe("the end of a turn when D1 fails", () => {
     // The question stays in the conversation, and the directory counts it.
     expect((await roomMessages(c.id)).map((m) => m.role)).toEqual(["user"]);
     expect(await messageCount(c.id)).toBe(1);
-    script({ text: "Back again." });
-    const next = await parse(await postMessage(ws.adminToken, c.id, "again"), TurnResponseSchema);
-    expect(next.reply.content).toBe("Back again.");
+    await expectNextTurnRuns(ws.adminToken, c.id, script);
   });
 });
 

@@ -9,6 +9,8 @@ import { eventually } from "./support/browser";
 import { usageEntries } from "./support/ledger";
 import {
   conversationOf,
+  expectCutShortEnded,
+  expectNextTurnRuns,
   inRoom,
   postMessage,
   REPLY,
@@ -16,6 +18,7 @@ import {
   roomStub,
   sharedConversation,
   streaming,
+  turnStates,
   watchLive,
 } from "./support/rooms";
 import { scriptedModels } from "./support/scripted-llm";
@@ -61,11 +64,6 @@ const textOf = (events: SseEvent[]) =>
     .filter((c): c is Extract<UIMessageChunk, { type: "text-delta" }> => c !== "[DONE]" && c.type === "text-delta")
     .map((c) => c.delta)
     .join("");
-
-const turnStates = (conversationId: string) =>
-  inRoom(conversationId, (room) =>
-    room.ctx.storage.sql.exec<{ id: string; state: string }>("SELECT id, state FROM turns ORDER BY position").toArray(),
-  );
 
 describe("resumable turns: a dropped stream resumes where it left off", () => {
   it("replays the events after Last-Event-ID, then follows live: the text equals the uninterrupted reply", async () => {
@@ -268,16 +266,9 @@ describe("a room restarted mid-turn", () => {
       running.abandon();
     });
     expect(await runDurableObjectAlarm(roomStub(c.id))).toBe(true);
-    const states = await turnStates(c.id);
-    expect(states.map((t) => t.state)).toEqual(["failed"]);
-    const [, partial] = await roomMessages(c.id);
-    expect(REPLY.startsWith(partial!.content)).toBe(true);
-    expect(partial!.content.length).toBeGreaterThan(0);
-    expect(await usageEntries(ws.workspace.id)).toEqual([{ amount: -partial!.credits, reference: states[0]!.id }]);
+    await expectCutShortEnded(ws.workspace.id, c.id);
     current()?.restore();
-    script({ text: "Back again." });
-    const next = await parse(await postMessage(ws.adminToken, c.id, "again"), TurnResponseSchema);
-    expect(next.reply.content).toBe("Back again.");
+    await expectNextTurnRuns(ws.adminToken, c.id, script);
   });
 });
 

@@ -1,11 +1,14 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import type { UIMessageChunk } from "ai";
+import { expect } from "vitest";
 import type { ConversationRoomObject } from "../../src/conversations/room/object";
 import { allMessages } from "../../src/conversations/room/store";
 import type { RoomHost, RunningTurn } from "../../src/conversations/room/types";
-import { ConversationSchema } from "../../src/conversations/schemas";
+import { ConversationSchema, TurnResponseSchema } from "../../src/conversations/schemas";
 import { call, parse } from "./api";
+import { usageEntries } from "./ledger";
+import type { scriptedModels } from "./scripted-llm";
 import { addUser, signupWorkspace } from "./seed";
 
 /** A reply long enough to stream word by word (`wordDelayMs`) while a test acts mid-turn. */
@@ -46,6 +49,37 @@ export const roomStub = (conversationId: string) => env.CONVERSATION_ROOM.getByN
 
 export const inRoom = <T>(conversationId: string, look: (room: ConversationRoomObject) => T | Promise<T>) =>
   runInDurableObject(roomStub(conversationId), (room) => look(room as unknown as ConversationRoomObject));
+
+/** The turns the room holds, oldest first, with their states. */
+export const turnStates = (conversationId: string) =>
+  inRoom(conversationId, (room) =>
+    room.ctx.storage.sql.exec<{ id: string; state: string }>("SELECT id, state FROM turns ORDER BY position").toArray(),
+  );
+
+/**
+ * A room's only turn, cut short after it said part of `REPLY`: it ended `failed`, its partial
+ * reply kept and billed once. Answers that reply and the turn's states.
+ */
+export async function expectCutShortEnded(workspaceId: string, conversationId: string) {
+  const states = await turnStates(conversationId);
+  expect(states.map((t) => t.state)).toEqual(["failed"]);
+  const [, partial] = await roomMessages(conversationId);
+  expect(REPLY.startsWith(partial!.content)).toBe(true);
+  expect(partial!.content.length).toBeGreaterThan(0);
+  expect(await usageEntries(workspaceId)).toEqual([{ amount: -partial!.credits, reference: states[0]!.id }]);
+  return { states, partial: partial! };
+}
+
+/** The conversation takes its next message: a new turn answers it (after a failure or a restart). */
+export async function expectNextTurnRuns(
+  token: string,
+  conversationId: string,
+  script: ReturnType<typeof scriptedModels>["script"],
+) {
+  script({ text: "Back again." });
+  const next = await parse(await postMessage(token, conversationId, "again"), TurnResponseSchema);
+  expect(next.reply.content).toBe("Back again.");
+}
 
 /** The messages the room holds, oldest first (what `GET /v1/api/conversations/{id}` lists). */
 export const roomMessages = (conversationId: string) => inRoom(conversationId, (room) => allMessages(room.db));
