@@ -63,12 +63,13 @@ const directory = async (conversationId: string) => {
 };
 
 describe("a turn's D1 round trips before its room", () => {
-  it("POST …/messages: the conversation, the agent, its skills and servers and the credits in one round trip", async () => {
+  it("POST …/messages: the conversation, the agent, its skills and servers and the credits in one statement", async () => {
     const ws = await grantedWorkspace();
     const c = await conversationOf(ws.adminToken);
     script({ text: "Hello." });
     const d1 = countingD1();
     const turn = await postMessage(turnOf(ws, d1.env), c.id, { content: "hi" }, { stream: false });
+    expect(d1.statements()).toBe(1);
     expect(d1.take()).toBe(1);
     expect(turn).toMatchObject({ kind: "reply", userMessage: { content: "hi" }, reply: { content: "Hello." } });
   });
@@ -134,6 +135,7 @@ describe("a turn's D1 round trips before its room", () => {
       { content: "two" },
       { stream: false, idempotencyKey: `message:${userMessageId}`, userMessageId },
     );
+    expect(d1.statements()).toBe(1);
     expect(d1.take()).toBe(1);
     expect(turn).toMatchObject({ kind: "reply", userMessage: { id: userMessageId }, reply: { content: "Second." } });
 

@@ -1,7 +1,8 @@
 /** Agents as rows: reading them, the signup's default agent, and the lookups other areas make. */
-import { and, asc, desc, eq, type Placeholder, type SQL, sql } from "drizzle-orm";
+import { and, asc, desc, eq, getTableName, type Placeholder, type SQL, sql } from "drizzle-orm";
+import type { SQLiteColumn } from "drizzle-orm/sqlite-core";
 import type { WorkspaceRead } from "../auth/resolve";
-import { agentHandles, agents, workspaceMcpServers, workspaceSkills } from "../db/schema";
+import { agentHandles, agents, workspaceMcpServers, workspaceSkills, workspaces } from "../db/schema";
 import { type Db, db, parseJsonArray, preparedFor } from "../platform/db";
 import { newId } from "../platform/ids";
 import { badRequest, notFound } from "../platform/problem";
@@ -119,15 +120,17 @@ export async function resolveAgent(env: Env, workspaceId: string, handle?: strin
   return agent;
 }
 
-/** The queries behind `agentCapabilities`: the skills and the MCP servers installed in the workspace. */
-export function installedQueries(d: Db, workspaceId: string | Placeholder) {
-  return [
-    d.select({ slug: workspaceSkills.slug }).from(workspaceSkills).where(eq(workspaceSkills.workspaceId, workspaceId)),
-    d
-      .select({ slug: workspaceMcpServers.slug })
-      .from(workspaceMcpServers)
-      .where(eq(workspaceMcpServers.workspaceId, workspaceId)),
-  ] as const;
+/**
+ * The slugs of the skills and of the MCP servers installed in the workspace, as two JSON-array
+ * columns of one statement (another area's too: see the turn's preflight). Read with `capabilitiesOf`.
+ */
+export function installedColumns(workspaceId: string | Placeholder) {
+  const slugs = (slug: SQLiteColumn, of: SQLiteColumn) =>
+    sql<string>`(SELECT json_group_array(${slug}) FROM ${sql.identifier(getTableName(slug.table))} WHERE ${of} = ${workspaceId})`;
+  return {
+    installedSkills: slugs(workspaceSkills.slug, workspaceSkills.workspaceId),
+    installedServers: slugs(workspaceMcpServers.slug, workspaceMcpServers.workspaceId),
+  };
 }
 
 export type Capabilities = { skills: string[]; mcpServers: string[] };
@@ -135,60 +138,44 @@ export type Capabilities = { skills: string[]; mcpServers: string[] };
 /** The skills and MCP servers an agent may use: its subsets, or everything installed when a subset is empty. */
 export function capabilitiesOf(
   agent: AgentRecord,
-  installedSkills: { slug: string }[],
-  installedServers: { slug: string }[],
+  installed: { installedSkills: string; installedServers: string },
 ): Capabilities {
-  const pick = (subset: string[], installed: { slug: string }[]) => {
-    const all = installed.map((r) => r.slug);
-    return subset.length ? subset.filter((s) => all.includes(s)) : all;
-  };
+  const pick = (subset: string[], all: string[]) => (subset.length ? subset.filter((s) => all.includes(s)) : all);
   return {
-    skills: pick(parseJsonArray(agent.skills), installedSkills),
-    mcpServers: pick(parseJsonArray(agent.mcpServers), installedServers),
+    skills: pick(parseJsonArray(agent.skills), parseJsonArray(installed.installedSkills)),
+    mcpServers: pick(parseJsonArray(agent.mcpServers), parseJsonArray(installed.installedServers)),
   };
 }
 
 export async function agentCapabilities(env: Env, agent: AgentRecord): Promise<Capabilities> {
-  const d = db(env);
-  const [skills, servers] = await d.batch(installedQueries(d, agent.workspaceId));
-  return capabilitiesOf(agent, skills, servers);
+  const installed = await db(env)
+    .select(installedColumns(agent.workspaceId))
+    .from(workspaces)
+    .where(eq(workspaces.id, agent.workspaceId))
+    .get();
+  return capabilitiesOf(agent, installed ?? { installedSkills: "[]", installedServers: "[]" });
 }
 
 /**
- * The query for the agent answering to `handle` in the workspace (enabled or not), or, when
- * `handle` is "", for the agent whose id `ofConversation` selects (the conversation's own);
- * `resolveAgent`'s rules apply to its row. Placeholders allowed, for a statement prepared once.
+ * Joins `turnAgent` (an alias of `agents`) to the agent answering to `handle` in the workspace
+ * (enabled or not), or, when `handle` is "", to the agent whose id `ofConversation` selects (the
+ * conversation's own); `usableAgent`'s rules apply to its row. Placeholders allowed, for a
+ * statement prepared once.
  */
-export function turnAgentQuery(
+export function turnAgentOn(
   d: Db,
-  workspaceId: string | Placeholder,
-  handle: string | Placeholder,
-  ofConversation: SQL,
-) {
-  return d
-    .select()
-    .from(agents)
-    .where(and(eq(agents.workspaceId, workspaceId), eq(agents.id, turnAgentId(d, workspaceId, handle, ofConversation))))
-    .limit(1);
-}
-
-/** The id of `turnAgentQuery`'s agent as SQL, for another statement of the same batch. */
-export function turnAgentId(
-  d: Db,
-  workspaceId: string | Placeholder,
-  handle: string | Placeholder,
-  ofConversation: SQL,
+  turnAgent: { workspaceId: SQLiteColumn; id: SQLiteColumn },
+  on: { workspaceId: Placeholder; handle: Placeholder; ofConversation: SQLiteColumn },
 ) {
   const byHandle = d
     .select({ id: agentHandles.agentId })
     .from(agentHandles)
-    .where(and(eq(agentHandles.workspaceId, workspaceId), eq(agentHandles.handle, handle)));
-  return sql`CASE WHEN ${handle} = '' THEN ${ofConversation} ELSE (${byHandle}) END`;
+    .where(and(eq(agentHandles.workspaceId, on.workspaceId), eq(agentHandles.handle, on.handle)));
+  return and(
+    eq(turnAgent.workspaceId, on.workspaceId),
+    eq(turnAgent.id, sql`CASE WHEN ${on.handle} = '' THEN ${on.ofConversation} ELSE (${byHandle}) END`),
+  );
 }
-
-/** The slug of the agent whose id `agentId` selects, as SQL. */
-export const agentSlugOf = (agentId: SQL) =>
-  sql`(SELECT ${agents.slug} FROM ${agents} WHERE ${agents.id} = ${agentId})`;
 
 /** 404 for no agent, 400 `agent_disabled` for a disabled one. */
 export function usableAgent(agent: AgentRecord | undefined, handle?: string): AgentRecord {
@@ -209,7 +196,11 @@ export async function agentHandlesOf(env: Env, workspaceId: string, agentId: str
 }
 
 /** The query behind `agentHandlesOf`, for another area's batch or statement (placeholders allowed). */
-export function agentHandlesQuery(d: Db, workspaceId: string | Placeholder, agentId: string | Placeholder | SQL) {
+export function agentHandlesQuery(
+  d: Db,
+  workspaceId: string | Placeholder,
+  agentId: string | Placeholder | SQL | SQLiteColumn,
+) {
   return d
     .select({ handle: agentHandles.handle })
     .from(agentHandles)

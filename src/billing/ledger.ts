@@ -1,7 +1,7 @@
 import { desc, eq, type Placeholder, sql } from "drizzle-orm";
 import type { SQLiteInsertValue } from "drizzle-orm/sqlite-core";
 import { type AuditEventInput, auditInBatch, PREVIOUS_STATEMENT_CHANGED } from "../audit/events";
-import { billingAccounts, creditLedger } from "../db/schema";
+import { billingAccounts, creditLedger, workspaces } from "../db/schema";
 import { type Db, db, preparedFor } from "../platform/db";
 import { nowIso } from "../platform/env";
 import { newId } from "../platform/ids";
@@ -134,7 +134,7 @@ export async function ensureMonthlyGrant(
  * round trip (the grant, its event, the balance) on the workspace's first use of the month.
  */
 export async function grantedBalance(env: Env, workspaceId: string, now = new Date()): Promise<number> {
-  const read = await statements(env).check.all(creditCheckValues(env, workspaceId, now));
+  const read = await statements(env).check.get(creditCheckValues(env, workspaceId, now));
   return checkedBalance(env, workspaceId, read, now);
 }
 
@@ -150,44 +150,39 @@ export async function requireCredits(env: Env, workspaceId: string, now = new Da
 
 /**
  * The balance, and whether this month's free grant is still to be made (the workspace is on
- * the free plan and has none for `reference`): a read, so a paid action's check writes
- * nothing on all but its month's first request, and can be served by a read replica.
+ * the free plan and has none for `reference`), as two columns of one statement (another area's
+ * too: see the turn's preflight): a read, so a paid action's check writes nothing on all but its
+ * month's first request, and can be served by a read replica. Then `checkedBalance`.
  */
-function creditCheck(d: Db, workspaceId: Bound<string>, amount: Bound<number>, reference: Bound<string>) {
+export function creditCheckColumns(workspaceId: Bound<string>, amount: Bound<number>, reference: Bound<string>) {
   const granted = sql`SELECT 1 FROM ${creditLedger} WHERE ${creditLedger.workspaceId} = ${workspaceId}
     AND ${creditLedger.kind} = 'monthly_grant' AND ${creditLedger.reference} = ${reference}`;
+  return {
+    balance: sql<number>`(SELECT COALESCE(SUM(${creditLedger.amount}), 0) FROM ${creditLedger}
+      WHERE ${creditLedger.workspaceId} = ${workspaceId})`,
+    grantDue: sql<number>`${amount} > 0 AND ${onFreePlan(workspaceId)} AND NOT EXISTS (${granted})`,
+  };
+}
+
+export type CreditCheck = { balance: number; grantDue: number };
+
+/** `creditCheckColumns` bound from `creditCheckValues`, as a statement prepared once. */
+function preparedCreditCheck(d: Db) {
+  const workspaceId = sql.placeholder("workspaceId");
   return d
-    .select({
-      balance: sql<number>`COALESCE(SUM(${creditLedger.amount}), 0)`,
-      grantDue: sql<number>`${amount} > 0 AND ${onFreePlan(workspaceId)} AND NOT EXISTS (${granted})`,
-    })
-    .from(creditLedger)
-    .where(eq(creditLedger.workspaceId, workspaceId));
+    .select(creditCheckColumns(workspaceId, sql.placeholder("grantAmount"), sql.placeholder("grantReference")))
+    .from(workspaces)
+    .where(eq(workspaces.id, workspaceId))
+    .prepare();
 }
 
-export type CreditCheck = { balance: number; grantDue: number }[];
-
-/**
- * `requireCredits`'s read inside another area's batch of statements prepared once per isolate
- * (see `batchPrepared`), bound from `creditCheckValues`; then `checkedBalance` with its rows.
- */
-export function preparedCreditCheck(d: Db) {
-  return creditCheck(
-    d,
-    sql.placeholder("workspaceId"),
-    sql.placeholder("grantAmount"),
-    sql.placeholder("grantReference"),
-  ).prepare();
-}
-
-/** The values of `preparedCreditCheck`'s statement for a workspace. */
+/** The values of `creditCheckColumns`' placeholders for a workspace. */
 export function creditCheckValues(env: Env, workspaceId: string, now = new Date()) {
   return { workspaceId, grantAmount: freeMonthlyCredits(env), grantReference: monthlyGrantReference(now) };
 }
 
 /** The balance a credit check read; when this month's grant was due, it is made first (once a month). */
-export async function checkedBalance(env: Env, workspaceId: string, read: CreditCheck, now = new Date()) {
-  const row = read[0];
+export async function checkedBalance(env: Env, workspaceId: string, row: CreditCheck | undefined, now = new Date()) {
   if (!row?.grantDue) return row?.balance ?? 0;
   const d = db(env);
   const [, , sum] = await d.batch([...grantQueries(env, workspaceId, now), balanceOf(d, workspaceId)]);

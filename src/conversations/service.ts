@@ -14,7 +14,7 @@ import { conversationRoom } from "./room/client";
 import type { Conversation, Message } from "./schemas";
 
 /** A conversation as the API shows it: its row, its agent's slug and its participants. */
-const CONVERSATION = {
+export const conversationColumns = {
   id: conversations.id,
   title: conversations.title,
   mode: conversations.mode,
@@ -27,7 +27,12 @@ const CONVERSATION = {
     WHERE p2.conversation_id = ${conversations.id})`,
 };
 
-type ConversationRow = { [K in keyof typeof CONVERSATION]: K extends "participant_ids" ? string : Conversation[K] };
+/** The join `conversationColumns` need: `.from(conversations).innerJoin(agents, conversationAgent)`. */
+export const conversationAgent = eq(agents.id, conversations.agentId);
+
+type ConversationRow = {
+  [K in keyof typeof conversationColumns]: K extends "participant_ids" ? string : Conversation[K];
+};
 
 export const toConversation = (r: ConversationRow): Conversation => ({
   ...r,
@@ -47,9 +52,9 @@ const takesPart = (d: Db, userId: string | Placeholder) =>
 /** The query for the conversation `userId` takes part in (no row: not a participant, or another workspace). */
 export function participantConversationQuery(env: Env, workspaceId: string, userId: string, id: string) {
   return db(env)
-    .select(CONVERSATION)
+    .select(conversationColumns)
     .from(conversations)
-    .innerJoin(agents, eq(agents.id, conversations.agentId))
+    .innerJoin(agents, conversationAgent)
     .where(and(eq(conversations.id, id), eq(conversations.workspaceId, workspaceId), takesPart(db(env), userId)))
     .limit(1);
 }
@@ -66,9 +71,9 @@ export async function chatConversation(
   chatId: string,
 ): Promise<Conversation | null> {
   const [row] = await db(env)
-    .select(CONVERSATION)
+    .select(conversationColumns)
     .from(conversations)
-    .innerJoin(agents, eq(agents.id, conversations.agentId))
+    .innerJoin(agents, conversationAgent)
     .where(chatConversationOf(db(env), workspaceId, userId, chatId))
     .orderBy(desc(eq(conversations.id, chatId)))
     .limit(1);
@@ -90,36 +95,23 @@ const chatConversationOf = (
   );
 
 /**
- * The conversation a turn is posted to, as a statement prepared once per isolate (placeholders
+ * The conversation a turn is posted to, for a statement prepared once per isolate (placeholders
  * `workspaceId`, `userId`, `conversationId`): by its id, which the caller takes part in, or
- * (`chat`) by an AI SDK chat id as `chatConversation` finds it. With it, the SQL of its agent's
- * id, for the statement that reads the agent in the same batch.
+ * (`chat`) by an AI SDK chat id as `chatConversation` finds it. The statement selects
+ * `conversationColumns` (read with `toConversation`) from conversations joined to their agents, then
+ * filters and orders it with these.
  */
-export function preparedTurnConversation(d: Db, by: "id" | "chat") {
+export function turnConversationFilter(d: Db, by: "id" | "chat") {
   const workspaceId = sql.placeholder("workspaceId");
   const userId = sql.placeholder("userId");
   const id = sql.placeholder("conversationId");
-  const where =
-    by === "id"
-      ? and(eq(conversations.id, id), eq(conversations.workspaceId, workspaceId), takesPart(d, userId))
-      : chatConversationOf(d, workspaceId, userId, id);
-  // The conversation by its id first (a chat id can also be another conversation's client id).
-  const order = by === "id" ? [] : [desc(eq(conversations.id, id))];
-  const conversation = d
-    .select(CONVERSATION)
-    .from(conversations)
-    .innerJoin(agents, eq(agents.id, conversations.agentId))
-    .where(where)
-    .orderBy(...order)
-    .limit(1)
-    .prepare();
-  const agentId = d
-    .select({ id: conversations.agentId })
-    .from(conversations)
-    .where(where)
-    .orderBy(...order)
-    .limit(1);
-  return { conversation, agentId: sql`(${agentId})` };
+  return by === "id"
+    ? {
+        where: and(eq(conversations.id, id), eq(conversations.workspaceId, workspaceId), takesPart(d, userId)),
+        order: [],
+      }
+    : // The conversation by its id first (a chat id can also be another conversation's client id).
+      { where: chatConversationOf(d, workspaceId, userId, id), order: [desc(eq(conversations.id, id))] };
 }
 
 export const noSuchConversation = () => notFound("No such conversation");
@@ -200,10 +192,10 @@ export async function listConversations(
   const after = cursor ? decodeCursor(cursor) : null;
   const p = conversationParticipants;
   const results = await db(env)
-    .select(CONVERSATION)
+    .select(conversationColumns)
     .from(p)
     .innerJoin(conversations, eq(conversations.id, p.conversationId))
-    .innerJoin(agents, eq(agents.id, conversations.agentId))
+    .innerJoin(agents, conversationAgent)
     .where(
       and(
         eq(p.userId, userId),

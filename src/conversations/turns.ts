@@ -1,28 +1,28 @@
 import { sql } from "drizzle-orm";
+import { alias } from "drizzle-orm/sqlite-core";
 import type { Context } from "hono";
-import {
-  type AgentRecord,
-  agentSlugOf,
-  capabilitiesOf,
-  installedQueries,
-  turnAgentId,
-  turnAgentQuery,
-  usableAgent,
-} from "../agents/service";
-import { checkedBalance, creditCheckValues, creditsLeft, preparedCreditCheck, requireCredits } from "../billing/ledger";
+import { type AgentRecord, capabilitiesOf, installedColumns, turnAgentOn, usableAgent } from "../agents/service";
+import { checkedBalance, creditCheckColumns, creditCheckValues, creditsLeft, requireCredits } from "../billing/ledger";
+import { agents, conversations } from "../db/schema";
 import { callerActor } from "../http/audit";
 import type { AppEnv } from "../http/context";
 import { modelError } from "../llm/errors";
 import { agentLanguageModel } from "../llm/model";
-import { ASKING_AGENT, askingAgentFrom, preparedAskingAgent } from "../memory/service";
-import { batchPrepared, type Db, preparedFor } from "../platform/db";
+import { ASKING_AGENT, askingAgentColumns, askingAgentFrom } from "../memory/service";
+import { type Db, preparedFor } from "../platform/db";
 import { baseUrl } from "../platform/env";
 import { ApiError, badRequest, conflict } from "../platform/problem";
 import { rememberParticipant } from "./participants";
 import { conversationRoom } from "./room/client";
 import type { TurnAnswer, TurnCaller, TurnInput } from "./room/types";
 import type { Message } from "./schemas";
-import { noSuchConversation, preparedTurnConversation, toConversation } from "./service";
+import {
+  conversationAgent,
+  conversationColumns,
+  noSuchConversation,
+  toConversation,
+  turnConversationFilter,
+} from "./service";
 
 export type TurnContext = TurnCaller & { env: Env };
 
@@ -40,41 +40,54 @@ const profileFor = (mode: "standard" | "fast", agent: AgentRecord) => (mode === 
 
 // Built once per isolate: built on every turn, these queries cost more than running them.
 const preflights = {
-  id: preparedFor((d) => preflightStatements(d, "id")),
-  chat: preparedFor((d) => preflightStatements(d, "chat")),
+  id: preparedFor((d) => preflightStatement(d, "id")),
+  chat: preparedFor((d) => preflightStatement(d, "chat")),
 };
 
-function preflightStatements(d: Db, by: "id" | "chat") {
+/** The agent that answers a turn: the one named in the message, else the conversation's own. */
+const turnAgent = alias(agents, "turn_agent");
+
+function preflightStatement(d: Db, by: "id" | "chat") {
   const workspaceId = sql.placeholder("workspaceId");
-  const handle = sql.placeholder("handle");
-  const [skills, servers] = installedQueries(d, workspaceId);
-  const { conversation, agentId } = preparedTurnConversation(d, by);
-  const agent = turnAgentId(d, workspaceId, handle, agentId);
-  return [
-    conversation,
-    // The agent named in the message, else ("" for no handle) the conversation's own.
-    turnAgentQuery(d, workspaceId, handle, agentId).prepare(),
-    skills.prepare(),
-    servers.prepare(),
-    preparedCreditCheck(d),
-    // What the memory tools ask before the model: here, so that they ask nothing in the room.
-    ...preparedAskingAgent(d, { id: agent, slug: agentSlugOf(agent) }),
-  ] as const;
+  const { where, order } = turnConversationFilter(d, by);
+  return d
+    .select({
+      conversation: conversationColumns,
+      agent: turnAgent,
+      ...installedColumns(workspaceId),
+      ...creditCheckColumns(workspaceId, sql.placeholder("grantAmount"), sql.placeholder("grantReference")),
+      // What the memory tools ask before the model: here, so that they ask nothing in the room.
+      ...askingAgentColumns(d, turnAgent),
+    })
+    .from(conversations)
+    .innerJoin(agents, conversationAgent)
+    .leftJoin(
+      turnAgent,
+      turnAgentOn(d, turnAgent, {
+        workspaceId,
+        handle: sql.placeholder("handle"),
+        ofConversation: conversations.agentId,
+      }),
+    )
+    .where(where)
+    .orderBy(...order)
+    .limit(1)
+    .prepare();
 }
 
 /** Where a message goes: a conversation by its id, or the one an AI SDK chat id names. */
 type Target = { conversationId: string } | { chatId: string };
 
 /**
- * Everything a turn needs from D1, in one read: the conversation (the caller takes part in it),
- * the agent that answers (the one named, else the conversation's own), what it may use, the
- * credits left (and whether this month's free grant is due: `checkedBalance` makes it, in a
+ * Everything a turn needs from D1, in one statement: the conversation (the caller takes part
+ * in it), the agent that answers (the one named, else the conversation's own), what it may use,
+ * the credits left (and whether this month's free grant is due: `checkedBalance` makes it, in a
  * round trip of its own once a month) and what the memory tools need to know (the agent's
  * handles, the user's freeze). Null when a chat id names no conversation of the caller yet.
  */
 async function preflight(env: Env, workspaceId: string, userId: string, target: Target, handle?: string) {
-  const statements = "chatId" in target ? preflights.chat(env) : preflights.id(env);
-  const [[row], [named], skills, servers, credits, handles, freeze] = await batchPrepared(env, statements, {
+  const statement = "chatId" in target ? preflights.chat(env) : preflights.id(env);
+  const row = await statement.get({
     ...creditCheckValues(env, workspaceId),
     userId,
     conversationId: "chatId" in target ? target.chatId : target.conversationId,
@@ -84,14 +97,14 @@ async function preflight(env: Env, workspaceId: string, userId: string, target: 
     if ("chatId" in target) return null;
     throw noSuchConversation();
   }
-  rememberParticipant(workspaceId, userId, row.id);
-  const agent = usableAgent(named, handle);
+  rememberParticipant(workspaceId, userId, row.conversation.id);
+  const agent = usableAgent(row.agent ?? undefined, handle);
   return {
-    conversation: toConversation(row),
+    conversation: toConversation(row.conversation),
     agent,
-    capabilities: capabilitiesOf(agent, skills, servers),
-    credits,
-    prefetched: { [ASKING_AGENT]: askingAgentFrom(agent.slug, handles, freeze) },
+    capabilities: capabilitiesOf(agent, row),
+    credits: row,
+    prefetched: { [ASKING_AGENT]: askingAgentFrom(agent.slug, row) },
   };
 }
 

@@ -1,8 +1,9 @@
-import { and, desc, eq, exists, inArray, not, notInArray, or, type SQL, sql } from "drizzle-orm";
+import { and, desc, eq, exists, inArray, not, notInArray, or, type Placeholder, type SQL, sql } from "drizzle-orm";
+import type { SQLiteColumn } from "drizzle-orm/sqlite-core";
 import { agentHandlesQuery, findAgentByHandle } from "../agents/service";
 import { type AuditEventInput, auditInBatch, jsonBoolean, PREVIOUS_STATEMENT_CHANGED } from "../audit/events";
-import { memoryFacts, memoryFreezes } from "../db/schema";
-import { batchPrepared, type Db, db, preparedFor } from "../platform/db";
+import { memoryFacts, memoryFreezes, workspaces } from "../db/schema";
+import { type Db, db, parseJsonArray, preparedFor } from "../platform/db";
 import { nowIso } from "../platform/env";
 import { newId } from "../platform/ids";
 import { notFound } from "../platform/problem";
@@ -133,63 +134,68 @@ export async function factsForAgent(env: Env, owner: MemoryOwner, agent: AskingA
   return freeze.length ? null : rows.map(toFact);
 }
 
+type Bindable = SQL | SQLiteColumn | Placeholder;
+
 /**
- * A turn's question as statements for a batch prepared once (placeholders `workspaceId` and
- * `userId`): the handles of the agent `agent` selects, and a freeze of it by the user under any
- * of them. Read with `askingAgentFrom`.
+ * What the memory tools of a turn ask about its agent, as two columns of a statement prepared
+ * once (placeholders `workspaceId` and `userId`): the handles of the agent `agent` selects (a
+ * JSON array), and whether the user froze it under any of them. Read with `askingAgentFrom`.
  */
-export function preparedAskingAgent(d: Db, agent: { id: SQL; slug: SQL }) {
+export function askingAgentColumns(d: Db, agent: { id: Bindable; slug: Bindable }) {
   const workspaceId = sql.placeholder("workspaceId");
   const handles = agentHandlesQuery(d, workspaceId, agent.id);
-  return [
-    handles.prepare(),
-    d
-      .select({ agentSlug: memoryFreezes.agentSlug })
-      .from(memoryFreezes)
-      .where(
-        and(
-          eq(memoryFreezes.workspaceId, workspaceId),
-          eq(memoryFreezes.userId, sql.placeholder("userId")),
-          or(eq(memoryFreezes.agentSlug, agent.slug), inArray(memoryFreezes.agentSlug, handles)),
-        ),
-      )
-      .limit(1)
-      .prepare(),
-  ] as const;
+  const freeze = d
+    .select({ one: sql`1` })
+    .from(memoryFreezes)
+    .where(
+      and(
+        eq(memoryFreezes.workspaceId, workspaceId),
+        eq(memoryFreezes.userId, sql.placeholder("userId")),
+        or(eq(memoryFreezes.agentSlug, agent.slug), inArray(memoryFreezes.agentSlug, handles)),
+      ),
+    );
+  return {
+    handles: sql<string>`(SELECT json_group_array(handle) FROM ${handles})`,
+    frozen: sql<number>`${exists(freeze)}`,
+  };
 }
 
 /** What the memory tools of a turn need: the agent with every handle it holds, and whether the user froze it. */
 export type AskingAgentState = { agent: AskingAgent; frozen: boolean };
 
-/** `preparedAskingAgent`'s results, for the agent whose slug is `slug`. */
-export const askingAgentFrom = (slug: string, handles: { handle: string }[], freeze: unknown[]): AskingAgentState => ({
-  agent: { slug, handles: handles.map((h) => h.handle) },
-  frozen: freeze.length > 0,
+/** `askingAgentColumns`' values, for the agent whose slug is `slug`. */
+export const askingAgentFrom = (slug: string, read: { handles: string; frozen: number }): AskingAgentState => ({
+  agent: { slug, handles: parseJsonArray(read.handles) },
+  frozen: Boolean(read.frozen),
 });
 
 /**
  * Where a turn's caller puts `askingAgentFrom`'s answer in the turn's `prefetched` (read in the
- * caller's own batch, before the room), so the tools ask D1 nothing more.
+ * caller's own statement, before the room), so the tools ask D1 nothing more.
  */
 export const ASKING_AGENT = "memory.askingAgent";
 
-const turnStatements = preparedFor((d) =>
-  preparedAskingAgent(d, { id: sql`${sql.placeholder("agentId")}`, slug: sql`${sql.placeholder("slug")}` }),
+const askingStatement = preparedFor((d) =>
+  d
+    .select(askingAgentColumns(d, { id: sql.placeholder("agentId"), slug: sql.placeholder("slug") }))
+    .from(workspaces)
+    .where(eq(workspaces.id, sql.placeholder("workspaceId")))
+    .prepare(),
 );
 
-/** `preparedAskingAgent` on its own: one round trip. */
+/** `askingAgentColumns` on their own: one round trip. */
 export async function askingAgentOf(
   env: Env,
   owner: MemoryOwner,
   agent: { id: string; slug: string },
 ): Promise<AskingAgentState> {
-  const [handles, freeze] = await batchPrepared(env, turnStatements(env), {
+  const read = await askingStatement(env).get({
     workspaceId: owner.workspaceId,
     userId: owner.userId,
     agentId: agent.id,
     slug: agent.slug,
   });
-  return askingAgentFrom(agent.slug, handles, freeze);
+  return askingAgentFrom(agent.slug, read ?? { handles: "[]", frozen: 0 });
 }
 
 // ---- ranking ----
