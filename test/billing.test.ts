@@ -216,6 +216,58 @@ describe("the ledger service", () => {
     await expect(debit(env, ws.workspace.id, 1, "")).rejects.toMatchObject({ code: "invalid_reference" });
   });
 
+  it("keeps each workspace's balance in one row, whoever writes the ledger: inserts, refused repeats, deletes, edits", async () => {
+    const ws = await signupWorkspace();
+    const other = await signupWorkspace();
+    const w = ws.workspace.id;
+    const row = async (id: string) =>
+      (
+        await env.DB.prepare("SELECT balance FROM credit_balances WHERE workspace_id = ?1")
+          .bind(id)
+          .first<{ balance: number }>()
+      )?.balance;
+    const summed = async (id: string) =>
+      (await env.DB.prepare("SELECT COALESCE(SUM(amount), 0) AS s FROM credit_ledger WHERE workspace_id = ?1")
+        .bind(id)
+        .first<{ s: number }>())!.s;
+    const insert = (id: string, workspaceId: string, amount: number, reference: string) =>
+      env.DB.prepare(
+        "INSERT INTO credit_ledger (id, workspace_id, amount, kind, reference, created_at) VALUES (?1, ?2, ?3, 'adjustment', ?4, '2026-11-27T00:00:00.000Z') ON CONFLICT DO NOTHING",
+      )
+        .bind(id, workspaceId, amount, reference)
+        .run();
+    expect(await row(w)).toBeUndefined();
+    expect(await balance(env, w)).toBe(0);
+    await ensureMonthlyGrant(env, w);
+    await debit(env, w, 7, "turn-a");
+    await debit(env, w, 7, "turn-a");
+    await insert(`adj-${w}`, w, 500, "by-hand");
+    await insert(`adj2-${w}`, w, 9, "by-hand"); // the same (workspace, kind, reference): not written
+    await insert(`adj-${other.workspace.id}`, other.workspace.id, 3, "by-hand");
+    expect(await row(w)).toBe(100 - 7 + 500);
+    await env.DB.prepare("UPDATE credit_ledger SET amount = 40 WHERE id = ?1").bind(`adj-${w}`).run();
+    await env.DB.prepare("DELETE FROM credit_ledger WHERE workspace_id = ?1 AND reference = 'turn-a'").bind(w).run();
+    expect(await row(w)).toBe(100 + 40);
+    expect(await balance(env, w)).toBe(await summed(w));
+    expect(await row(other.workspace.id)).toBe(3);
+    expect(await grantedBalance(env, other.workspace.id)).toBe(103);
+  });
+
+  it("migration 0021 fills the balances from the ledger that was there before it", async () => {
+    const ws = await signupWorkspace();
+    await ensureMonthlyGrant(env, ws.workspace.id);
+    await debit(env, ws.workspace.id, 12, "turn-before");
+    const fill = env.TEST_MIGRATIONS.find((m) => m.name.startsWith("0021_"))!.queries.find((q) =>
+      /INSERT INTO `credit_balances`/.test(q),
+    )!;
+    const all = async () =>
+      (await env.DB.prepare("SELECT workspace_id, balance FROM credit_balances ORDER BY workspace_id").all()).results;
+    const before = await all();
+    await env.DB.batch([env.DB.prepare("DELETE FROM credit_balances"), env.DB.prepare(fill)]);
+    expect(await all()).toEqual(before);
+    expect(await balance(env, ws.workspace.id)).toBe(100 - 12);
+  });
+
   it("requireCredits reads; only the month's first check makes the grant, in a round trip of its own", async () => {
     const ws = await signupWorkspace();
     const d1 = countingD1();

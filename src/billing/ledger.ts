@@ -1,7 +1,7 @@
 import { desc, eq, type Placeholder, sql } from "drizzle-orm";
 import type { SQLiteInsertValue } from "drizzle-orm/sqlite-core";
 import { type AuditEventInput, auditInBatch, PREVIOUS_STATEMENT_CHANGED } from "../audit/events";
-import { billingAccounts, creditLedger, workspaces } from "../db/schema";
+import { billingAccounts, creditBalances, creditLedger, workspaces } from "../db/schema";
 import { type Db, db, preparedFor } from "../platform/db";
 import { nowIso } from "../platform/env";
 import { newId } from "../platform/ids";
@@ -11,8 +11,9 @@ import type { LedgerEntry } from "./schemas";
 
 /**
  * The credit ledger: the one module the rest of the service calls to check and spend
- * credits. Append-only; the balance is the sum of the amounts. D1 has no interactive
- * transactions, so every rule here is kept by a unique index and single statements:
+ * credits. Append-only; the balance is the sum of the amounts, kept by triggers in
+ * `credit_balances` (one row to read). D1 has no interactive transactions, so every rule
+ * here is kept by a unique index and single statements:
  * a (workspace, kind, reference) is written once, whoever races.
  */
 
@@ -50,11 +51,16 @@ function grantInsert(
     .returning({ id: creditLedger.id, amount: creditLedger.amount });
 }
 
-const balanceOf = (d: Db, workspaceId: string | Placeholder) =>
+/** The workspace's balance as SQL: its one `credit_balances` row (kept by triggers), 0 without one. */
+const balanceSql = (workspaceId: Bound<string>) =>
+  sql<number>`COALESCE((SELECT ${creditBalances.balance} FROM ${creditBalances}
+    WHERE ${creditBalances.workspaceId} = ${workspaceId}), 0)`;
+
+const balanceOf = (d: Db, workspaceId: Bound<string>) =>
   d
-    .select({ balance: sql<number>`COALESCE(SUM(${creditLedger.amount}), 0)` })
-    .from(creditLedger)
-    .where(eq(creditLedger.workspaceId, workspaceId));
+    .select({ balance: balanceSql(workspaceId) })
+    .from(workspaces)
+    .where(eq(workspaces.id, workspaceId));
 
 type DebitValues = Pick<
   SQLiteInsertValue<typeof creditLedger>,
@@ -109,7 +115,7 @@ function grantOf(env: Env, workspaceId: string, now: Date) {
   return { id, amount, reference, event };
 }
 
-/** The workspace's balance: one indexed SUM. */
+/** The workspace's balance: one row. */
 export async function balance(env: Env, workspaceId: string): Promise<number> {
   const row = await statements(env).balance.get({ workspaceId });
   return row?.balance ?? 0;
@@ -158,8 +164,7 @@ export function creditCheckColumns(workspaceId: Bound<string>, amount: Bound<num
   const granted = sql`SELECT 1 FROM ${creditLedger} WHERE ${creditLedger.workspaceId} = ${workspaceId}
     AND ${creditLedger.kind} = 'monthly_grant' AND ${creditLedger.reference} = ${reference}`;
   return {
-    balance: sql<number>`(SELECT COALESCE(SUM(${creditLedger.amount}), 0) FROM ${creditLedger}
-      WHERE ${creditLedger.workspaceId} = ${workspaceId})`,
+    balance: balanceSql(workspaceId),
     grantDue: sql<number>`${amount} > 0 AND ${onFreePlan(workspaceId)} AND NOT EXISTS (${granted})`,
   };
 }

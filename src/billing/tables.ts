@@ -43,7 +43,10 @@ export const billingAccounts = sqliteTable("billing_accounts", {
   updatedAt: text("updated_at").notNull(),
 });
 
-/** Append-only; the balance is the sum of `amount`. A (workspace, kind, reference) is written once. */
+/**
+ * Append-only; the balance is the sum of `amount` (kept in `creditBalances`). A (workspace,
+ * kind, reference) is written once.
+ */
 export const creditLedger = sqliteTable(
   "credit_ledger",
   {
@@ -62,6 +65,18 @@ export const creditLedger = sqliteTable(
     index("credit_ledger_workspace_idx").on(t.workspaceId, t.id, t.amount),
   ],
 );
+
+/**
+ * Each workspace's balance, the sum of its ledger's amounts: kept by triggers on
+ * `credit_ledger` (migration 0021), whoever writes a row, so a credit check reads one row
+ * however long the ledger grows. No row: a balance of 0.
+ */
+export const creditBalances = sqliteTable("credit_balances", {
+  workspaceId: text("workspace_id")
+    .primaryKey()
+    .references(() => workspaces.id),
+  balance: integer("balance").notNull(),
+});
 
 /** Stripe events already processed, written in the same batch as their effect. */
 export const stripeEvents = sqliteTable("stripe_events", {
