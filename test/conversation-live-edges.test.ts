@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { CreatedTokenSchema } from "../src/admin/schemas";
+import { LIVE_RECHECK_MS } from "../src/conversations/room/live-sockets";
 import { call, expectProblem, parse } from "./support/api";
 import { eventually } from "./support/browser";
 import { conversationOf, inRoom, postMessage, REPLY, sharedConversation, streaming, watchLive } from "./support/rooms";
@@ -71,6 +72,78 @@ describe("a viewer who joins mid-turn", () => {
     // The reply's message frame comes after the turn's last event.
     expect(late.frames.at(-1)?.type).toBe("message");
     late.ws.close();
+  });
+});
+
+describe("a live socket's credential", () => {
+  // Nothing of the conversation may reach a socket whose token was revoked, past the few seconds
+  // a revocation takes to reach every request (CREDENTIAL_REUSE_MS).
+  async function watchingWithIssuedToken() {
+    const { ws, c } = await sharedConversation();
+    const issued = await call("POST", "/v1/api/admin/tokens", {
+      token: ws.adminToken,
+      body: { user_id: ws.user.id, name: "watcher", scopes: ["conversations:read"] },
+    });
+    const token = await parse(issued, CreatedTokenSchema);
+    const admin = await watchLive(c.id, { token: ws.adminToken });
+    const watcher = await watchLive(c.id, { token: token.token });
+    const revoke = async () =>
+      expect((await call("DELETE", `/v1/api/admin/tokens/${token.id}`, { token: ws.adminToken })).status).toBe(204);
+    return { ws, c, admin, watcher, revoke };
+  }
+
+  /** The sockets' credentials were last checked LIVE_RECHECK_MS ago: the next frame checks them again. */
+  const dueForCheck = (conversationId: string) =>
+    inRoom(conversationId, (room) => {
+      for (const s of room.ctx.getWebSockets())
+        s.serializeAttachment({ ...(s.deserializeAttachment() as object), checkedAt: Date.now() - LIVE_RECHECK_MS });
+    });
+
+  const checkedAt = (conversationId: string) =>
+    inRoom(conversationId, (room) =>
+      room.ctx.getWebSockets().map((s) => (s.deserializeAttachment() as { checkedAt: number }).checkedAt),
+    );
+
+  it("a revoked token's socket closes (1008) before the next turn's first frame; the others go on", async () => {
+    const { ws, c, admin, watcher, revoke } = await watchingWithIssuedToken();
+    await revoke();
+    await dueForCheck(c.id);
+    script({ text: "Not for the revoked." });
+    expect((await postMessage(ws.adminToken, c.id, "hello")).status).toBe(200);
+    await eventually(async () => admin.frames.filter((f) => f.type === "message").length === 2);
+    expect(watcher.seen.closed).toBe(1008);
+    expect(watcher.frames).toEqual([]);
+    expect(await checkedAt(c.id)).toHaveLength(1);
+    admin.ws.close();
+  });
+
+  it("a valid token's socket stays open across its checks, each good for LIVE_RECHECK_MS", async () => {
+    const { ws, c, admin, watcher } = await watchingWithIssuedToken();
+    await dueForCheck(c.id);
+    const before = Date.now();
+    script({ text: "For everyone." });
+    expect((await postMessage(ws.adminToken, c.id, "hello")).status).toBe(200);
+    await eventually(async () => watcher.frames.filter((f) => f.type === "message").length === 2);
+    expect(watcher.seen.closed).toBeNull();
+    for (const at of await checkedAt(c.id)) expect(at).toBeGreaterThanOrEqual(before);
+    admin.ws.close();
+    watcher.ws.close();
+  });
+
+  it("a token revoked while a turn streams: its socket closes at the next check, the turn goes on for the others", async () => {
+    const { ws, c, admin, watcher, revoke } = await watchingWithIssuedToken();
+    script({ text: "one two three four five six seven eight", wordDelayMs: 40 });
+    const posted = postMessage(ws.adminToken, c.id, "slowly");
+    await eventually(async () => watcher.frames.some((f) => f.type === "chunk" && f.chunk.type === "text-delta"));
+    await revoke();
+    await dueForCheck(c.id);
+    await eventually(async () => watcher.seen.closed !== null);
+    expect(watcher.seen.closed).toBe(1008);
+    const seenByWatcher = watcher.frames.length;
+    expect((await posted).status).toBe(200);
+    await eventually(async () => admin.frames.filter((f) => f.type === "message").length === 2);
+    expect(watcher.frames).toHaveLength(seenByWatcher);
+    admin.ws.close();
   });
 });
 

@@ -57,7 +57,9 @@ route({ scope: "conversations:read" }, "GET /v1/api/conversations/{id}/live", "W
     '`{ "type": "message", "message": <Message> }` for each stored message (the question when it is posted, ' +
     'the reply when its turn ends) and `{ "type": "chunk", "turn_id", "seq", "chunk": <UI message stream chunk> }` ' +
     "for each event of the running turn (a viewer who joins mid-turn first gets the turn's events so far). " +
-    "The text frame `ping` is answered `pong`.",
+    "The text frame `ping` is answered `pong`. The socket closes with 1000 when the conversation is deleted or " +
+    "its user leaves it, and with 1008 once the credential it was opened with is revoked or expires (checked " +
+    "again before a new turn's first frame and every 5 s while frames flow).",
   request: params,
   responses: { 101: "Switching protocols", ...idErrors, 426: "Not a WebSocket upgrade request (`upgrade_required`)" },
 }).handle(async (c) => {
@@ -68,7 +70,12 @@ route({ scope: "conversations:read" }, "GET /v1/api/conversations/{id}/live", "W
     throw new ApiError(426, "upgrade_required", "This endpoint only accepts a WebSocket upgrade", undefined, {
       Upgrade: "websocket",
     });
-  const viewer: LiveViewer = { conversationId: id, workspaceId: caller.workspace.id, userId: caller.userId };
+  const viewer: LiveViewer = {
+    conversationId: id,
+    workspaceId: caller.workspace.id,
+    userId: caller.userId,
+    credential: { kind: caller.auth, id: caller.credentialId },
+  };
   const upgraded = await conversationRoom(c.env, id).fetch("https://conversation-room/live", {
     headers: { Upgrade: "websocket", [LIVE_VIEWER_HEADER]: JSON.stringify(viewer) },
   });

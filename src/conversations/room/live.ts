@@ -26,7 +26,13 @@ export const liveFrame = {
  * every isolate's startup.
  */
 export const liveViewerSchema = () =>
-  z.object({ conversationId: z.string(), workspaceId: z.string(), userId: z.string() });
+  z.object({
+    conversationId: z.string(),
+    workspaceId: z.string(),
+    userId: z.string(),
+    /** The credential the socket was opened with: re-checked while it stays open (see `recheckLiveSockets`). */
+    credential: z.object({ kind: z.enum(["pat", "oauth", "session"]), id: z.string() }),
+  });
 export type LiveViewer = z.infer<ReturnType<typeof liveViewerSchema>>;
 export const LIVE_VIEWER_HEADER = "x-live-viewer";
 

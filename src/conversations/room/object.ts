@@ -11,7 +11,7 @@ import type { GivenReason } from "./approval-erasure";
 import { followTurn } from "./follow";
 import { importFromD1 } from "./import";
 import { LIVE_PING, LIVE_PONG, LIVE_VIEWER_HEADER, type LiveFrame, liveFrame, liveViewerSchema } from "./live";
-import { acceptLiveSocket, broadcastFrame, closeSocketsOf } from "./live-sockets";
+import { acceptLiveSocket, broadcastFrame, closeSocketsOf, recheckLiveSockets, staleLiveSockets } from "./live-sockets";
 import migrations from "./migrations/migrations.js";
 import type { TurnState } from "./schema";
 import * as schema from "./schema";
@@ -75,6 +75,8 @@ export abstract class ConversationRoomObject extends DurableObject<Env> implemen
   recovering: Promise<void> | null = null;
   /** When the alarm this instance set is due (null: none set, or it has fired). */
   private alarmAt: number | null = null;
+  /** The check of the live sockets' credentials under way, if one is. */
+  private liveCheck: Promise<void> | null = null;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -88,6 +90,8 @@ export abstract class ConversationRoomObject extends DurableObject<Env> implemen
    */
   async startTurn(input: TurnInput): Promise<TurnAnswer> {
     await this.ready(input.conversationId, input.workspace.id);
+    // No frame of the new turn reaches a socket whose credential was revoked meanwhile.
+    await this.recheckLive();
     const { startTurn } = await turnCode.intake();
     return startTurn(this, input);
   }
@@ -189,7 +193,7 @@ export abstract class ConversationRoomObject extends DurableObject<Env> implemen
     await this.ready(viewer.conversationId, viewer.workspaceId);
     // The new socket reads the running turn's stored events: none may wait unstored.
     this.running?.store();
-    return acceptLiveSocket(this.ctx, this.db, this.running, viewer.userId);
+    return acceptLiveSocket(this.ctx, this.db, this.running, viewer);
   }
 
   override async webSocketMessage(ws: WebSocket, message: string | ArrayBuffer): Promise<void> {
@@ -339,9 +343,30 @@ export abstract class ConversationRoomObject extends DurableObject<Env> implemen
     return deliveringAudit(this.env, this.ctx, work);
   }
 
-  /** Sends a frame to every participant watching on the live socket (made only when someone watches). */
+  /**
+   * Sends a frame to every participant watching on the live socket (made only when someone
+   * watches). Sockets whose credential is due a check get one meanwhile (see `recheckLive`).
+   */
   broadcast(frame: LiveFrame | (() => LiveFrame)): void {
+    const check = this.recheckLive();
+    if (check) this.ctx.waitUntil(check);
     broadcastFrame(this.ctx, frame);
+  }
+
+  /**
+   * Checks again the credentials of the live sockets not checked within `LIVE_RECHECK_MS`
+   * (one at a time); those no longer valid close. Undefined when none is due.
+   */
+  private recheckLive(): Promise<void> | undefined {
+    if (this.liveCheck) return this.liveCheck;
+    const due = staleLiveSockets(this.ctx, Date.now());
+    if (!due.length) return undefined;
+    this.liveCheck = recheckLiveSockets(this.env, due)
+      .catch((e) => logError("room: checking the live sockets' credentials failed", e))
+      .finally(() => {
+        this.liveCheck = null;
+      });
+    return this.liveCheck;
   }
 
   /** Knows its conversation from its storage, if it has stored any (a restarted room's alarm needs it). */
