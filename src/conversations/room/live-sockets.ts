@@ -25,9 +25,8 @@ export function closeSocketsOf(ctx: DurableObjectState, userId: string, reason: 
   for (const ws of ctx.getWebSockets(userId)) ws.close(1000, reason);
 }
 
-/** Sends a frame to every live socket (the frame is made only when someone watches). */
-export function broadcastFrame(ctx: DurableObjectState, frame: LiveFrame | (() => LiveFrame)): void {
-  const sockets = ctx.getWebSockets();
+/** Sends a frame to the live sockets (the frame is made only when someone watches). */
+export function broadcastFrame(sockets: readonly WebSocket[], frame: LiveFrame | (() => LiveFrame)): void {
   if (!sockets.length) return;
   const text = JSON.stringify(typeof frame === "function" ? frame() : frame);
   for (const ws of sockets) {
@@ -51,9 +50,9 @@ type Held = { credential: HeldCredential; checkedAt: number };
 
 const heldBy = (ws: WebSocket): Held | null => (ws.deserializeAttachment() as Held | null) ?? null;
 
-/** The sockets whose credential was last checked `LIVE_RECHECK_MS` ago or more (or never: opened before this was kept). */
-export function staleLiveSockets(ctx: DurableObjectState, now: number): WebSocket[] {
-  return ctx.getWebSockets().filter((ws) => {
+/** Of `sockets`, those whose credential was last checked `LIVE_RECHECK_MS` ago or more (or never: opened before this was kept). */
+export function staleLiveSockets(sockets: readonly WebSocket[], now: number): WebSocket[] {
+  return sockets.filter((ws) => {
     const held = heldBy(ws);
     return !held || now - held.checkedAt >= LIVE_RECHECK_MS;
   });

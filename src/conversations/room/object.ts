@@ -348,18 +348,20 @@ export abstract class ConversationRoomObject extends DurableObject<Env> implemen
    * watches). Sockets whose credential is due a check get one meanwhile (see `recheckLive`).
    */
   broadcast(frame: LiveFrame | (() => LiveFrame)): void {
-    const check = this.recheckLive();
+    const sockets = this.ctx.getWebSockets();
+    if (!sockets.length) return;
+    const check = this.recheckLive(sockets);
     if (check) this.ctx.waitUntil(check);
-    broadcastFrame(this.ctx, frame);
+    broadcastFrame(sockets, frame);
   }
 
   /**
    * Checks again the credentials of the live sockets not checked within `LIVE_RECHECK_MS`
-   * (one at a time); those no longer valid close. Undefined when none is due.
+   * (one check at a time); those no longer valid close. Undefined when none is due.
    */
-  private recheckLive(): Promise<void> | undefined {
+  private recheckLive(sockets = this.ctx.getWebSockets()): Promise<void> | undefined {
     if (this.liveCheck) return this.liveCheck;
-    const due = staleLiveSockets(this.ctx, Date.now());
+    const due = staleLiveSockets(sockets, Date.now());
     if (!due.length) return undefined;
     this.liveCheck = recheckLiveSockets(this.env, due)
       .catch((e) => logError("room: checking the live sockets' credentials failed", e))
