@@ -175,7 +175,7 @@ describe("conversations: turns", () => {
     expect(JSON.stringify(event)).not.toContain("Hello from the agent");
   });
 
-  it("keeps neither reply, debit nor event when the turn's event cannot be written, and frees the conversation", async () => {
+  it("keeps neither reply, debit nor event when the turn's event cannot be written (503 reply_not_stored), and frees the conversation", async () => {
     const ws = await signupWorkspace();
     const conversation = await start(ws.adminToken);
     script({ text: "lost" });
@@ -184,7 +184,9 @@ describe("conversations: turns", () => {
        BEGIN SELECT RAISE(ABORT, 'injected failure'); END`,
     ).run();
     try {
-      expect((await post(ws.adminToken, conversation.id, "hi")).status).toBe(500);
+      const res = await post(ws.adminToken, conversation.id, "hi");
+      await expectProblem(res, 503, "reply_not_stored");
+      expect(res.headers.get("Retry-After")).toBe("1");
     } finally {
       await env.DB.prepare("DROP TRIGGER fail_turn_event").run();
     }

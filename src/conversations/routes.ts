@@ -166,7 +166,7 @@ route(
         description: "The model provider refused or failed the call (`model_error`); nothing is billed",
         content: { "application/problem+json": { schema: ModelErrorProblemSchema } },
       },
-      503: "No language model is configured (`model_not_configured`)",
+      503: "No language model is configured (`model_not_configured`), or the reply could not be stored (`reply_not_stored`, nothing billed; send again)",
     },
   },
 ).handle(async (c) => {

@@ -202,7 +202,14 @@ function postedOrThrow(answer: TurnAnswer, noCredits: ApiError | null): PostedTu
     case "gone":
       throw noSuchConversation();
     case "error":
-      throw new Error("the turn's reply could not be stored");
+      // The turn's end could not be written (D1 failed): nothing was billed or kept of the reply.
+      throw new ApiError(
+        503,
+        "reply_not_stored",
+        "The reply could not be stored, so it was neither kept nor billed; send the message again",
+        undefined,
+        { "Retry-After": "1" },
+      );
     default:
       return answer;
   }
