@@ -1,5 +1,5 @@
 /** Agents as rows: reading them, the signup's default agent, and the lookups other areas make. */
-import { and, asc, desc, eq, getTableName, type Placeholder, type SQL, sql } from "drizzle-orm";
+import { and, asc, desc, eq, type Placeholder, type SQL, sql } from "drizzle-orm";
 import type { SQLiteColumn } from "drizzle-orm/sqlite-core";
 import type { WorkspaceRead } from "../auth/resolve";
 import { agentHandles, agents, workspaceMcpServers, workspaceSkills, workspaces } from "../db/schema";
@@ -125,12 +125,9 @@ export async function resolveAgent(env: Env, workspaceId: string, handle?: strin
  * columns of one statement (another area's too: see the turn's preflight). Read with `capabilitiesOf`.
  */
 export function installedColumns(workspaceId: string | Placeholder) {
-  const slugs = (slug: SQLiteColumn, of: SQLiteColumn) =>
-    sql<string>`(SELECT json_group_array(${slug}) FROM ${sql.identifier(getTableName(slug.table))} WHERE ${of} = ${workspaceId})`;
-  return {
-    installedSkills: slugs(workspaceSkills.slug, workspaceSkills.workspaceId),
-    installedServers: slugs(workspaceMcpServers.slug, workspaceMcpServers.workspaceId),
-  };
+  const slugs = (t: typeof workspaceSkills | typeof workspaceMcpServers) =>
+    sql<string>`(SELECT json_group_array(${t.slug}) FROM ${t} WHERE ${t.workspaceId} = ${workspaceId})`;
+  return { installedSkills: slugs(workspaceSkills), installedServers: slugs(workspaceMcpServers) };
 }
 
 export type Capabilities = { skills: string[]; mcpServers: string[] };

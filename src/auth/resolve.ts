@@ -48,12 +48,6 @@ const statements = preparedFor((d) => ({
     .innerJoin(workspaces, eq(workspaces.id, sessions.workspaceId))
     .where(and(eq(sessions.tokenHash, sql.placeholder("hash")), isNull(sessions.revokedAt), isNull(users.erasedAt)))
     .prepare(),
-  patLive: d
-    .select({ expiresAt: apiTokens.expiresAt })
-    .from(apiTokens)
-    .innerJoin(users, eq(users.id, apiTokens.userId))
-    .where(and(eq(apiTokens.id, sql.placeholder("id")), isNull(apiTokens.revokedAt), isNull(users.erasedAt)))
-    .prepare(),
   touchPat: d
     .update(apiTokens)
     .set({ lastUsedAt: sql`${sql.placeholder("now")}` })
@@ -170,15 +164,6 @@ export const PAT_KIND: BearerKind = {
     };
   },
 };
-
-/**
- * Whether a personal access token (by id) is still live: not revoked, not expired, its user
- * not erased. For credentials checked long after they were presented (the browser socket).
- */
-export async function patStillLive(env: Env, tokenId: string, now = Date.now()): Promise<boolean> {
-  const row = await statements(env).patLive.get({ id: tokenId });
-  return !!row && !expired(row.expiresAt, now);
-}
 
 /**
  * Per isolate: the workspace of each bearer token (by hash) resolved here, to send a route's

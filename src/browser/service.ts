@@ -8,7 +8,7 @@ import { type CommandOutcome, LIMITS, type Method } from "../../durable-objects/
 import type { AgentRow } from "../agents/schemas";
 import { listAgents } from "../agents/service";
 import type { Caller } from "../auth/caller";
-import { patStillLive } from "../auth/resolve";
+import { stillLive } from "../auth/held";
 import { logModelFailure, modelError, modelFailure } from "../llm/errors";
 import { languageModel } from "../llm/model";
 import { composeSystemPrompt } from "../llm/system-prompt";
@@ -48,7 +48,8 @@ export async function liveConnection(env: Env, caller: Caller): Promise<Connecti
   const browser = browserSession(env, caller.userId);
   const info = await browser.connection();
   if (!info) return null;
-  if (!(await patStillLive(env, info.tokenId, Date.now()))) {
+  const [live] = await stillLive(env, [{ kind: "pat", id: info.tokenId }]);
+  if (!live) {
     await browser.disconnect("the connection's token is no longer valid");
     return null;
   }

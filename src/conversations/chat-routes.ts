@@ -37,7 +37,7 @@ route({ scope: "conversations:write" }, "POST /v1/api/chat", "Chat (AI SDK trans
     409: "Another turn is running (`turn_in_progress`), an approval waits (`approval_pending`), or it was decided already (`approval_decided`)",
     410: "The approval expired (`approval_expired`)",
     422: "The message id or `Idempotency-Key` was used for other content (`idempotency_key_reused`)",
-    503: "No language model is configured (`model_not_configured`), or the reply could not be stored (`reply_not_stored`, nothing billed; send again)",
+    503: "No language model is configured (`model_not_configured`)",
   },
 }).handle(async (c) => {
   const body = c.req.valid("json");

@@ -145,20 +145,20 @@ type Executed<P> = P extends SQLitePreparedQuery<infer C> ? C["execute"] : never
 
 /**
  * Runs queries prepared once per isolate (see `preparedFor`) as one D1 batch, a transaction,
- * their `sql.placeholder`s bound from `values`: the batch of a hot path, where building its
- * queries on each request would cost more than the rest of the request's own work. Answers
- * each query's result as Drizzle's own batch does.
+ * their `sql.placeholder`s bound from `values` (one set for them all, or one per query): the
+ * batch of a hot path, where building its queries on each request would cost more than the
+ * rest of the request's own work. Answers each query's result as Drizzle's own batch does.
  */
 export async function batchPrepared<const T extends readonly Prepared[]>(
   env: Env,
   queries: T,
-  values: Record<string, unknown>,
+  values: Record<string, unknown> | readonly Record<string, unknown>[],
 ): Promise<{ [K in keyof T]: Executed<T[K]> }> {
   const d1 = targetOf(env.DB);
   const results = await d1.batch(
-    queries.map((q) => {
+    queries.map((q, i) => {
       const { sql: text, params } = q.getQuery();
-      return d1.prepare(text).bind(...fillPlaceholders(params, values));
+      return d1.prepare(text).bind(...fillPlaceholders(params, Array.isArray(values) ? values[i]! : values));
     }),
   );
   return results.map((r, i) => queries[i]?.mapResult(r, true)) as { [K in keyof T]: Executed<T[K]> };
