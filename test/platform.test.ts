@@ -6,6 +6,7 @@ import { auditOutbox } from "../src/db/schema";
 import { hmacSha256 } from "../src/platform/crypto";
 import { db, insertSelect } from "../src/platform/db";
 import { htmlToText } from "../src/platform/html";
+import { literalLimit } from "../src/platform/limit";
 import { logError, logWarning } from "../src/platform/log";
 
 describe("platform helpers", () => {
@@ -63,5 +64,26 @@ describe("insertSelect", () => {
     ).run();
     expect(await stored("copy-source")).toMatchObject({ workspaceId: "ws-insert-select", attempts: 0 });
     expect(await stored("copy-absent")).toBeUndefined();
+  });
+});
+
+describe("literalLimit", () => {
+  it("writes the LIMIT into the statement's text, binding nothing for it, and limits the rows", async () => {
+    const query = db(env).select({ n: sql<number>`value` }).from(sql`json_each('[1,2,3,4,5]')`);
+    // biome-ignore lint/plugin: the bound LIMIT that literalLimit replaces, for comparison
+    const bound = query.limit(3).toSQL();
+    expect(bound.sql).toMatch(/ limit \?$/);
+    expect(bound.params).toEqual([3]);
+
+    const literal = query.limit(literalLimit(3)).toSQL();
+    expect(literal.sql).toMatch(/ limit 3$/);
+    expect(literal.params).toEqual([]);
+    expect((await query.limit(literalLimit(3))).map((r) => r.n)).toEqual([1, 2, 3]);
+    expect(await query.limit(literalLimit(0))).toEqual([]);
+  });
+
+  it("takes only whole numbers of 0 or more, so nothing else reaches the SQL text", () => {
+    for (const bad of [-1, 1.5, Number.NaN, Number.POSITIVE_INFINITY, 2 ** 53])
+      expect(() => literalLimit(bad)).toThrow(RangeError);
   });
 });

@@ -1,5 +1,6 @@
 import { and, desc, eq, gte, type SQL, sql } from "drizzle-orm";
 import type { DrizzleSqliteDODatabase } from "drizzle-orm/durable-sqlite";
+import { literalLimit } from "../../src/platform/limit";
 import type * as schema from "./schema";
 import { events } from "./schema";
 import type { ActorKind, AuditEvent, AuditOutcome, ListFilters, ListPage, ListResult } from "./types";
@@ -15,7 +16,7 @@ export function listEvents(db: Db, filters: ListFilters, page: ListPage): ListRe
     .from(events)
     .where(where)
     .orderBy(desc(events.seq))
-    .limit(page.pageSize)
+    .limit(literalLimit(page.pageSize))
     .offset((page.page - 1) * page.pageSize)
     .all();
   return { events: rows.map(toEvent), total };

@@ -2,6 +2,7 @@ import { and, desc, eq, inArray, isNull, notExists, or, type Placeholder, type S
 import { type AuditEventInput, auditInBatch, PREVIOUS_STATEMENT_CHANGED } from "../audit/events";
 import { artifacts, conversationParticipants, conversations } from "../db/schema";
 import { db, preparedFor } from "../platform/db";
+import { literalLimit } from "../platform/limit";
 import { forbidden, notFound } from "../platform/problem";
 import { workspaceRow, workspaceRowWhere } from "../platform/workspace-rows";
 import { artifactKey, type StoredArtifact } from "./store";
@@ -30,7 +31,7 @@ export async function listArtifacts(env: Env, workspaceId: string, userId: strin
     .leftJoin(conversations, eq(conversations.id, artifacts.conversationId))
     .where(and(eq(artifacts.workspaceId, workspaceId), visibleTo(userId)))
     .orderBy(desc(artifacts.id))
-    .limit(LIST_LIMIT)
+    .limit(literalLimit(LIST_LIMIT))
     .all();
   return rows.map((r) => ({ ...r.artifact, conversationTitle: r.conversationTitle }));
 }
@@ -171,7 +172,12 @@ export async function eraseArtifacts(env: Env, workspaceId: string, userId: stri
   );
   let count = 0;
   for (;;) {
-    const batch = await db(env).select({ id: artifacts.id }).from(artifacts).where(orphaned).limit(500).all();
+    const batch = await db(env)
+      .select({ id: artifacts.id })
+      .from(artifacts)
+      .where(orphaned)
+      .limit(literalLimit(500))
+      .all();
     if (batch.length === 0) return { artifacts: count };
     await env.FILES.delete(batch.map((r) => artifactKey(workspaceId, r.id)));
     const ids = batch.map((r) => r.id);

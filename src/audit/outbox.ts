@@ -3,6 +3,7 @@ import { auditLog } from "../../durable-objects/audit-log/client";
 import type { AppendEvent } from "../../durable-objects/audit-log/types";
 import { auditOutbox } from "../db/schema";
 import { db } from "../platform/db";
+import { literalLimit } from "../platform/limit";
 import { logError } from "../platform/log";
 
 /** How many outbox rows one delivery round reads. */
@@ -25,7 +26,7 @@ async function pendingRows(env: Env, workspaceId: string, removeFirst: string[])
     .from(auditOutbox)
     .where(eq(auditOutbox.workspaceId, workspaceId))
     .orderBy(asc(auditOutbox.id))
-    .limit(OUTBOX_ROUND);
+    .limit(literalLimit(OUTBOX_ROUND));
   if (!removeFirst.length) return read.all();
   const [, rows] = await db(env).batch([removal(env, removeFirst), read]);
   return rows;
@@ -137,7 +138,7 @@ export async function deliverOutbox(env: Env, maxWorkspaces = 100): Promise<numb
   const waiting = await db(env)
     .selectDistinct({ workspaceId: auditOutbox.workspaceId })
     .from(auditOutbox)
-    .limit(maxWorkspaces)
+    .limit(literalLimit(maxWorkspaces))
     .all();
   let delivered = 0;
   for (const { workspaceId } of waiting) {

@@ -1,6 +1,7 @@
 import { and, eq, gt, isNull, or, sql } from "drizzle-orm";
 import { apiTokens, oauthClients, oauthGrants, oauthTokens, sessions, users } from "../db/schema";
 import { batchPrepared, preparedFor } from "../platform/db";
+import { literalLimit } from "../platform/limit";
 import type { Caller } from "./caller";
 
 /**
@@ -32,14 +33,14 @@ const statements = preparedFor((d) => {
           or(isNull(apiTokens.expiresAt), gt(apiTokens.expiresAt, now)),
         ),
       )
-      .limit(1)
+      .limit(literalLimit(1))
       .prepare(),
     session: d
       .select(one)
       .from(sessions)
       .innerJoin(users, eq(users.id, sessions.userId))
       .where(and(eq(sessions.id, id), isNull(sessions.revokedAt), isNull(users.erasedAt), gt(sessions.expiresAt, now)))
-      .limit(1)
+      .limit(literalLimit(1))
       .prepare(),
     oauth: d
       .select(one)
@@ -57,7 +58,7 @@ const statements = preparedFor((d) => {
           gt(oauthTokens.expiresAt, now),
         ),
       )
-      .limit(1)
+      .limit(literalLimit(1))
       .prepare(),
   };
 });

@@ -5,6 +5,7 @@ import { billingAccounts, creditBalances, creditLedger, workspaces } from "../db
 import { type Db, db, preparedFor } from "../platform/db";
 import { nowIso } from "../platform/env";
 import { newId } from "../platform/ids";
+import { literalLimit } from "../platform/limit";
 import { ApiError, badRequest } from "../platform/problem";
 import { listPacks } from "./catalogue";
 import type { LedgerEntry } from "./schemas";
@@ -272,6 +273,6 @@ export async function entries(env: Env, workspaceId: string, limit: number): Pro
     .from(creditLedger)
     .where(eq(creditLedger.workspaceId, workspaceId))
     .orderBy(desc(creditLedger.id))
-    .limit(limit)
+    .limit(literalLimit(limit))
     .all();
 }

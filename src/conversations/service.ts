@@ -8,6 +8,7 @@ import { decodeCursor, encodeCursor } from "../platform/cursor";
 import { type Db, db, parseJsonArray } from "../platform/db";
 import { nowIso } from "../platform/env";
 import { newId } from "../platform/ids";
+import { literalLimit } from "../platform/limit";
 import { notFound } from "../platform/problem";
 import { forgetConversation, knownParticipant, rememberParticipant } from "./participants";
 import { conversationRoom } from "./room/client";
@@ -56,7 +57,7 @@ export function participantConversationQuery(env: Env, workspaceId: string, user
     .from(conversations)
     .innerJoin(agents, conversationAgent)
     .where(and(eq(conversations.id, id), eq(conversations.workspaceId, workspaceId), takesPart(db(env), userId)))
-    .limit(1);
+    .limit(literalLimit(1));
 }
 
 /**
@@ -76,7 +77,7 @@ export async function chatConversation(
     .innerJoin(agents, conversationAgent)
     .where(chatConversationOf(db(env), workspaceId, userId, chatId))
     .orderBy(desc(eq(conversations.id, chatId)))
-    .limit(1);
+    .limit(literalLimit(1));
   return row ? toConversation(row) : null;
 }
 
@@ -206,7 +207,7 @@ export async function listConversations(
       ),
     )
     .orderBy(desc(p.lastMessageAt), desc(p.conversationId))
-    .limit(limit + 1);
+    .limit(literalLimit(limit + 1));
   const page = results.slice(0, limit).map(toConversation);
   const last = page.at(-1);
   return {

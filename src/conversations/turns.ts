@@ -11,6 +11,7 @@ import { agentLanguageModel } from "../llm/model";
 import { ASKING_AGENT, askingAgentColumns, askingAgentFrom } from "../memory/service";
 import { type Db, preparedFor } from "../platform/db";
 import { baseUrl } from "../platform/env";
+import { literalLimit } from "../platform/limit";
 import { ApiError, badRequest, conflict } from "../platform/problem";
 import { rememberParticipant } from "./participants";
 import { conversationRoom } from "./room/client";
@@ -71,7 +72,7 @@ function preflightStatement(d: Db, by: "id" | "chat") {
     )
     .where(where)
     .orderBy(...order)
-    .limit(1)
+    .limit(literalLimit(1))
     .prepare();
 }
 

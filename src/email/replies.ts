@@ -5,6 +5,7 @@ import { emailEndpoints, emailMessages, users } from "../db/schema";
 import { decodeCursor, encodeCursor } from "../platform/cursor";
 import { type Db, db, parseJsonArray } from "../platform/db";
 import { nowIso } from "../platform/env";
+import { literalLimit } from "../platform/limit";
 import { conflict, notFound } from "../platform/problem";
 import { workspaceRowWhere } from "../platform/workspace-rows";
 import { emailDomain } from "./endpoints";
@@ -90,7 +91,7 @@ export async function listReplies(
       ),
     )
     .orderBy(desc(reply.occurredAt), desc(reply.id))
-    .limit(query.limit + 1)
+    .limit(literalLimit(query.limit + 1))
     .all();
   const rows = results.slice(0, query.limit).map(toReplyRow);
   const last = rows.at(-1);
@@ -263,7 +264,7 @@ export const firstAdmin = (d: Db, workspaceId: string, except?: string) =>
       ),
     )
     .orderBy(users.createdAt, users.id)
-    .limit(1);
+    .limit(literalLimit(1));
 
 /** Erasure: replies the user was to review move to another admin of the workspace (or stay unowned). */
 export async function reassignReviews(

@@ -9,6 +9,7 @@ import { agentLanguageModel } from "../llm/model";
 import { db } from "../platform/db";
 import { baseUrl } from "../platform/env";
 import { newId } from "../platform/ids";
+import { literalLimit } from "../platform/limit";
 import { ApiError } from "../platform/problem";
 import type { HistoryMessage } from "../runtime/history";
 import { runTurn } from "../runtime/turn";
@@ -50,7 +51,7 @@ async function threadHistory(env: Env, message: MessageRecord): Promise<HistoryM
       ),
     )
     .orderBy(desc(reply.sentAt))
-    .limit(THREAD_EXCHANGES)
+    .limit(literalLimit(THREAD_EXCHANGES))
     .all();
   const history: HistoryMessage[] = [];
   for (const r of results.reverse()) {
@@ -71,7 +72,7 @@ export async function reviewOwner(env: Env, endpoint: EndpointRecord): Promise<s
       .from(users)
       .where(and(eq(users.workspaceId, endpoint.workspaceId), isNull(users.erasedAt), inJson(users.id, chosen)))
       .orderBy(users.createdAt, users.id)
-      .limit(1)
+      .limit(literalLimit(1))
       .get();
     if (row) return row.id;
   }

@@ -4,6 +4,7 @@ import { type AuditEventInput, auditInBatch, PREVIOUS_STATEMENT_CHANGED } from "
 import { emailMessages } from "../db/schema";
 import { db } from "../platform/db";
 import { nowIso } from "../platform/env";
+import { literalLimit } from "../platform/limit";
 import { queueTriage, type TriageJob } from "./inbound";
 import { triageMessage } from "./triage";
 
@@ -81,7 +82,7 @@ export async function sweepReceived(env: Env): Promise<void> {
     .select({ id: emailMessages.id })
     .from(emailMessages)
     .where(and(eq(emailMessages.handlingState, "received"), lt(emailMessages.occurredAt, cutoff)))
-    .limit(100)
+    .limit(literalLimit(100))
     .all();
   for (const r of results) await queueTriage(env, r.id);
 }

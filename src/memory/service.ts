@@ -6,6 +6,7 @@ import { memoryFacts, memoryFreezes, workspaces } from "../db/schema";
 import { type Db, db, parseJsonArray, preparedFor } from "../platform/db";
 import { nowIso } from "../platform/env";
 import { newId } from "../platform/ids";
+import { literalLimit } from "../platform/limit";
 import { notFound } from "../platform/problem";
 import type { Fact, Freeze } from "./schemas";
 
@@ -52,7 +53,7 @@ export async function listFacts(env: Env, owner: MemoryOwner): Promise<Fact[]> {
     .from(memoryFacts)
     .where(ownedBy(memoryFacts, owner))
     .orderBy(desc(memoryFacts.id))
-    .limit(FACTS_PER_USER);
+    .limit(literalLimit(FACTS_PER_USER));
   return rows.map(toFact);
 }
 
@@ -106,7 +107,7 @@ export async function rememberFact(
               .from(memoryFacts)
               .where(ownedBy(memoryFacts, owner))
               .orderBy(desc(memoryFacts.id))
-              .limit(FACTS_PER_USER),
+              .limit(literalLimit(FACTS_PER_USER)),
           ),
         ),
       ),
@@ -121,7 +122,7 @@ function freezeOf(d: Db, owner: MemoryOwner, agent: AskingAgent) {
     .select({ agentSlug: memoryFreezes.agentSlug })
     .from(memoryFreezes)
     .where(and(ownedBy(memoryFreezes, owner), inArray(memoryFreezes.agentSlug, handlesOf(agent))))
-    .limit(1);
+    .limit(literalLimit(1));
 }
 
 /** The user's facts for the agent to rank, or null when the user froze the agent. One consistent read. */
@@ -129,7 +130,12 @@ export async function factsForAgent(env: Env, owner: MemoryOwner, agent: AskingA
   const d = db(env);
   const [freeze, rows] = await d.batch([
     freezeOf(d, owner, agent),
-    d.select().from(memoryFacts).where(ownedBy(memoryFacts, owner)).orderBy(desc(memoryFacts.id)).limit(FACTS_PER_USER),
+    d
+      .select()
+      .from(memoryFacts)
+      .where(ownedBy(memoryFacts, owner))
+      .orderBy(desc(memoryFacts.id))
+      .limit(literalLimit(FACTS_PER_USER)),
   ]);
   return freeze.length ? null : rows.map(toFact);
 }

@@ -4,6 +4,7 @@ import { businessProfiles } from "../db/schema";
 import { db } from "../platform/db";
 import { nowIso } from "../platform/env";
 import { newId } from "../platform/ids";
+import { literalLimit } from "../platform/limit";
 
 /** Refreshed profiles queued per cron tick (the queue takes 100 per `sendBatch`). */
 export const REFRESH_PER_TICK = 500;
@@ -37,7 +38,7 @@ export async function refreshProfiles(
         or(isNull(businessProfiles.crawlRequestedAt), lt(businessProfiles.crawlRequestedAt, cutoff)),
       ),
     )
-    .limit(REFRESH_PER_TICK);
+    .limit(literalLimit(REFRESH_PER_TICK));
   if (!due.length) return 0;
   const now = nowIso();
   const messages = due.map((p) => ({ workspace_id: p.workspaceId, domain: p.domain!, crawl_id: newId() }));

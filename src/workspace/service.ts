@@ -4,6 +4,7 @@ import { forgetCredentials } from "../auth/resolve";
 import { emailSlugs, workspaces } from "../db/schema";
 import { db, isUniqueViolation } from "../platform/db";
 import { nowIso } from "../platform/env";
+import { literalLimit } from "../platform/limit";
 import { badRequest, notFound } from "../platform/problem";
 import { checkHandleFormat } from "./handle";
 
@@ -19,12 +20,12 @@ export async function slugAvailability(env: Env, slug: string): Promise<Availabi
   const d = db(env);
   const now = nowIso();
   const [handle, email] = await d.batch([
-    d.select({ id: workspaces.id }).from(workspaces).where(eq(workspaces.slug, slug)).limit(1),
+    d.select({ id: workspaces.id }).from(workspaces).where(eq(workspaces.slug, slug)).limit(literalLimit(1)),
     d
       .select({ slug: emailSlugs.slug })
       .from(emailSlugs)
       .where(and(eq(emailSlugs.slug, slug), or(isNull(emailSlugs.routesUntil), gt(emailSlugs.routesUntil, now))))
-      .limit(1),
+      .limit(literalLimit(1)),
   ]);
   if (handle.length || email.length) return { slug, available: false, reason: "taken" };
   return { slug, available: true };

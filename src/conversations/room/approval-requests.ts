@@ -4,6 +4,7 @@ import { auditInBatch } from "../../audit/events";
 import { approvals, conversationParticipants } from "../../db/schema";
 import { db } from "../../platform/db";
 import { nowIso } from "../../platform/env";
+import { literalLimit } from "../../platform/limit";
 import { logError } from "../../platform/log";
 import { messageMember } from "../../teamchat/service";
 import type { Approval } from "../approval-schemas";
@@ -125,7 +126,7 @@ export async function pendingFor(env: Env, workspaceId: string, userId: string):
       and(eq(approvals.workspaceId, workspaceId), eq(approvals.state, "pending"), gt(approvals.expiresAt, nowIso())),
     )
     .orderBy(asc(approvals.requestedAt), asc(approvals.id))
-    .limit(500)
+    .limit(literalLimit(500))
     .all();
   return rows.map((r) => toApproval(r.a));
 }

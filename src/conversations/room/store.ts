@@ -1,6 +1,7 @@
 import { and, desc, eq, gt, inArray, lt, notInArray, sql } from "drizzle-orm";
 import { type DrizzleSqliteDODatabase, drizzle } from "drizzle-orm/durable-sqlite";
 import { builtOnFirstUse } from "../../platform/built-on-first-use";
+import { literalLimit } from "../../platform/limit";
 import type { Message } from "../schemas";
 import type * as schema from "./schema";
 import { type ModelFailure, messages, roomMeta, streamEvents, type TurnState, turns } from "./schema";
@@ -30,7 +31,8 @@ const ph = sql.placeholder;
  */
 function prepare(d: DrizzleSqliteDODatabase) {
   const since = ph("since");
-  const newest = () => d.select({ id: turns.id }).from(turns).orderBy(desc(turns.position)).limit(KEPT_TURNS);
+  const newest = () =>
+    d.select({ id: turns.id }).from(turns).orderBy(desc(turns.position)).limit(literalLimit(KEPT_TURNS));
   return builtOnFirstUse({
     meta: () =>
       d
@@ -44,14 +46,14 @@ function prepare(d: DrizzleSqliteDODatabase) {
         .from(messages)
         .where(eq(messages.id, ph("id")))
         .prepare(),
-    lastMessage: () => d.select().from(messages).orderBy(desc(messages.position)).limit(1).prepare(),
+    lastMessage: () => d.select().from(messages).orderBy(desc(messages.position)).limit(literalLimit(1)).prepare(),
     lastOfRole: () =>
       d
         .select()
         .from(messages)
         .where(eq(messages.role, ph("role")))
         .orderBy(desc(messages.position))
-        .limit(1)
+        .limit(literalLimit(1))
         .prepare(),
     history: () =>
       d
@@ -59,7 +61,7 @@ function prepare(d: DrizzleSqliteDODatabase) {
         .from(messages)
         .where(lt(messages.position, ph("before")))
         .orderBy(desc(messages.position))
-        .limit(HISTORY_ROWS)
+        .limit(literalLimit(HISTORY_ROWS))
         .prepare(),
     insertMessage: () =>
       d
@@ -125,14 +127,14 @@ function prepare(d: DrizzleSqliteDODatabase) {
         .from(turns)
         .where(inArray(turns.state, [...RUNNING]))
         .prepare(),
-    awaiting: () => d.select().from(turns).where(eq(turns.state, "awaiting_approval")).limit(1).prepare(),
+    awaiting: () => d.select().from(turns).where(eq(turns.state, "awaiting_approval")).limit(literalLimit(1)).prepare(),
     lastTurnOn: () =>
       d
         .select()
         .from(turns)
         .where(eq(turns.userMessageId, ph("userMessageId")))
         .orderBy(desc(turns.position))
-        .limit(1)
+        .limit(literalLimit(1))
         .prepare(),
     turnByKey: () =>
       d
