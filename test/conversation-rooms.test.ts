@@ -1,7 +1,7 @@
 import { runDurableObjectAlarm } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import type { UIMessageChunk } from "ai";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { ConversationWithMessagesSchema, TurnResponseSchema } from "../src/conversations/schemas";
 import { call, expectProblem, parse } from "./support/api";
 import { auditEvents } from "./support/audit";
@@ -302,6 +302,52 @@ describe("conversations from before rooms", () => {
       "old answer",
       "new question",
     ]);
+  });
+
+  const oldQuestion = (c: { id: string }, ws: Awaited<ReturnType<typeof signupWorkspace>>) =>
+    env.DB.prepare(
+      `INSERT INTO messages (id, conversation_id, workspace_id, role, author_user_id, content, created_at)
+       VALUES (?1, ?2, ?3, 'user', ?4, 'old question', ?5)`,
+    ).bind(`old-${crypto.randomUUID()}`, c.id, ws.workspace.id, ws.user.id, new Date().toISOString());
+
+  it("are copied when a turn is their first use: the directory counts their messages", async () => {
+    const ws = await signupWorkspace();
+    const c = await conversationOf(ws.adminToken);
+    await env.DB.batch([
+      oldQuestion(c, ws),
+      env.DB.prepare("UPDATE conversations SET message_count = 1 WHERE id = ?1").bind(c.id),
+    ]);
+    const model = script({ text: "New answer." });
+    await parse(await postMessage(ws.adminToken, c.id, "new question"), TurnResponseSchema);
+    expect(model.requests[0]!.messages.filter((m) => m.role !== "system").map((m) => m.content)).toEqual([
+      "old question",
+      "new question",
+    ]);
+  });
+
+  it("a conversation the directory counts no message in is not read from D1 by its room's first turn", async () => {
+    const ws = await signupWorkspace();
+    const c = await conversationOf(ws.adminToken);
+    // A row D1 would hold only for a conversation from before rooms, whose count says so.
+    await oldQuestion(c, ws).run();
+    const asked = await inRoom(c.id, (room) => {
+      const queries: string[] = [];
+      const prepare = room.env.DB.prepare.bind(room.env.DB);
+      const spy = vi.spyOn(room.env.DB, "prepare").mockImplementation((query) => {
+        queries.push(query);
+        return prepare(query);
+      });
+      return { queries, spy };
+    });
+    const model = script({ text: "Hello." });
+    await parse(await postMessage(ws.adminToken, c.id, "first question"), TurnResponseSchema);
+    expect(model.requests[0]!.messages.filter((m) => m.role !== "system").map((m) => m.content)).toEqual([
+      "first question",
+    ]);
+    asked.spy.mockRestore();
+    expect(asked.queries.length).toBeGreaterThan(0);
+    expect(asked.queries.filter((q) => /from "messages"/i.test(q))).toEqual([]);
+    expect((await roomMessages(c.id)).map((m) => m.content)).toEqual(["first question", "Hello."]);
   });
 });
 

@@ -54,6 +54,7 @@ function preflightStatement(d: Db, by: "id" | "chat") {
   return d
     .select({
       conversation: conversationColumns,
+      messageCount: conversations.messageCount,
       agent: turnAgent,
       ...installedColumns(workspaceId),
       ...creditCheckColumns(workspaceId, sql.placeholder("grantAmount"), sql.placeholder("grantReference")),
@@ -102,6 +103,8 @@ async function preflight(env: Env, workspaceId: string, userId: string, target: 
   const agent = usableAgent(row.agent ?? undefined, handle);
   return {
     conversation: toConversation(row.conversation),
+    // No message counted: D1 holds none from before rooms, so the room copies nothing from it.
+    nothingToImport: row.messageCount === 0,
     agent,
     capabilities: capabilitiesOf(agent, row),
     credits: row,
@@ -220,7 +223,7 @@ async function postTo(ctx: TurnContext, target: Target, input: TurnMessage, opts
   const { env, workspace } = ctx;
   const found = await preflight(env, workspace.id, ctx.userId, target, input.agent_slug);
   if (!found) return null;
-  const { conversation, agent, capabilities } = found;
+  const { conversation, agent, capabilities, nothingToImport } = found;
   const profile = turnProfile(env, conversation, agent);
   const noCredits = await creditRefusal(
     env,
@@ -244,6 +247,7 @@ async function postTo(ctx: TurnContext, target: Target, input: TurnMessage, opts
     hasCredits: !noCredits,
     stream: opts.stream,
     prefetched: found.prefetched,
+    nothingToImport,
   });
   return postedOrThrow(answer, noCredits);
 }

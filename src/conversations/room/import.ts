@@ -41,7 +41,15 @@ export async function importFromD1(
         .onConflictDoNothing()
         .run();
     }
-    setMeta(room, "conversation_id", conversationId);
-    setMeta(room, "workspace_id", workspaceId);
+    rememberConversation(room, conversationId, workspaceId);
   });
+}
+
+/**
+ * The room's conversation, stored (in the caller's transaction) once its messages are in the
+ * room: copied from D1, or none to copy.
+ */
+export function rememberConversation(room: RoomDb, conversationId: string, workspaceId: string): void {
+  setMeta(room, "conversation_id", conversationId);
+  setMeta(room, "workspace_id", workspaceId);
 }

@@ -9,7 +9,7 @@ import type { Message } from "../schemas";
 import type { Decision, DecisionAnswer } from "./approval-decisions";
 import type { GivenReason } from "./approval-erasure";
 import { followTurn } from "./follow";
-import { importFromD1 } from "./import";
+import { importFromD1, rememberConversation } from "./import";
 import { LIVE_PING, LIVE_PONG, LIVE_VIEWER_HEADER, type LiveFrame, liveFrame, liveViewerSchema } from "./live";
 import { acceptLiveSocket, broadcastFrame, closeSocketsOf, recheckLiveSockets, staleLiveSockets } from "./live-sockets";
 import migrations from "./migrations/migrations.js";
@@ -89,7 +89,7 @@ export abstract class ConversationRoomObject extends DurableObject<Env> implemen
    * 24 h get the first turn's stream (from its start) or its stored reply, and bill nothing.
    */
   async startTurn(input: TurnInput): Promise<TurnAnswer> {
-    await this.ready(input.conversationId, input.workspace.id);
+    await this.ready(input.conversationId, input.workspace.id, input.nothingToImport);
     // No frame of the new turn reaches a socket whose credential was revoked meanwhile.
     await this.recheckLive();
     const { startTurn } = await turnCode.intake();
@@ -381,9 +381,14 @@ export abstract class ConversationRoomObject extends DurableObject<Env> implemen
     return true;
   }
 
-  /** Knows its conversation; on first use copies the messages it had in D1 before rooms held them. */
-  private async ready(conversationId: string, workspaceId: string): Promise<void> {
+  /**
+   * Knows its conversation; on first use copies the messages it had in D1 before rooms held them
+   * (unless the caller knows there are none).
+   */
+  private async ready(conversationId: string, workspaceId: string, nothingToImport = false): Promise<void> {
     if (this.identity) return;
+    if (!meta(this.db, "conversation_id") && nothingToImport && !this.importing)
+      this.ctx.storage.transactionSync(() => rememberConversation(this.db, conversationId, workspaceId));
     if (meta(this.db, "conversation_id")) {
       this.identity = { conversationId, workspaceId };
       return;

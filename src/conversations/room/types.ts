@@ -36,6 +36,11 @@ export type TurnInput = TurnCaller & {
   stream: boolean;
   /** What the Worker read for the areas' tools in its own batch (see `TurnScope.prefetched`). */
   prefetched?: Record<string, unknown>;
+  /**
+   * The directory counts no message in the conversation, so D1 holds none from before rooms:
+   * a room used for the first time has nothing to copy and asks D1 nothing.
+   */
+  nothingToImport?: boolean;
 };
 
 export type TurnAnswer =
