@@ -119,3 +119,22 @@ describe("the heartbeat alarm", () => {
     expect(rearmed).toBeLessThanOrEqual(Date.now() + KEEP_ALIVE_MS);
   });
 });
+
+describe("a room's turns", () => {
+  it("are found by state through an index (the intake's waiting turn, a restart's running ones), not read one by one", async () => {
+    const plans = await inRoom(`room-storage-${unique()}`, (room) => {
+      const plan = (query: string, ...values: string[]) =>
+        room.ctx.storage.sql
+          .exec<{ detail: string }>(`EXPLAIN QUERY PLAN ${query}`, ...values)
+          .toArray()
+          .map((r) => r.detail)
+          .join("; ");
+      return {
+        awaiting: plan("SELECT * FROM turns WHERE state = ? LIMIT 1", "awaiting_approval"),
+        running: plan("SELECT * FROM turns WHERE state IN (?, ?)", "accepted", "streaming"),
+      };
+    });
+    expect(plans.awaiting).toMatch(/USING INDEX turns_state_idx/);
+    expect(plans.running).toMatch(/USING INDEX turns_state_idx/);
+  });
+});

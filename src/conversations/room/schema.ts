@@ -1,5 +1,5 @@
 import type { UIMessage, UIMessageChunk } from "ai";
-import { integer, primaryKey, sqliteTable, text } from "drizzle-orm/sqlite-core";
+import { index, integer, primaryKey, sqliteTable, text } from "drizzle-orm/sqlite-core";
 import type { AuditActor } from "../../audit/events";
 
 /**
@@ -58,21 +58,27 @@ export const TURN_STATES = ["accepted", "streaming", "awaiting_approval", "compl
 export type TurnState = (typeof TURN_STATES)[number];
 
 /** One agent turn; its id is the assistant message's id. */
-export const turns = sqliteTable("turns", {
-  position: integer("position").primaryKey({ autoIncrement: true }),
-  id: text("id").notNull().unique(),
-  userMessageId: text("user_message_id").notNull(),
-  state: text("state", { enum: TURN_STATES }).notNull(),
-  /** The client's `Idempotency-Key`: a repeat within 24 h answers this turn. */
-  idempotencyKey: text("idempotency_key").unique(),
-  /** What the key was first used for; the same key with other content is refused. */
-  requestHash: text("request_hash"),
-  /** Why the model did not answer, as the provider said it. */
-  failure: text("failure", { mode: "json" }).$type<ModelFailure>(),
-  context: text("context", { mode: "json" }).$type<TurnContextRow>().notNull(),
-  startedAt: text("started_at").notNull(),
-  endedAt: text("ended_at"),
-});
+export const turns = sqliteTable(
+  "turns",
+  {
+    position: integer("position").primaryKey({ autoIncrement: true }),
+    id: text("id").notNull().unique(),
+    userMessageId: text("user_message_id").notNull(),
+    state: text("state", { enum: TURN_STATES }).notNull(),
+    /** The client's `Idempotency-Key`: a repeat within 24 h answers this turn. */
+    idempotencyKey: text("idempotency_key").unique(),
+    /** What the key was first used for; the same key with other content is refused. */
+    requestHash: text("request_hash"),
+    /** Why the model did not answer, as the provider said it. */
+    failure: text("failure", { mode: "json" }).$type<ModelFailure>(),
+    context: text("context", { mode: "json" }).$type<TurnContextRow>().notNull(),
+    startedAt: text("started_at").notNull(),
+    endedAt: text("ended_at"),
+  },
+  // Every intake asks for a turn waiting for approvals, a restart for the running ones: by
+  // state, not by reading every turn the conversation ever had.
+  (t) => [index("turns_state_idx").on(t.state)],
+);
 
 /** A turn's UI message stream, chunk by chunk, numbered from 1 without gaps. */
 export const streamEvents = sqliteTable(

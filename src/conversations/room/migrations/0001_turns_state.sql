@@ -1,0 +1,1 @@
+CREATE INDEX `turns_state_idx` ON `turns` (`state`);
