@@ -51,7 +51,10 @@ route({ scope: "conversations:write" }, "POST /v1/chat/completions", "Run a turn
     "in the `X-Conversation-Id` response header). With `stream: true`, `chat.completion.chunk` events (schema " +
     "`ChatCompletionChunk`: the role first, then the text as deltas, then a chunk with `finish_reason`), a " +
     "last chunk with `usage` and empty `choices` when `stream_options.include_usage` is true, then " +
-    "`data: [DONE]`; a model failure mid-stream is an `error` event. The agent's tools run server-side; " +
+    "`data: [DONE]`; a model failure mid-stream is an `error` event. The agent's tools run server-side; a " +
+    "turn that stops to wait for a person's approval of a tool call (the agent's `approval_required`) answers " +
+    "what it said so far, with `pending_approvals` (on the completion, or on the stream's chunk with " +
+    "`finish_reason`) naming each approval to decide; " +
     "client-side `tools`, `functions`, `tool_choice` and `function_call` are refused. Errors use OpenAI's shape " +
     "`{ error: { message, type, code, param } }`.",
   request: { headers: ConversationHeaderSchema, body: jsonBody(ChatCompletionRequestSchema) },

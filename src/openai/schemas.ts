@@ -84,6 +84,23 @@ const conversationId = z.uuid().openapi({
   description: "The conversation the turn ran in; send it as `X-Conversation-Id` to continue it",
 });
 
+/** Present only while the turn waits: what a person must decide before the agent goes on. */
+const pendingApprovals = z
+  .array(
+    z.object({
+      id: z
+        .string()
+        .openapi({ description: "Decide it with `POST /v1/api/conversations/{id}/approvals/{approval_id}`" }),
+      tool_name: z.string(),
+    }),
+  )
+  .optional()
+  .openapi({
+    description:
+      "The tool calls the turn holds for a person's approval (the agent's `approval_required`): the answer " +
+      "so far is in the content, and the conversation takes no new message until they are decided",
+  });
+
 export const ChatCompletionSchema = z
   .object({
     id: z.string(),
@@ -99,6 +116,7 @@ export const ChatCompletionSchema = z
     ),
     usage: UsageSchema,
     conversation_id: conversationId,
+    pending_approvals: pendingApprovals,
   })
   .openapi("ChatCompletion");
 export type ChatCompletion = z.infer<typeof ChatCompletionSchema>;
@@ -119,6 +137,8 @@ export const ChatCompletionChunkSchema = z
     ),
     usage: UsageSchema.nullish(),
     conversation_id: conversationId,
+    /** On the chunk with `finish_reason`, when the turn waits for approvals. */
+    pending_approvals: pendingApprovals,
   })
   .openapi("ChatCompletionChunk");
 export type ChatCompletionChunk = z.infer<typeof ChatCompletionChunkSchema>;

@@ -1,6 +1,8 @@
 import { listAgents, resolveAgent } from "../agents/service";
 import type { AuditEventInput } from "../audit/events";
 import { requireCredits } from "../billing/ledger";
+import { pendingCalls } from "../conversations/room/approval-parts";
+import type { StoredPart } from "../conversations/room/schema";
 import type { Conversation, Message } from "../conversations/schemas";
 import { createConversation, listMessages } from "../conversations/service";
 import { modelNotConfigured, type PostedTurn, postMessage, type TurnContext } from "../conversations/turns";
@@ -157,8 +159,10 @@ const usageOf = (reply: Pick<Message, "usage">): Usage => ({
 
 const now = () => Math.floor(Date.now() / 1000);
 
-/** A finished turn as a `chat.completion`. */
+/** A finished turn as a `chat.completion` (one that waits for approvals says which). */
 export function completionOf(completion: Completion, reply: Message): ChatCompletion {
+  // The parts are the room's stored ones; the API schema only describes them loosely.
+  const pending = pendingCalls(reply.parts as StoredPart[]).map((p) => ({ id: p.approvalId, tool_name: p.toolName }));
   return {
     id: `chatcmpl-${reply.id}`,
     object: "chat.completion",
@@ -167,6 +171,7 @@ export function completionOf(completion: Completion, reply: Message): ChatComple
     choices: [{ index: 0, message: { role: "assistant", content: reply.content }, finish_reason: "stop" }],
     usage: usageOf(reply),
     conversation_id: completion.conversationId,
+    ...(pending.length ? { pending_approvals: pending } : {}),
   };
 }
 

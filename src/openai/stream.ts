@@ -33,15 +33,21 @@ async function* completionEvents(
     conversation_id: meta.conversationId,
   });
   yield sse(chunk([{ index: 0, delta: { role: "assistant", content: "" }, finish_reason: null }]));
+  const toolNames = new Map<string, string>();
+  const pending: { id: string; tool_name: string }[] = [];
   for await (const c of chunks) {
     if (c.type === "text-delta" && c.delta)
       yield sse(chunk([{ index: 0, delta: { content: c.delta }, finish_reason: null }]));
+    else if (c.type === "tool-input-available") toolNames.set(c.toolCallId, c.toolName);
+    else if (c.type === "tool-approval-request")
+      pending.push({ id: c.approvalId, tool_name: toolNames.get(c.toolCallId) ?? "" });
     else if (c.type === "error") {
       yield sse(openAiErrorBody(502, "model_error", c.errorText));
       return;
     }
   }
-  yield sse(chunk([{ index: 0, delta: {}, finish_reason: "stop" }]));
+  const finish = chunk([{ index: 0, delta: {}, finish_reason: "stop" }]);
+  yield sse(pending.length ? { ...finish, pending_approvals: pending } : finish);
   if (meta.includeUsage) yield sse(chunk([], await usage()));
   yield "data: [DONE]\n\n";
 }
