@@ -90,7 +90,7 @@ const pendingApprovals = z
     z.object({
       id: z
         .string()
-        .openapi({ description: "Decide it with `POST /v1/api/conversations/{id}/approvals/{approval_id}`" }),
+        .openapi({ description: "Decide it with `POST /v1/api/conversations/{conversation_id}/approvals/{id}`" }),
       tool_name: z.string(),
     }),
   )
